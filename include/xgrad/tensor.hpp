@@ -1,0 +1,241 @@
+// The Tensor handle: a shared, strided view of typed storage plus its autograd record.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xgrad/shape.hpp"
+
+namespace xgrad {
+
+namespace detail {
+struct TensorImpl;
+}
+
+/// An n-dimensional array of float32, float64 or int64 values that records the operations applied to
+/// it, so that `backward()` can compute gradients.
+///
+/// A Tensor is a cheap handle: copying one shares the storage and the autograd history, exactly like
+/// assigning a Python variable. Views (`transpose`, `slice`, `view`, `expand` ...) share storage with
+/// their base too; `clone()` makes an independent copy.
+///
+/// ```cpp
+/// auto x = xgrad::tensor({{1.0, 2.0}, {3.0, 4.0}}).requires_grad_();
+/// auto y = (x * x).sum();
+/// y.backward();
+/// // x.grad() == 2 * x
+/// ```
+class Tensor {
+public:
+    /// An undefined tensor (as `grad()` before any backward).
+    Tensor() = default;
+    /// Wraps an implementation; used by xgrad's own operations.
+    explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+    // ---- metadata -------------------------------------------------------------------------
+    /// False for a default-constructed (undefined) tensor.
+    bool defined() const { return impl_ != nullptr; }
+    /// The sizes, e.g. `torch.Size([2, 5])` when printed.
+    const Shape& shape() const;
+    /// Alias of shape(), as libtorch names it.
+    const Shape& sizes() const { return shape(); }
+    /// Size of dimension `dim`; negative counts from the end.
+    std::int64_t size(std::int64_t dim) const;
+    /// Number of dimensions.
+    std::int64_t dim() const;
+    /// Number of elements.
+    std::int64_t numel() const;
+    /// Element type.
+    DType dtype() const;
+    /// Device the storage lives on.
+    Device device() const;
+    /// Strides in elements, one per dimension.
+    const std::vector<std::int64_t>& strides() const;
+    /// Offset of the first element in the storage, in elements.
+    std::int64_t storage_offset() const;
+    /// True when the elements are laid out densely in row-major order.
+    bool is_contiguous() const;
+    /// True for float32 and float64 tensors.
+    bool is_floating_point() const { return xgrad::is_floating_point(dtype()); }
+
+    /// The single value of a one-element tensor, converted to T (float, double or int64_t).
+    template <typename T>
+    T item() const;
+    /// All values in row-major order, converted to T (float, double or int64_t).
+    template <typename T>
+    std::vector<T> to_vector() const;
+    /// Pointer to the first element of a contiguous CPU tensor whose dtype is T; throws otherwise.
+    template <typename T>
+    T* data_ptr() const;
+
+    // ---- autograd ---------------------------------------------------------------------------
+    /// Whether gradients flow to or through this tensor.
+    bool requires_grad() const;
+    /// Makes a leaf tensor require grad (or not); returns *this.
+    Tensor& requires_grad_(bool requires_grad = true);
+    /// The accumulated gradient of a leaf; undefined until a backward reaches it.
+    Tensor grad() const;
+    /// The gradient slot itself, for optimizers that reset or replace it.
+    Tensor& mutable_grad();
+    /// True for tensors created by the user rather than by a differentiable operation.
+    bool is_leaf() const;
+    /// PyTorch's name of the operation that created this tensor (`"MulBackward0"`), or "" for a leaf.
+    std::string grad_fn_name() const;
+    /// A new leaf sharing this tensor's storage, outside the graph.
+    Tensor detach() const;
+    /// Computes the gradients of this tensor with respect to the graph's leaves.
+    ///
+    /// `gradient` may be omitted for a one-element tensor (it is then 1). Gradients accumulate
+    /// (`+=`) into each leaf's grad(). The graph is freed afterwards unless `retain_graph` is true;
+    /// a second backward through a freed graph throws.
+    void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
+    // ---- elementwise maths (broadcasting as in PyTorch) -----------------------------------------
+    Tensor add(const Tensor& other) const;  ///< `self + other`.
+    Tensor add(double other) const;         ///< `self + other`.
+    Tensor sub(const Tensor& other) const;  ///< `self - other`.
+    Tensor sub(double other) const;         ///< `self - other`.
+    Tensor mul(const Tensor& other) const;  ///< `self * other`.
+    Tensor mul(double other) const;         ///< `self * other`.
+    Tensor div(const Tensor& other) const;  ///< `self / other`.
+    Tensor div(double other) const;         ///< `self / other`.
+    Tensor neg() const;                     ///< `-self`.
+    Tensor pow(double exponent) const;      ///< `self ** exponent`.
+    Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise.
+    Tensor sqrt() const;                    ///< Square root.
+    Tensor rsqrt() const;                   ///< `1 / sqrt(self)`.
+    Tensor exp() const;                     ///< `e ** self`.
+    Tensor log() const;                     ///< Natural logarithm.
+    Tensor abs() const;                     ///< Absolute value (gradient 0 at 0, as PyTorch).
+    Tensor tanh() const;                    ///< Hyperbolic tangent.
+    Tensor sigmoid() const;                 ///< `1 / (1 + exp(-self))`.
+    Tensor relu() const;                    ///< `max(self, 0)` (gradient 0 at 0, as PyTorch).
+    /// GELU; `approximate` is "none" (erf form, PyTorch's default) or "tanh".
+    Tensor gelu(const std::string& approximate = "none") const;
+    Tensor maximum(const Tensor& other) const;  ///< Elementwise maximum (ties share the gradient).
+    Tensor minimum(const Tensor& other) const;  ///< Elementwise minimum (ties share the gradient).
+    /// Limits values to [min, max]; either bound may be omitted.
+    Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+
+    // ---- reductions ---------------------------------------------------------------------------
+    /// Sum of all elements (a 0-d tensor).
+    Tensor sum() const;
+    /// Sum over `dims` (an empty list means all dimensions).
+    Tensor sum(const Dims& dims, bool keepdim = false) const;
+    /// Mean of all elements.
+    Tensor mean() const;
+    /// Mean over `dims`.
+    Tensor mean(const Dims& dims, bool keepdim = false) const;
+    /// Unbiased variance of all elements.
+    Tensor var() const;
+    /// Variance over `dims`; `unbiased` divides by n-1 (PyTorch's default), else by n.
+    Tensor var(const Dims& dims, bool unbiased = true, bool keepdim = false) const;
+    /// Unbiased standard deviation of all elements.
+    Tensor std() const;
+    /// Standard deviation over `dims`, with var's flags.
+    Tensor std(const Dims& dims, bool unbiased = true, bool keepdim = false) const;
+    /// Largest element.
+    Tensor max() const;
+    /// Largest values over `dims` (values only; ties share the gradient).
+    Tensor max(const Dims& dims, bool keepdim = false) const;
+    /// Smallest element.
+    Tensor min() const;
+    /// Smallest values over `dims`.
+    Tensor min(const Dims& dims, bool keepdim = false) const;
+
+    // ---- shape and layout -----------------------------------------------------------------------
+    /// Matrix product with torch.matmul's rules (1-D, 2-D and batched N-D with broadcasting).
+    Tensor matmul(const Tensor& other) const;
+    /// Swaps two dimensions (a view).
+    Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
+    /// Transpose of a matrix of at most 2 dimensions (a view).
+    Tensor t() const;
+    /// Reorders the dimensions (a view).
+    Tensor permute(const Dims& order) const;
+    /// The same elements in a new shape (one size may be -1); a view when possible, else a copy.
+    Tensor reshape(const Shape& shape) const;
+    /// The same elements in a new shape; a view, so the tensor must be contiguous enough.
+    Tensor view(const Shape& shape) const;
+    /// Inserts a dimension of size 1 at `dim` (a view).
+    Tensor unsqueeze(std::int64_t dim) const;
+    /// Removes every dimension of size 1 (a view).
+    Tensor squeeze() const;
+    /// Removes dimension `dim` if its size is 1 (a view).
+    Tensor squeeze(std::int64_t dim) const;
+    /// Merges dimensions `start_dim`..`end_dim` into one.
+    Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+    /// Broadcasts size-1 dimensions to `shape` (-1 keeps a size); a view with stride 0.
+    Tensor expand(const Shape& shape) const;
+    /// Broadcasts to other's shape.
+    Tensor expand_as(const Tensor& other) const;
+    /// This tensor if contiguous, else a contiguous copy.
+    Tensor contiguous() const;
+    /// Elements `start, start+step, ...` below `end` along `dim` (a view); negative and
+    /// out-of-range bounds are clamped as in Python slicing.
+    Tensor slice(std::int64_t dim, std::optional<std::int64_t> start, std::optional<std::int64_t> end,
+                 std::int64_t step = 1) const;
+    /// `length` elements from `start` along `dim` (a view).
+    Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
+    /// The sub-tensor at `index` along `dim`, which is removed (a view).
+    Tensor select(std::int64_t dim, std::int64_t index) const;
+    /// `select(0, index)`, as `x[i]` in Python.
+    Tensor operator[](std::int64_t index) const { return select(0, index); }
+    /// A copy converted to `dtype` (this tensor if it already has it); differentiable.
+    Tensor to(DType dtype) const;
+    /// A copy on `device` (this tensor if it is already there).
+    Tensor to(Device device) const;
+    /// `to(kCPU)`.
+    Tensor cpu() const { return to(kCPU); }
+    /// Converts to other's dtype.
+    Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
+    /// An independent copy with its own storage; differentiable.
+    Tensor clone() const;
+
+    // ---- in-place updates (not recorded by autograd) -------------------------------------------
+    // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
+    // grad unless called under NoGradGuard.
+    Tensor& add_(const Tensor& other, double alpha = 1.0);  ///< `self += alpha * other`.
+    Tensor& add_(double other);                             ///< `self += other`.
+    Tensor& sub_(const Tensor& other);                      ///< `self -= other`.
+    Tensor& mul_(const Tensor& other);                      ///< `self *= other`.
+    Tensor& mul_(double other);                             ///< `self *= other`.
+    Tensor& div_(const Tensor& other);                      ///< `self /= other`.
+    Tensor& div_(double other);                             ///< `self /= other`.
+    Tensor& zero_();                                        ///< Sets every element to 0.
+    Tensor& fill_(double value);                            ///< Sets every element to `value`.
+    /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor.
+    Tensor& copy_(const Tensor& src);
+
+    /// The implementation, for xgrad's own operations.
+    const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
+
+private:
+    std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+/// Tensor arithmetic with PyTorch's broadcasting; scalars may stand on either side.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);  ///< Adds a scalar.
+Tensor operator+(double a, const Tensor& b);  ///< Adds a scalar.
+Tensor operator-(const Tensor& a, const Tensor& b);  ///< Elementwise difference.
+Tensor operator-(const Tensor& a, double b);  ///< Subtracts a scalar.
+Tensor operator-(double a, const Tensor& b);  ///< Subtracts from a scalar.
+Tensor operator*(const Tensor& a, const Tensor& b);  ///< Elementwise product.
+Tensor operator*(const Tensor& a, double b);  ///< Multiplies by a scalar.
+Tensor operator*(double a, const Tensor& b);  ///< Multiplies by a scalar.
+Tensor operator/(const Tensor& a, const Tensor& b);  ///< Elementwise quotient.
+Tensor operator/(const Tensor& a, double b);  ///< Divides by a scalar.
+Tensor operator/(double a, const Tensor& b);  ///< Divides a scalar elementwise.
+Tensor operator-(const Tensor& a);            ///< Negation.
+Tensor& operator+=(Tensor& a, const Tensor& b);  ///< In place: `a.add_(b)`.
+Tensor& operator+=(Tensor& a, double b);         ///< In place: `a.add_(b)`.
+Tensor& operator-=(Tensor& a, const Tensor& b);  ///< In place: `a.sub_(b)`.
+Tensor& operator*=(Tensor& a, const Tensor& b);  ///< In place: `a.mul_(b)`.
+Tensor& operator*=(Tensor& a, double b);         ///< In place: `a.mul_(b)`.
+Tensor& operator/=(Tensor& a, const Tensor& b);  ///< In place: `a.div_(b)`.
+Tensor& operator/=(Tensor& a, double b);         ///< In place: `a.div_(b)`.
+
+}  // namespace xgrad

@@ -1,0 +1,222 @@
+// The reverse-mode engine: recording nodes, walking them in topological order, and gradcheck.
+#include "xgrad/autograd.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
+
+namespace xgrad {
+
+namespace {
+thread_local bool grad_enabled = true;
+}
+
+bool is_grad_enabled() { return grad_enabled; }
+void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+
+namespace detail {
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+    if (!grad_enabled) return false;
+    for (const Tensor* t : inputs)
+        if (t->requires_grad()) return true;
+    return false;
+}
+
+static Edge edge_to(const Tensor& t) {
+    if (!t.requires_grad()) return {};
+    if (t.impl()->grad_fn) return {t.impl()->grad_fn, nullptr};
+    return {nullptr, t.impl()};
+}
+
+static void attach(Tensor& out, const char* name, std::vector<Edge> next, BackwardFn backward) {
+    auto node = std::make_shared<Node>();
+    node->name = name;
+    node->needs.flags.reserve(next.size());
+    for (const Edge& e : next) node->needs.flags.push_back(e.defined());
+    node->next = std::move(next);
+    node->backward = std::move(backward);
+    out.impl()->grad_fn = std::move(node);
+    out.impl()->requires_grad = true;
+}
+
+void record(Tensor& out, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
+    std::vector<Edge> next;
+    next.reserve(inputs.size());
+    for (const Tensor* t : inputs) next.push_back(edge_to(*t));
+    attach(out, name, std::move(next), std::move(backward));
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+    std::vector<Edge> next;
+    next.reserve(inputs.size());
+    for (const Tensor& t : inputs) next.push_back(edge_to(t));
+    attach(out, name, std::move(next), std::move(backward));
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+    if (grad.shape() == shape) return grad;
+    const std::int64_t lead = grad.dim() - shape.size();
+    std::vector<std::int64_t> dims;
+    for (std::int64_t i = 0; i < grad.dim(); ++i)
+        if (i < lead || (shape[i - lead] == 1 && grad.size(i) != 1)) dims.push_back(i);
+    Tensor r = dims.empty() ? grad : grad.sum(Dims(dims), /*keepdim=*/true);
+    return r.shape() == shape ? r : r.reshape(shape);
+}
+
+/// Adds `g` into a leaf's grad: the first gradient is copied (it may alias another tensor), later
+/// ones accumulate in place, as PyTorch's AccumulateGrad does.
+static void accumulate(TensorImpl& leaf, const Tensor& g) {
+    Tensor gg = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
+    if (!leaf.grad.defined()) {
+        leaf.grad = gg.shape() == leaf.shape ? gg.clone() : gg.expand(leaf.shape).clone();
+    } else {
+        leaf.grad.add_(gg);
+    }
+}
+
+}  // namespace detail
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+    using namespace detail;
+    check_defined(*this, "backward");
+    if (!requires_grad())
+        fail("backward", "the tensor does not require grad and has no grad_fn (did an input call requires_grad_()?)");
+    Tensor seed = gradient;
+    if (!seed.defined()) {
+        if (numel() != 1)
+            fail("backward", "grad can be implicitly created only for one-element outputs, but the output has shape " +
+                                 to_string(shape()) + "; pass a gradient");
+        seed = ones(shape(), dtype());
+    } else if (seed.shape() != shape()) {
+        fail("backward", "the gradient has shape " + to_string(seed.shape()) + " but the output has shape " +
+                             to_string(shape()));
+    }
+
+    NoGradGuard no_grad;  // backward computes plain tensors (no higher-order graphs)
+    if (!impl_->grad_fn) {
+        accumulate(*impl_, seed);
+        return;
+    }
+
+    // Topological order by an iterative depth-first search (deep graphs must not overflow the stack).
+    std::vector<Node*> order;
+    std::unordered_set<Node*> seen;
+    std::vector<std::pair<Node*, std::size_t>> stack{{impl_->grad_fn.get(), 0}};
+    seen.insert(impl_->grad_fn.get());
+    while (!stack.empty()) {
+        auto& [node, i] = stack.back();
+        if (i < node->next.size()) {
+            Node* child = node->next[i++].fn.get();
+            if (child && seen.insert(child).second) stack.emplace_back(child, 0);
+        } else {
+            order.push_back(node);
+            stack.pop_back();
+        }
+    }
+
+    std::unordered_map<Node*, Tensor> pending;
+    pending[impl_->grad_fn.get()] = seed;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        Node* node = *it;
+        if (node->released)
+            fail("backward",
+                 std::string("trying to backward through the graph a second time (") + node->name +
+                     " was freed); pass retain_graph=true to the first backward if you need to");
+        auto found = pending.find(node);
+        if (found == pending.end()) continue;
+        Tensor g = std::move(found->second);
+        pending.erase(found);
+        std::vector<Tensor> grads = node->backward(g, node->needs);
+        for (std::size_t k = 0; k < node->next.size() && k < grads.size(); ++k) {
+            const Edge& e = node->next[k];
+            if (!e.defined() || !grads[k].defined()) continue;
+            if (e.fn) {
+                Tensor& slot = pending[e.fn.get()];
+                slot = slot.defined() ? slot + grads[k] : grads[k];
+            } else {
+                accumulate(*e.leaf, grads[k]);
+            }
+        }
+        if (!retain_graph) {
+            node->backward = nullptr;  // frees the saved tensors
+            node->released = true;
+        }
+    }
+}
+
+namespace autograd {
+
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                          const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
+    // Float64 leaves, so that finite differences are meaningful.
+    std::vector<Tensor> xs;
+    std::vector<bool> check;
+    for (const Tensor& t : inputs) {
+        bool differentiable = t.defined() && t.is_floating_point() && t.requires_grad();
+        Tensor x = t.defined() ? t.detach().to(kFloat64).clone().detach() : t;
+        if (differentiable) x.requires_grad_(true);
+        xs.push_back(x);
+        check.push_back(differentiable);
+    }
+    Tensor y0 = fn(xs);
+    if (!y0.defined() || y0.dtype() != kFloat64)
+        detail::fail("gradcheck", "the function must return a float64 tensor for float64 inputs");
+    const std::int64_t n_out = y0.numel();
+
+    // Analytic Jacobian, one output element at a time: row o holds d y[o] / d x[i][*].
+    std::vector<std::vector<std::vector<double>>> analytic(xs.size());
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        if (check[i]) analytic[i].assign(static_cast<std::size_t>(n_out), std::vector<double>(static_cast<std::size_t>(xs[i].numel()), 0.0));
+    for (std::int64_t o = 0; o < n_out; ++o) {
+        for (auto& x : xs)
+            if (x.defined()) x.mutable_grad() = Tensor();
+        Tensor y = fn(xs);
+        if (!y.requires_grad()) break;  // nothing depends on the inputs: analytic Jacobian is zero
+        Tensor seed = zeros(y.shape(), kFloat64);
+        seed.data_ptr<double>()[o] = 1.0;
+        y.backward(seed);
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            if (!check[i] || !xs[i].grad().defined()) continue;
+            analytic[i][static_cast<std::size_t>(o)] = xs[i].grad().to_vector<double>();
+        }
+    }
+
+    // Numeric Jacobian by central differences, one input element at a time.
+    NoGradGuard no_grad;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (!check[i]) continue;
+        double* p = xs[i].data_ptr<double>();
+        for (std::int64_t e = 0; e < xs[i].numel(); ++e) {
+            const double orig = p[e];
+            p[e] = orig + eps;
+            std::vector<double> plus = fn(xs).to_vector<double>();
+            p[e] = orig - eps;
+            std::vector<double> minus = fn(xs).to_vector<double>();
+            p[e] = orig;
+            for (std::int64_t o = 0; o < n_out; ++o) {
+                auto ou = static_cast<std::size_t>(o);
+                double numeric = (plus[ou] - minus[ou]) / (2 * eps);
+                double a = analytic[i][ou][static_cast<std::size_t>(e)];
+                if (!(std::abs(a - numeric) <= atol + rtol * std::abs(numeric))) {
+                    std::ostringstream msg;
+                    msg.precision(10);
+                    msg << "gradcheck: Jacobian mismatch for input " << i << ", element " << e << ", output " << o
+                        << ": analytic " << a << " vs numeric " << numeric;
+                    return {false, static_cast<std::int64_t>(i), e, o, a, numeric, msg.str()};
+                }
+            }
+        }
+    }
+    return {};
+}
+
+}  // namespace autograd
+}  // namespace xgrad

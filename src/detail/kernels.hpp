@@ -1,0 +1,112 @@
+// CPU kernel building blocks on xtensor/xsimd; included only by src/*.cpp, never by public headers.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+
+#include "detail/tensor_impl.hpp"
+
+namespace xgrad::detail {
+
+/// Calls `f(T{})` with T the C++ type of `dtype`.
+template <typename F>
+decltype(auto) dispatch(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::kFloat32: return f(float{});
+        case DType::kFloat64: return f(double{});
+        case DType::kInt64: return f(std::int64_t{});
+    }
+    throw std::logic_error("dispatch: unknown dtype");
+}
+
+/// Like dispatch, but only for floating-point dtypes; throws naming `op` for int64.
+template <typename F>
+decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
+    switch (dtype) {
+        case DType::kFloat32: return f(float{});
+        case DType::kFloat64: return f(double{});
+        default: fail(op, "needs a floating-point tensor, got " + to_string(dtype));
+    }
+}
+
+/// A 1-D xtensor view of `n` contiguous elements at `p`, so expressions on it vectorise with xsimd.
+template <typename T>
+auto flat(T* p, std::size_t n) {
+    return xt::adapt(p, n, xt::no_ownership(), std::array<std::size_t, 1>{n});
+}
+
+/// Visits every element of a strided view in row-major order: `f(flat_index, storage_offset)`.
+template <typename F>
+void for_each_offset(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset, F&& f) {
+    const std::int64_t nd = shape.size();
+    const std::int64_t n = shape.numel();
+    if (n == 0) return;
+    if (nd == 0) {
+        f(0, offset);
+        return;
+    }
+    // Inner loop over the last dimension; an odometer over the others.
+    const std::int64_t inner = shape[nd - 1], inner_stride = strides[static_cast<std::size_t>(nd - 1)];
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    std::int64_t base = offset;
+    for (std::int64_t i = 0; i < n; i += inner) {
+        for (std::int64_t j = 0; j < inner; ++j) f(i + j, base + j * inner_stride);
+        for (std::int64_t d = nd - 2; d >= 0; --d) {
+            auto du = static_cast<std::size_t>(d);
+            if (++idx[du] < shape[d]) {
+                base += strides[du];
+                break;
+            }
+            base -= strides[du] * (shape[d] - 1);
+            idx[du] = 0;
+        }
+    }
+}
+
+/// Applies `f` (written for xtensor expressions, e.g. `[](auto x) { return xt::exp(x); }`) to a
+/// floating tensor, producing a new contiguous tensor of the same dtype.
+/// `T` is the element type of such an expression, for constants inside the lambdas.
+template <typename E>
+using value_t = typename std::decay_t<E>::value_type;
+
+template <typename F>
+Tensor map_unary(const Tensor& a, const char* op, F&& f) {
+    // Integer tensors promote to float32 for floating-point maths, as torch.exp(int) does.
+    Tensor src = a.is_floating_point() ? a.contiguous() : a.to(kFloat32);
+    Tensor out = make_empty(src.shape(), src.dtype());
+    dispatch_float(src.dtype(), op, [&](auto tag) {
+        using T = decltype(tag);
+        auto n = static_cast<std::size_t>(src.numel());
+        auto o = flat(out.impl()->data<T>(), n);
+        xt::noalias(o) = f(flat(static_cast<const T*>(src.impl()->data<T>()), n));
+    });
+    return out;
+}
+
+/// Applies `f(x, y)` elementwise to two tensors of the same dtype, broadcasting them.
+/// `Ints` also instantiates the int64 case (for ops that keep integers integral).
+template <bool Ints = false, typename F>
+Tensor map_binary(const Tensor& a, const Tensor& b, const char* op, F&& f) {
+    Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
+    Tensor x = a.shape() == shape ? a.contiguous() : a.expand(shape).contiguous();
+    Tensor y = b.shape() == shape ? b.contiguous() : b.expand(shape).contiguous();
+    Tensor out = make_empty(shape, a.dtype());
+    auto body = [&](auto tag) {
+        using T = decltype(tag);
+        auto n = static_cast<std::size_t>(shape.numel());
+        auto o = flat(out.impl()->data<T>(), n);
+        xt::noalias(o) = f(flat(static_cast<const T*>(x.impl()->data<T>()), n),
+                           flat(static_cast<const T*>(y.impl()->data<T>()), n));
+    };
+    if constexpr (Ints)
+        dispatch(a.dtype(), body);
+    else
+        dispatch_float(a.dtype(), op, body);
+    return out;
+}
+
+}  // namespace xgrad::detail

@@ -1,0 +1,105 @@
+// Internal representation of tensors and graph nodes, and the helpers every operation shares.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "xgrad/autograd.hpp"
+#include "xgrad/shape.hpp"
+#include "xgrad/tensor.hpp"
+
+namespace xgrad::detail {
+
+/// A block of memory on one device. Tensors share it through shared_ptr; views point into it.
+struct Storage {
+    void* data = nullptr;
+    std::size_t nbytes = 0;
+    Device device = kCPU;
+
+    Storage(std::size_t nbytes, Device device);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+};
+
+struct Node;
+
+/// What a Tensor handle points to: a strided view of a storage plus its autograd state.
+struct TensorImpl {
+    std::shared_ptr<Storage> storage;
+    Shape shape;
+    std::vector<std::int64_t> strides;
+    std::int64_t offset = 0;
+    DType dtype = kFloat32;
+    bool requires_grad = false;
+    std::shared_ptr<Node> grad_fn;  // null for leaves
+    Tensor grad;                    // accumulated gradient of a leaf
+
+    template <typename T>
+    T* data() const {
+        return static_cast<T*>(storage->data) + offset;
+    }
+    bool is_contiguous() const;
+};
+
+/// Where the gradient for one input of a node goes: into another node, or into a leaf's grad.
+struct Edge {
+    std::shared_ptr<Node> fn;
+    std::shared_ptr<TensorImpl> leaf;
+    bool defined() const { return fn || leaf; }
+};
+
+/// Which inputs of a node need a gradient; backward functions skip the others.
+struct NeedsGrad {
+    std::vector<bool> flags;
+    bool operator[](std::size_t i) const { return i < flags.size() && flags[i]; }
+};
+
+/// Maps the gradient of a node's output to the gradients of its inputs (undefined where not needed).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad, const NeedsGrad& needs)>;
+
+/// One recorded operation: its PyTorch name, where its input gradients go, and how to compute them.
+struct Node {
+    const char* name = "";
+    std::vector<Edge> next;
+    NeedsGrad needs;
+    BackwardFn backward;
+    bool released = false;  // backward ran without retain_graph; the saved tensors are gone
+};
+
+// ---- construction -------------------------------------------------------------------------------
+std::vector<std::int64_t> contiguous_strides(const Shape& shape);
+/// A new contiguous tensor with uninitialised storage.
+Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU);
+/// A new view of `base`'s storage with the given geometry (no autograd record).
+Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset);
+
+// ---- autograd -----------------------------------------------------------------------------------
+/// True when grad mode is on and some input requires grad.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+/// Marks `out` as the result of `name` applied to `inputs`, with `backward` computing their grads.
+void record(Tensor& out, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward);
+/// `record` for a list of inputs (cat, stack).
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
+/// Sums a broadcast gradient back down to `shape`.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+// ---- checks -------------------------------------------------------------------------------------
+/// Wraps a possibly negative dim into [0, ndim); throws naming `op` when out of range.
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
+/// The broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+/// Throws unless `t` is defined; names `op`.
+void check_defined(const Tensor& t, const char* op);
+/// Throws std::invalid_argument with "op: message".
+[[noreturn]] void fail(const char* op, const std::string& message);
+
+/// The dtype two operands promote to (float64 > float32 > int64), as PyTorch's type promotion.
+DType promote(DType a, DType b);
+
+}  // namespace xgrad::detail

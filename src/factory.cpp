@@ -1,0 +1,121 @@
+// Tensor factories: nested braces, vectors, constants and ranges.
+#include "xgrad/factory.hpp"
+
+#include <cmath>
+
+#include "detail/kernels.hpp"
+#include "detail/tensor_impl.hpp"
+
+namespace xgrad {
+
+using detail::fail;
+
+namespace {
+
+Tensor finish(Tensor t, const TensorOptions& options) {
+    if (options.requires_grad()) t.requires_grad_(true);
+    return t;
+}
+
+/// A tensor of `shape` from row-major doubles, converted to the options' dtype.
+Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const TensorOptions& options) {
+    Tensor out = detail::make_empty(shape, options.dtype());
+    detail::dispatch(options.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* p = out.impl()->data<T>();
+        for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+    });
+    return finish(out, options);
+}
+
+/// Flattens nested lists, checking that they are rectangular and of one depth.
+struct Flattener {
+    std::vector<double> values;
+    std::vector<std::int64_t> shape;
+    std::int64_t rank = -1;  // fixed by the first number reached
+
+    void walk(const NestedValues& v, std::int64_t depth) {
+        if (!v.is_list()) {
+            if (rank == -1) rank = depth;
+            if (depth != rank) fail("tensor", "nested lists are not rectangular: lists of different depths");
+            values.push_back(v.value());
+            return;
+        }
+        if (rank != -1 && depth >= rank) fail("tensor", "nested lists are not rectangular: lists of different depths");
+        if (static_cast<std::int64_t>(shape.size()) <= depth) shape.resize(static_cast<std::size_t>(depth + 1), -1);
+        auto& size = shape[static_cast<std::size_t>(depth)];
+        const auto n = static_cast<std::int64_t>(v.list().size());
+        if (size == -1) size = n;
+        else if (size != n)
+            fail("tensor", "nested lists are not rectangular: expected " + std::to_string(size) + " elements at depth " +
+                               std::to_string(depth) + ", got " + std::to_string(n));
+        for (const auto& x : v.list()) walk(x, depth + 1);
+    }
+};
+
+}  // namespace
+
+Tensor tensor(const NestedValues& values, TensorOptions options) {
+    Flattener f;
+    f.walk(values, 0);
+    for (auto& d : f.shape)
+        if (d == -1) d = 0;  // inner sizes of an empty list: torch.tensor([[]]) has shape (1, 0)
+    return from_doubles(f.values, Shape(f.shape), options);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
+    if (static_cast<std::int64_t>(values.size()) != shape.numel())
+        fail("from_vector", std::to_string(values.size()) + " values cannot fill a tensor of shape " +
+                                to_string(shape) + " (" + std::to_string(shape.numel()) + " elements)");
+    Tensor out = detail::make_empty(shape, options.dtype());
+    detail::dispatch(options.dtype(), [&](auto tag) {
+        using D = decltype(tag);
+        D* p = out.impl()->data<D>();
+        for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<D>(values[i]);
+    });
+    return finish(out, options);
+}
+template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+    return finish(detail::make_empty(shape, options.dtype(), options.device()), options);
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+    Tensor out = detail::make_empty(shape, options.dtype(), options.device());
+    detail::dispatch(options.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        auto o = detail::flat(out.impl()->data<T>(), static_cast<std::size_t>(shape.numel()));
+        o.fill(static_cast<T>(value));
+    });
+    return finish(out, options);
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+
+Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+    if (step == 0) fail("arange", "step must be nonzero");
+    if (!std::isfinite(start) || !std::isfinite(end)) fail("arange", "start and end must be finite");
+    if ((end - start) / step < 0)
+        fail("arange", "upper bound and larger bound inconsistent with step sign (start " + std::to_string(start) +
+                           ", end " + std::to_string(end) + ", step " + std::to_string(step) + ")");
+    auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+    std::vector<double> values(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
+    return from_doubles(values, Shape{n}, options);
+}
+
+Tensor zeros_like(const Tensor& other) { return zeros(other.shape(), other.dtype()); }
+Tensor zeros_like(const Tensor& other, TensorOptions options) { return zeros(other.shape(), options); }
+Tensor ones_like(const Tensor& other) { return ones(other.shape(), other.dtype()); }
+Tensor ones_like(const Tensor& other, TensorOptions options) { return ones(other.shape(), options); }
+Tensor full_like(const Tensor& other, double value) { return full(other.shape(), value, other.dtype()); }
+Tensor empty_like(const Tensor& other) { return empty(other.shape(), other.dtype()); }
+
+}  // namespace xgrad

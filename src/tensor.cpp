@@ -1,0 +1,404 @@
+// Tensor metadata, storage, conversions, copies and the in-place updates optimizers use.
+#include "xgrad/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "detail/kernels.hpp"
+#include "detail/tensor_impl.hpp"
+#include "xgrad/autograd.hpp"
+
+namespace xgrad {
+
+// ---- vocabulary ---------------------------------------------------------------------------------
+
+std::size_t element_size(DType dtype) { return dtype == kFloat32 ? 4 : 8; }
+
+bool is_floating_point(DType dtype) { return dtype != kInt64; }
+
+std::string to_string(DType dtype) {
+    switch (dtype) {
+        case DType::kFloat32: return "torch.float32";
+        case DType::kFloat64: return "torch.float64";
+        case DType::kInt64: return "torch.int64";
+    }
+    return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, DType dtype) { return os << to_string(dtype); }
+
+std::string to_string(Device device) { return device == kCPU ? "cpu" : "cuda"; }
+
+std::int64_t Shape::numel() const {
+    std::int64_t n = 1;
+    for (auto d : dims_) n *= d;
+    return n;
+}
+
+std::string to_string(const Shape& shape) {
+    std::ostringstream os;
+    os << "(";
+    for (std::int64_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+    if (shape.size() == 1) os << ",";
+    os << ")";
+    return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+    os << "torch.Size([";
+    for (std::int64_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+    return os << "])";
+}
+
+namespace detail {
+
+// ---- storage and construction ---------------------------------------------------------------------
+
+Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(dev) {
+    if (dev != kCPU) fail("Storage", "xgrad was built without CUDA support; only kCPU tensors exist");
+    // 64-byte alignment for the vector units; aligned_alloc wants a multiple of the alignment.
+    std::size_t padded = (bytes + 63) / 64 * 64;
+    data = std::aligned_alloc(64, padded == 0 ? 64 : padded);
+    if (!data) throw std::bad_alloc();
+}
+
+Storage::~Storage() { std::free(data); }
+
+bool TensorImpl::is_contiguous() const {
+    std::int64_t expected = 1;
+    for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+        if (shape[d] != 1 && strides[static_cast<std::size_t>(d)] != expected) return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(shape.size()));
+    std::int64_t s = 1;
+    for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+        strides[static_cast<std::size_t>(d)] = s;
+        s *= shape[d];
+    }
+    return strides;
+}
+
+Tensor make_empty(const Shape& shape, DType dtype, Device device) {
+    for (auto d : shape)
+        if (d < 0) fail("empty", "negative dimension in shape " + to_string(shape));
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype), device);
+    impl->strides = contiguous_strides(shape);
+    impl->shape = shape;
+    impl->dtype = dtype;
+    return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = base.impl()->storage;
+    impl->shape = std::move(shape);
+    impl->strides = std::move(strides);
+    impl->offset = offset;
+    impl->dtype = base.dtype();
+    return Tensor(std::move(impl));
+}
+
+// ---- checks ---------------------------------------------------------------------------------------
+
+void fail(const char* op, const std::string& message) { throw std::invalid_argument(std::string(op) + ": " + message); }
+
+void check_defined(const Tensor& t, const char* op) {
+    if (!t.defined()) fail(op, "the tensor is undefined");
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
+    std::int64_t n = ndim == 0 ? 1 : ndim;  // a 0-d tensor accepts dim 0 and -1, as PyTorch
+    if (dim < -n || dim >= n)
+        fail(op, "dimension " + std::to_string(dim) + " is out of range for a tensor of " + std::to_string(ndim) +
+                     " dimensions (expected to be in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
+    return dim < 0 ? dim + n : dim;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+    std::int64_t n = std::max(a.size(), b.size());
+    std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+        std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+        if (da != db && da != 1 && db != 1)
+            fail(op, "shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together (" +
+                         std::to_string(da) + " != " + std::to_string(db) + " at dimension " + std::to_string(i) + ")");
+        out[static_cast<std::size_t>(i)] = da == 1 ? db : da;
+    }
+    return Shape(std::move(out));
+}
+
+DType promote(DType a, DType b) {
+    if (a == kFloat64 || b == kFloat64) return kFloat64;
+    if (a == kFloat32 || b == kFloat32) return kFloat32;
+    return kInt64;
+}
+
+/// In-place updates must not silently corrupt a graph: PyTorch refuses them on leaves that require
+/// grad (outside no_grad) and tracks versions for the rest; xgrad refuses both cases.
+static void check_inplace(const Tensor& t, const char* op) {
+    check_defined(t, op);
+    if (!is_grad_enabled()) return;
+    if (t.is_leaf() && t.requires_grad())
+        fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
+    if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
+}
+
+}  // namespace detail
+
+using detail::fail;
+
+// ---- metadata -------------------------------------------------------------------------------------
+
+const Shape& Tensor::shape() const {
+    detail::check_defined(*this, "shape");
+    return impl_->shape;
+}
+std::int64_t Tensor::size(std::int64_t d) const { return shape()[detail::wrap_dim(d, dim(), "size")]; }
+std::int64_t Tensor::dim() const { return shape().size(); }
+std::int64_t Tensor::numel() const { return shape().numel(); }
+DType Tensor::dtype() const {
+    detail::check_defined(*this, "dtype");
+    return impl_->dtype;
+}
+Device Tensor::device() const {
+    detail::check_defined(*this, "device");
+    return impl_->storage->device;
+}
+const std::vector<std::int64_t>& Tensor::strides() const {
+    detail::check_defined(*this, "strides");
+    return impl_->strides;
+}
+std::int64_t Tensor::storage_offset() const {
+    detail::check_defined(*this, "storage_offset");
+    return impl_->offset;
+}
+bool Tensor::is_contiguous() const {
+    detail::check_defined(*this, "is_contiguous");
+    return impl_->is_contiguous();
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+    detail::check_defined(*this, "to_vector");
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    detail::dispatch(dtype(), [&](auto tag) {
+        using S = decltype(tag);
+        const S* p = static_cast<const S*>(impl_->storage->data);
+        detail::for_each_offset(impl_->shape, impl_->strides, impl_->offset,
+                                [&](std::int64_t i, std::int64_t off) { out[static_cast<std::size_t>(i)] = static_cast<T>(p[off]); });
+    });
+    return out;
+}
+
+template <typename T>
+T Tensor::item() const {
+    detail::check_defined(*this, "item");
+    if (numel() != 1)
+        fail("item", "a tensor with " + std::to_string(numel()) + " elements cannot be converted to a scalar (shape " +
+                         to_string(shape()) + ")");
+    return to_vector<T>()[0];
+}
+
+template <typename T>
+T* Tensor::data_ptr() const {
+    detail::check_defined(*this, "data_ptr");
+    DType want = std::is_same_v<T, float> ? kFloat32 : std::is_same_v<T, double> ? kFloat64 : kInt64;
+    if (dtype() != want) fail("data_ptr", "the tensor holds " + to_string(dtype()) + ", not " + to_string(want));
+    if (!is_contiguous()) fail("data_ptr", "the tensor of shape " + to_string(shape()) + " is not contiguous");
+    return impl_->data<T>();
+}
+
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template std::int64_t Tensor::item<std::int64_t>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template float* Tensor::data_ptr<float>() const;
+template double* Tensor::data_ptr<double>() const;
+template std::int64_t* Tensor::data_ptr<std::int64_t>() const;
+
+// ---- autograd state -------------------------------------------------------------------------------
+
+bool Tensor::requires_grad() const { return defined() && impl_->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+    detail::check_defined(*this, "requires_grad_");
+    if (!is_leaf())
+        fail("requires_grad_", "only leaf tensors can change requires_grad (use detach() for a non-leaf tensor)");
+    if (requires_grad && !is_floating_point())
+        fail("requires_grad_", "only floating-point tensors can require gradients, got " + to_string(dtype()));
+    impl_->requires_grad = requires_grad;
+    return *this;
+}
+
+Tensor Tensor::grad() const {
+    detail::check_defined(*this, "grad");
+    return impl_->grad;
+}
+
+Tensor& Tensor::mutable_grad() {
+    detail::check_defined(*this, "mutable_grad");
+    return impl_->grad;
+}
+
+bool Tensor::is_leaf() const { return !defined() || impl_->grad_fn == nullptr; }
+
+std::string Tensor::grad_fn_name() const { return defined() && impl_->grad_fn ? impl_->grad_fn->name : ""; }
+
+Tensor Tensor::detach() const {
+    detail::check_defined(*this, "detach");
+    return detail::make_view(*this, impl_->shape, impl_->strides, impl_->offset);
+}
+
+// ---- copies and conversions -----------------------------------------------------------------------
+
+/// Copies `src` (any strides, any dtype) into the contiguous tensor `dst` of the same shape.
+static void strided_copy(const Tensor& src, const Tensor& dst) {
+    detail::dispatch(dst.dtype(), [&](auto dtag) {
+        using D = decltype(dtag);
+        D* out = dst.impl()->data<D>();
+        detail::dispatch(src.dtype(), [&](auto stag) {
+            using S = decltype(stag);
+            const S* in = static_cast<const S*>(src.impl()->storage->data);
+            if (src.is_contiguous()) {
+                const S* p = in + src.storage_offset();
+                for (std::int64_t i = 0, n = src.numel(); i < n; ++i) out[i] = static_cast<D>(p[i]);
+                return;
+            }
+            detail::for_each_offset(src.shape(), src.strides(), src.storage_offset(),
+                                    [&](std::int64_t i, std::int64_t off) { out[i] = static_cast<D>(in[off]); });
+        });
+    });
+}
+
+Tensor Tensor::contiguous() const {
+    detail::check_defined(*this, "contiguous");
+    return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+    detail::check_defined(*this, "clone");
+    Tensor out = detail::make_empty(shape(), dtype(), device());
+    strided_copy(*this, out);
+    if (detail::needs_grad({this}))
+        detail::record(out, "CloneBackward0", {this}, [](const Tensor& g, const detail::NeedsGrad&) {
+            return std::vector<Tensor>{g};
+        });
+    return out;
+}
+
+Tensor Tensor::to(DType target) const {
+    detail::check_defined(*this, "to");
+    if (target == dtype()) return *this;
+    Tensor out = detail::make_empty(shape(), target, device());
+    strided_copy(*this, out);
+    if (detail::needs_grad({this}) && xgrad::is_floating_point(target)) {
+        DType source = dtype();
+        detail::record(out, "ToCopyBackward0", {this}, [source](const Tensor& g, const detail::NeedsGrad&) {
+            return std::vector<Tensor>{g.to(source)};
+        });
+    }
+    return out;
+}
+
+Tensor Tensor::to(Device target) const {
+    detail::check_defined(*this, "to");
+    if (target == device()) return *this;
+    fail("to", "cannot move a tensor to " + to_string(target) + ": xgrad was built without CUDA support");
+}
+
+// ---- in-place updates -----------------------------------------------------------------------------
+
+Tensor& Tensor::copy_(const Tensor& src) {
+    detail::check_inplace(*this, "copy_");
+    detail::check_defined(src, "copy_");
+    Tensor from = src.shape() == shape() ? src : src.expand(shape());
+    if (is_contiguous()) {
+        strided_copy(from, *this);
+        return *this;
+    }
+    Tensor tmp = detail::make_empty(shape(), dtype());
+    strided_copy(from, tmp);
+    detail::dispatch(dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* base = static_cast<T*>(impl_->storage->data);
+        const T* in = tmp.impl()->data<T>();
+        detail::for_each_offset(shape(), strides(), storage_offset(),
+                                [&](std::int64_t i, std::int64_t off) { base[off] = in[i]; });
+    });
+    return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+    detail::check_inplace(*this, "fill_");
+    detail::dispatch(dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* base = static_cast<T*>(impl_->storage->data);
+        detail::for_each_offset(shape(), strides(), storage_offset(),
+                                [&](std::int64_t, std::int64_t off) { base[off] = static_cast<T>(value); });
+    });
+    return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+/// Runs `compute` (an out-of-place op) without recording and writes its result into `self`.
+template <typename F>
+static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
+    detail::check_inplace(self, op);
+    Tensor result;
+    {
+        NoGradGuard no_grad;
+        result = compute();
+    }
+    if (result.shape() != self.shape())
+        fail(op, "the result of shape " + to_string(result.shape()) + " does not fit the tensor of shape " +
+                     to_string(self.shape()));
+    return self.copy_(result);
+}
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+    // Fast path for optimizers: same shape and dtype, both contiguous.
+    if (defined() && other.defined() && is_contiguous() && other.is_contiguous() && shape() == other.shape() &&
+        dtype() == other.dtype() && is_floating_point()) {
+        detail::check_inplace(*this, "add_");
+        detail::dispatch_float(dtype(), "add_", [&](auto tag) {
+            using T = decltype(tag);
+            auto n = static_cast<std::size_t>(numel());
+            auto o = detail::flat(impl_->data<T>(), n);
+            auto x = detail::flat(static_cast<const T*>(other.impl()->data<T>()), n);
+            if (alpha == 1.0)
+                xt::noalias(o) += x;
+            else
+                xt::noalias(o) += static_cast<T>(alpha) * x;
+        });
+        return *this;
+    }
+    return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
+}
+Tensor& Tensor::add_(double other) { return assign_inplace(*this, "add_", [&] { return add(other); }); }
+Tensor& Tensor::sub_(const Tensor& other) { return add_(other, -1.0); }
+Tensor& Tensor::mul_(const Tensor& other) { return assign_inplace(*this, "mul_", [&] { return mul(other); }); }
+Tensor& Tensor::mul_(double other) { return assign_inplace(*this, "mul_", [&] { return mul(other); }); }
+Tensor& Tensor::div_(const Tensor& other) { return assign_inplace(*this, "div_", [&] { return div(other); }); }
+Tensor& Tensor::div_(double other) { return assign_inplace(*this, "div_", [&] { return div(other); }); }
+
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
+
+}  // namespace xgrad
