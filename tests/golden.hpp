@@ -1,0 +1,90 @@
+// Golden tensors from PyTorch (written by the scripts in tests/golden/) and close-comparison checks.
+//
+// File format, one tensor per line: `name dtype ndim d0 .. d{ndim-1} v0 v1 ...`, dtype one of
+// float32/float64/int64, values as Python's float.hex() (exact) or decimal integers.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "xgrad/xgrad.hpp"
+
+namespace golden {
+
+/// The folder holding the golden files: $XGRAD_GOLDEN_DIR (set by meson test), else next to this file.
+inline std::string dir() {
+    if (const char* d = std::getenv("XGRAD_GOLDEN_DIR")) return d;
+    std::string here = __FILE__;
+    return here.substr(0, here.find_last_of('/')) + "/golden";
+}
+
+/// Every tensor in `file` (cached), by name.
+inline const std::map<std::string, xgrad::Tensor>& load(const std::string& file) {
+    static std::map<std::string, std::map<std::string, xgrad::Tensor>> cache;
+    auto found = cache.find(file);
+    if (found != cache.end()) return found->second;
+    std::ifstream in(dir() + "/" + file);
+    if (!in) throw std::runtime_error("golden: cannot open " + dir() + "/" + file);
+    std::map<std::string, xgrad::Tensor> tensors;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream ls(line);
+        std::string name, dtype;
+        std::int64_t ndim = 0;
+        ls >> name >> dtype >> ndim;
+        std::vector<std::int64_t> dims(static_cast<std::size_t>(ndim));
+        for (auto& d : dims) ls >> d;
+        xgrad::Shape shape(dims);
+        std::vector<double> values;
+        std::string tok;
+        while (ls >> tok) values.push_back(std::strtod(tok.c_str(), nullptr));
+        if (static_cast<std::int64_t>(values.size()) != shape.numel())
+            throw std::runtime_error("golden: " + name + " in " + file + " has the wrong number of values");
+        xgrad::DType dt = dtype == "float64" ? xgrad::kFloat64 : dtype == "int64" ? xgrad::kInt64 : xgrad::kFloat32;
+        tensors[name] = xgrad::from_vector(values, shape, dt);
+    }
+    return cache[file] = std::move(tensors);
+}
+
+/// The tensor `name` of `file`; throws when missing.
+inline xgrad::Tensor get(const std::string& file, const std::string& name) {
+    const auto& all = load(file);
+    auto it = all.find(name);
+    if (it == all.end()) throw std::runtime_error("golden: no tensor " + name + " in " + file);
+    return it->second;
+}
+
+/// Checks shape, dtype and every value: |a - e| <= atol + rtol * |e| (NaNs must match NaNs).
+inline void check_close(const xgrad::Tensor& actual, const xgrad::Tensor& expected, const std::string& what,
+                        double rtol = 1e-5, double atol = 1e-6) {
+    INFO(what);
+    REQUIRE(actual.defined());
+    REQUIRE(xgrad::to_string(actual.shape()) == xgrad::to_string(expected.shape()));
+    CHECK(actual.dtype() == expected.dtype());
+    auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        bool ok = std::isnan(e[i]) ? std::isnan(a[i]) : (a[i] == e[i] || std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]));
+        if (!ok) {
+            FAIL_CHECK("element " << i << ": got " << a[i] << ", expected " << e[i]);
+            return;
+        }
+    }
+}
+
+/// Runs gradcheck and reports its message on failure.
+inline void check_gradcheck(const std::function<xgrad::Tensor(const std::vector<xgrad::Tensor>&)>& fn,
+                            const std::vector<xgrad::Tensor>& inputs, const std::string& what) {
+    auto r = xgrad::autograd::gradcheck(fn, inputs);
+    INFO(what << ": " << r.message);
+    CHECK(r.ok);
+}
+
+}  // namespace golden
