@@ -1,0 +1,108 @@
+// Random tensors whose values are bit-identical to PyTorch's CPU generator for the same seed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+
+#include "xgrad/shape.hpp"
+#include "xgrad/tensor.hpp"
+
+namespace xgrad {
+
+/// A source of random numbers with PyTorch's CPU generator state: a 32-bit Mersenne Twister plus
+/// the second value of the last double-precision Box–Muller pair, kept for the next normal draw.
+///
+/// A Generator is not thread-safe; give each thread its own. Copying one copies its state, so the
+/// copy replays the same stream (as `torch.Generator.get_state` / `set_state`).
+///
+/// ```cpp
+/// xgrad::Generator gen(42);
+/// auto a = xgrad::rand({3}, {}, &gen);     // torch.rand(3, generator=torch.Generator().manual_seed(42))
+/// ```
+class Generator {
+public:
+    /// PyTorch's default seed, 67280421310721, which libtorch's CPU generator starts from.
+    static constexpr std::uint64_t kDefaultSeed = 67280421310721ULL;
+
+    /// A generator seeded with kDefaultSeed.
+    Generator() : Generator(kDefaultSeed) {}
+    /// A generator seeded with `seed`, as `torch.Generator().manual_seed(seed)`.
+    explicit Generator(std::uint64_t seed) { manual_seed(seed); }
+
+    /// Reseeds (only the low 32 bits reach the Mersenne Twister, as in PyTorch) and forgets any
+    /// cached normal value; returns *this.
+    Generator& manual_seed(std::uint64_t seed);
+    /// Reseeds from a non-deterministic source and returns the new seed.
+    std::uint64_t seed();
+    /// The seed last set.
+    std::uint64_t initial_seed() const { return seed_; }
+
+    /// One 32-bit draw.
+    std::uint32_t random() { return static_cast<std::uint32_t>(engine_()); }
+    /// Two 32-bit draws joined into 64 bits, the first draw being the high word (as PyTorch).
+    std::uint64_t random64() {
+        std::uint64_t hi = random();
+        return (hi << 32) | random();
+    }
+
+    /// The cached second normal of the last double Box–Muller pair, if any.
+    std::optional<double> next_double_normal_sample() const { return next_normal_; }
+    /// Sets or clears the cached normal.
+    void set_next_double_normal_sample(std::optional<double> value) { next_normal_ = value; }
+
+private:
+    std::mt19937 engine_;
+    std::uint64_t seed_ = kDefaultSeed;
+    std::optional<double> next_normal_;
+};
+
+/// The generator every random function uses when given none (PyTorch's `torch.default_generator`).
+Generator& default_generator();
+/// Seeds the default generator, as `torch.manual_seed(seed)`; returns it.
+///
+/// ```cpp
+/// xgrad::manual_seed(123);
+/// auto x = xgrad::randn({2, 5});   // the same numbers as torch.randn(2, 5) after torch.manual_seed(123)
+/// ```
+Generator& manual_seed(std::uint64_t seed);
+/// The seed the default generator was last given.
+std::uint64_t initial_seed();
+
+/// Uniform values in [0, 1), as `torch.rand`; float32 or float64.
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+/// Standard normal values, as `torch.randn`; float32 or float64.
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+/// Integers uniform in [low, high), as `torch.randint(low, high, shape)`; int64 unless `options`
+/// say otherwise.
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options = kInt64,
+               Generator* gen = nullptr);
+/// Integers uniform in [0, high), as `torch.randint(high, shape)`.
+Tensor randint(std::int64_t high, const Shape& shape, TensorOptions options = kInt64, Generator* gen = nullptr);
+/// A random permutation of 0..n-1, as `torch.randperm(n)`; int64 unless `options` say otherwise.
+Tensor randperm(std::int64_t n, TensorOptions options = kInt64, Generator* gen = nullptr);
+/// Values from N(mean, std²) of `shape`, as `torch.normal(mean, std, shape)`.
+Tensor normal(double mean, double std, const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+/// rand with other's shape and dtype.
+Tensor rand_like(const Tensor& other, Generator* gen = nullptr);
+/// randn with other's shape and dtype.
+Tensor randn_like(const Tensor& other, Generator* gen = nullptr);
+/// 1 with probability `p[i]`, else 0, for each element of `p`; the result has p's shape and dtype
+/// (`torch.bernoulli(p)`).
+Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
+/// 1 with probability `p`, else 0, in input's shape and dtype (`torch.bernoulli(input, p)`).
+Tensor bernoulli(const Tensor& input, double p, Generator* gen = nullptr);
+
+// In-place fills. They write straight into storage and record nothing; like PyTorch they refuse a
+// leaf that requires grad unless a NoGradGuard is alive (nn::init holds one for you).
+
+/// Fills `self` with values uniform in [from, to), as `self.uniform_(from, to)`; returns `self`.
+Tensor& uniform_(Tensor& self, double from = 0.0, double to = 1.0, Generator* gen = nullptr);
+/// Fills `self` with values from N(mean, std²), as `self.normal_(mean, std)`; returns `self`.
+Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+/// Fills `self` with 1 (probability `p`) or 0, as `self.bernoulli_(p)`, the draw behind dropout.
+Tensor& bernoulli_(Tensor& self, double p = 0.5, Generator* gen = nullptr);
+/// Fills `self` with integers uniform in [from, to), as `self.random_(from, to)`.
+Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen = nullptr);
+
+}  // namespace xgrad
