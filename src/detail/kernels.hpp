@@ -67,12 +67,17 @@ void for_each_offset(const Shape& shape, const std::vector<std::int64_t>& stride
     }
 }
 
-/// Applies `f` (written for xtensor expressions, e.g. `[](auto x) { return xt::exp(x); }`) to a
-/// floating tensor, producing a new contiguous tensor of the same dtype.
 /// `T` is the element type of such an expression, for constants inside the lambdas.
 template <typename E>
 using value_t = typename std::decay_t<E>::value_type;
 
+// The lambdas given to map_unary/map_binary return xtensor expressions, which hold references to
+// their operands and are evaluated after the lambda returns. So: take operands as `const auto&`
+// (never by value) and put no named local variable into the returned expression; constants go in
+// as literals or file-level constexpr values.
+
+/// Applies `f` (written for xtensor expressions, e.g. `[](const auto& x) { return xt::exp(x); }`)
+/// to a floating tensor, producing a new contiguous tensor of the same dtype.
 template <typename F>
 Tensor map_unary(const Tensor& a, const char* op, F&& f) {
     // Integer tensors promote to float32 for floating-point maths, as torch.exp(int) does.

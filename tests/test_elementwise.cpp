@@ -1,0 +1,268 @@
+// Elementwise ops (arithmetic, powers, activations, selections) against PyTorch's values, grad_fn names and gradients.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/xgrad.hpp"
+
+namespace {
+
+using xgrad::Tensor;
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+const std::string kFile = "elementwise.txt";
+
+/// PyTorch's grad_fn name for `key` ("case.dtype"), from the golden file's `# grad_fn key name` lines;
+/// "" when PyTorch's output had none.
+std::string golden_grad_fn(const std::string& key) {
+    static const std::map<std::string, std::string> names = [] {
+        std::map<std::string, std::string> m;
+        std::ifstream in(golden::dir() + "/" + kFile);
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream ls(line);
+            std::string hash, tag, k, name;
+            if (ls >> hash >> tag >> k >> name && hash == "#" && tag == "grad_fn") m[k] = name;
+        }
+        return m;
+    }();
+    auto it = names.find(key);
+    return it == names.end() ? "" : it->second;
+}
+
+/// The golden leaves of `key`, as fresh tensors; the floating ones require grad.
+std::vector<Tensor> leaves(const std::string& key) {
+    std::vector<Tensor> ins;
+    for (int i = 0; golden::load(kFile).count(key + ".in" + std::to_string(i)); ++i) {
+        Tensor t = golden::get(kFile, key + ".in" + std::to_string(i)).clone();  // the loader caches: never mutate
+        if (t.is_floating_point()) t.requires_grad_();
+        ins.push_back(t);
+    }
+    REQUIRE_MESSAGE(!ins.empty(), "no inputs for " << key << " in " << kFile);
+    return ins;
+}
+
+/// One golden case: `fn` applied to PyTorch's leaves must give PyTorch's output, grad_fn name and the
+/// gradients of (out * w).sum(); in float64 its backward must also agree with finite differences.
+struct Case {
+    std::string name;
+    Fn fn;
+    std::vector<std::string> dtypes = {"float32", "float64"};
+    bool gradcheck = true;  // false where inputs sit on a kink (ties, 0 for relu) that differences cannot see
+};
+
+void check_case(const Case& c) {
+    for (const std::string& dtype : c.dtypes) {
+        const std::string key = c.name + "." + dtype;
+        std::vector<Tensor> ins = leaves(key);
+        Tensor out = c.fn(ins);
+        golden::check_close(out, golden::get(kFile, key + ".out"), key + " forward");
+        const std::string want = golden_grad_fn(key);
+        CHECK_MESSAGE(out.grad_fn_name() == want, key << ": grad_fn " << out.grad_fn_name() << ", PyTorch " << want);
+        if (want.empty()) continue;
+        (out * golden::get(kFile, key + ".w")).sum().backward();
+        for (std::size_t i = 0; i < ins.size(); ++i) {
+            const std::string g = key + ".g" + std::to_string(i);
+            if (ins[i].requires_grad())
+                golden::check_close(ins[i].grad(), golden::get(kFile, g), g);
+        }
+        if (dtype == "float64" && c.gradcheck) golden::check_gradcheck(c.fn, leaves(key), key + " gradcheck");
+    }
+}
+
+void check_cases(const std::vector<Case>& cases) {
+    for (const Case& c : cases) check_case(c);
+}
+
+/// Asserts that `f` throws std::invalid_argument whose message contains every one of `parts`.
+void check_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+    std::string message;
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        message = e.what();
+    }
+    INFO("message: " << message);
+    REQUIRE_FALSE(message.empty());
+    for (const auto& p : parts) CHECK_MESSAGE(message.find(p) != std::string::npos, "missing \"" << p << "\"");
+}
+
+}  // namespace
+
+TEST_CASE("tensor-tensor arithmetic broadcasts as PyTorch") {
+    check_cases({
+        {"add_bcast", [](auto& in) { return in[0] + in[1]; }},       // (2, 3) + (3,)
+        {"add_same", [](auto& in) { return in[0].add(in[1]); }},     // (2, 3) + (2, 3)
+        {"sub_bcast", [](auto& in) { return in[0] - in[1]; }},       // (3, 1) - (2, 1, 4)
+        {"mul_bcast", [](auto& in) { return in[0] * in[1]; }},       // (2, 1) * (1, 4)
+        {"mul_scalar_tensor", [](auto& in) { return in[0] * in[1]; }},  // (2, 3) * ()
+        {"div_bcast", [](auto& in) { return in[0] / in[1]; }},       // (4, 1, 3) / (2, 1)
+        {"div_same", [](auto& in) { return in[0].div(in[1]); }},
+    });
+}
+
+TEST_CASE("non-contiguous operands: transposed and step-2 slices") {
+    check_cases({
+        {"add_transposed", [](auto& in) { return in[0].t() + in[1]; }},
+        {"mul_sliced_rows", [](auto& in) { return in[0].slice(0, std::nullopt, std::nullopt, 2) * in[1]; }},
+        {"sub_sliced_cols", [](auto& in) { return in[0].slice(1, std::nullopt, std::nullopt, 2) - in[1].t(); }},
+        {"div_transposed", [](auto& in) { return in[0] / in[1].transpose(0, 1); }},
+        {"neg_transposed", [](auto& in) { return -in[0].t(); }},
+        {"exp_sliced", [](auto& in) { return in[0].slice(1, 1, std::nullopt, 2).exp(); }},
+        {"tanh_transposed", [](auto& in) { return in[0].t().tanh(); }},
+    });
+}
+
+TEST_CASE("a scalar on either side") {
+    check_cases({
+        {"add_scalar", [](auto& in) { return in[0] + 1.5; }},
+        {"radd_scalar", [](auto& in) { return 1.5 + in[0]; }},
+        {"sub_scalar", [](auto& in) { return in[0] - 1.5; }},
+        {"rsub_scalar", [](auto& in) { return 2.0 - in[0]; }},  // RsubBackward1
+        {"mul_scalar", [](auto& in) { return in[0] * 2.5; }},
+        {"rmul_scalar", [](auto& in) { return 2.5 * in[0]; }},
+        {"div_scalar", [](auto& in) { return in[0] / 3.0; }},
+        {"rdiv_scalar", [](auto& in) { return 1.0 / in[0]; }},  // reciprocal() * 1: MulBackward0
+        {"neg", [](auto& in) { return -in[0]; }},
+    });
+}
+
+TEST_CASE("powers, roots, exponentials, logarithms, abs") {
+    check_cases({
+        {"pow_2", [](auto& in) { return in[0].pow(2.0); }},
+        {"pow_3", [](auto& in) { return xgrad::pow(in[0], 3.0); }},
+        {"pow_half", [](auto& in) { return in[0].pow(0.5); }},
+        {"pow_minus1", [](auto& in) { return in[0].pow(-1.0); }},
+        {"pow_0", [](auto& in) { return in[0].pow(0.0); }},  // 1 also at 0
+        // 0 ** e is inf for e < 0 (xsimd's pow alone says 0); differences cannot straddle a pole.
+        {"pow_scalar_zero_base", [](auto& in) { return in[0].pow(-2.0); }, {"float32", "float64"}, false},
+        {"rdiv_zero", [](auto& in) { return 1.0 / in[0]; }, {"float32", "float64"}, false},
+        {"pow_tensor", [](auto& in) { return in[0].pow(in[1]); }},  // (2, 3) ** (3,)
+        // 0 ** 0 == 1, 0 ** 2 and 0 ** -1 == inf; PyTorch's gradients at 0 ** 0 are 0, not 0 * inf.
+        // Differences at 0 ** b blow up for b < eps.
+        {"pow_tensor_zero_base", [](auto& in) { return xgrad::pow(in[0], in[1]); }, {"float32", "float64"}, false},
+        {"sqrt", [](auto& in) { return in[0].sqrt(); }},
+        {"rsqrt", [](auto& in) { return xgrad::rsqrt(in[0]); }},
+        {"exp", [](auto& in) { return xgrad::exp(in[0]); }},
+        {"log", [](auto& in) { return in[0].log(); }},
+        // Every third input is exactly 0, where PyTorch's gradient of abs is 0; the central difference
+        // there is 0 too, so gradcheck still applies.
+        {"abs", [](auto& in) { return in[0].abs(); }},
+    });
+}
+
+TEST_CASE("activations") {
+    check_cases({
+        {"tanh", [](auto& in) { return in[0].tanh(); }},
+        {"sigmoid", [](auto& in) { return xgrad::sigmoid(in[0]); }},
+        // Inputs at exactly 0, where PyTorch's gradient is 0 and the central difference is 1/2.
+        {"relu", [](auto& in) { return in[0].relu(); }, {"float32", "float64"}, false},
+        {"gelu", [](auto& in) { return in[0].gelu(); }},
+        {"gelu_tanh", [](auto& in) { return in[0].gelu("tanh"); }},
+    });
+}
+
+TEST_CASE("maximum, minimum and clamp") {
+    check_cases({
+        {"maximum", [](auto& in) { return xgrad::maximum(in[0], in[1]); }},
+        {"minimum", [](auto& in) { return xgrad::minimum(in[0], in[1]); }},
+        {"maximum_bcast", [](auto& in) { return in[0].maximum(in[1]); }},  // (3, 4) and (4,)
+        // Ties split the gradient in halves; differences see one side only.
+        {"maximum_ties", [](auto& in) { return in[0].maximum(in[1]); }, {"float32", "float64"}, false},
+        {"minimum_ties", [](auto& in) { return in[0].minimum(in[1]); }, {"float32", "float64"}, false},
+        {"clamp_both", [](auto& in) { return in[0].clamp(-0.5, 0.7); }},
+        {"clamp_min", [](auto& in) { return in[0].clamp(-0.5); }},
+        {"clamp_max", [](auto& in) { return xgrad::clamp(in[0], std::nullopt, 0.7); }},
+        // NaN propagates (xsimd's max and min alone would return the other operand), and the
+        // gradients at NaN follow PyTorch's formulas: maximum/minimum pass g to both sides, relu passes it.
+        {"maximum_nan", [](auto& in) { return in[0].maximum(in[1]); }, {"float32", "float64"}, false},
+        {"minimum_nan", [](auto& in) { return in[0].minimum(in[1]); }, {"float32", "float64"}, false},
+        {"clamp_nan", [](auto& in) { return in[0].clamp(-1.0, 1.5); }, {"float32", "float64"}, false},
+        {"relu_nan", [](auto& in) { return in[0].relu(); }, {"float32", "float64"}, false},
+        // A fractional bound makes int64 float32; an integral one keeps int64.
+        {"clamp_int_fractional", [](auto& in) { return in[0].clamp(0.5); }, {"int64"}},
+        {"clamp_int_integral", [](auto& in) { return in[0].clamp(-1.0, 2.0); }, {"int64"}},
+    });
+}
+
+TEST_CASE("int64 stays int64 where PyTorch keeps it, and promotes where it promotes") {
+    const std::vector<std::string> ints = {"int64"};
+    check_cases({
+        {"add_int", [](auto& in) { return in[0] + in[1]; }, ints},      // int64 (2, 3) + int64 (3,)
+        {"mul_int", [](auto& in) { return in[0] * in[1]; }, ints},
+        {"sub_int_scalar", [](auto& in) { return in[0] - 4.0; }, ints},  // an integral scalar keeps int64
+        {"neg_int", [](auto& in) { return -in[0]; }, ints},
+        {"div_int", [](auto& in) { return in[0] / in[1]; }, ints},      // true division: float32
+        {"add_int_float", [](auto& in) { return in[0] + in[1]; }, {"float32"}},  // int64 + float32 -> float32
+        {"mul_float_int", [](auto& in) { return in[0] * in[1]; }},       // float * int64 keeps the float dtype
+    });
+
+    SUBCASE("int64 arithmetic is exact beyond 2^53") {
+        const std::int64_t big = (std::int64_t{1} << 60) + 1;
+        Tensor a = xgrad::from_vector(std::vector<std::int64_t>{big, -big}, {2}, xgrad::kInt64);
+        Tensor b = xgrad::from_vector(std::vector<std::int64_t>{2, 3}, {2}, xgrad::kInt64);
+        CHECK((a + b).to_vector<std::int64_t>() == std::vector<std::int64_t>{big + 2, -big + 3});
+        CHECK((a - b).to_vector<std::int64_t>() == std::vector<std::int64_t>{big - 2, -big - 3});
+        CHECK((a * 1.0).to_vector<std::int64_t>() == std::vector<std::int64_t>{big, -big});
+        CHECK((-a).to_vector<std::int64_t>() == std::vector<std::int64_t>{-big, big});
+        CHECK(a.maximum(b).to_vector<std::int64_t>() == std::vector<std::int64_t>{big, 3});
+    }
+    SUBCASE("a fractional scalar promotes int64 to float32, as PyTorch's default dtype") {
+        Tensor a = xgrad::from_vector(std::vector<std::int64_t>{1, 2}, {2}, xgrad::kInt64);
+        Tensor r = a * 2.5;
+        CHECK(r.dtype() == xgrad::kFloat32);
+        CHECK(r.to_vector<double>() == std::vector<double>{2.5, 5.0});
+        CHECK((a * 2.0).dtype() == xgrad::kInt64);
+        CHECK(a.exp().dtype() == xgrad::kFloat32);
+    }
+    SUBCASE("float32 with float64 promotes to float64") {
+        Tensor a = xgrad::tensor({1.0, 2.0}).requires_grad_();
+        Tensor b = xgrad::tensor({0.5, 0.25}, xgrad::kFloat64);
+        Tensor r = a * b;
+        CHECK(r.dtype() == xgrad::kFloat64);
+        r.sum().backward();
+        CHECK(a.grad().dtype() == xgrad::kFloat32);  // a leaf's gradient has the leaf's dtype
+        CHECK(a.grad().to_vector<double>() == std::vector<double>{0.5, 0.25});
+    }
+}
+
+TEST_CASE("recording: no grad_fn without requires_grad or under NoGradGuard; reused inputs accumulate") {
+    Tensor x = xgrad::tensor({1.0, -2.0, 3.0});
+    CHECK((x * x).grad_fn_name().empty());
+    x.requires_grad_();
+    {
+        xgrad::NoGradGuard no_grad;
+        CHECK_FALSE((x * x).requires_grad());
+    }
+    Tensor y = x * x + x;  // d/dx = 2x + 1
+    y.sum().backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{3.0, -3.0, 7.0});
+}
+
+TEST_CASE("errors name the op and the shapes") {
+    Tensor a = xgrad::zeros({2, 3}), b = xgrad::zeros({4});
+    SUBCASE("shapes that do not broadcast") {
+        check_error([&] { (void)(a + b); }, {"add", "(2, 3)", "(4,)"});
+        check_error([&] { (void)(a - b); }, {"sub", "(2, 3)", "(4,)"});
+        check_error([&] { (void)(a * b); }, {"mul", "(2, 3)", "(4,)"});
+        check_error([&] { (void)(a / b); }, {"div", "(2, 3)", "(4,)"});
+        check_error([&] { (void)a.pow(b); }, {"pow", "(2, 3)", "(4,)"});
+        check_error([&] { (void)a.maximum(b); }, {"maximum", "(2, 3)", "(4,)"});
+        check_error([&] { (void)a.minimum(b); }, {"minimum", "(2, 3)", "(4,)"});
+    }
+    SUBCASE("bad options") {
+        check_error([&] { (void)a.gelu("fast"); }, {"gelu", "fast"});
+        check_error([&] { (void)a.clamp(std::nullopt, std::nullopt); }, {"clamp", "min", "max"});
+    }
+    SUBCASE("undefined operands") {
+        check_error([&] { (void)(a + Tensor()); }, {"add", "undefined"});
+        check_error([&] { (void)Tensor().exp(); }, {"exp", "undefined"});
+    }
+}

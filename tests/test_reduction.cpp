@@ -1,0 +1,247 @@
+// Reductions (sum, mean, var, std, max, min) against PyTorch's values, grad_fn names and gradients.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/xgrad.hpp"
+
+namespace {
+
+using xgrad::Dims;
+using xgrad::Tensor;
+using Fn = std::function<Tensor(const Tensor&)>;
+
+const std::string kFile = "reduction.txt";
+
+/// PyTorch's grad_fn name for `key` ("case.dtype"), from the golden file's `# grad_fn key name` lines;
+/// "" when PyTorch's output had none.
+std::string golden_grad_fn(const std::string& key) {
+    static const std::map<std::string, std::string> names = [] {
+        std::map<std::string, std::string> m;
+        std::ifstream in(golden::dir() + "/" + kFile);
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream ls(line);
+            std::string hash, tag, k, name;
+            if (ls >> hash >> tag >> k >> name && hash == "#" && tag == "grad_fn") m[k] = name;
+        }
+        return m;
+    }();
+    auto it = names.find(key);
+    return it == names.end() ? "" : it->second;
+}
+
+/// The golden input of `key` as a fresh tensor (the loader caches, so never mutate its tensors).
+Tensor leaf(const std::string& key) {
+    Tensor t = golden::get(kFile, key + ".in0").clone();
+    if (t.is_floating_point()) t.requires_grad_();
+    return t;
+}
+
+/// One golden case: `fn` on PyTorch's input must give PyTorch's output, grad_fn name and gradient of
+/// (out * w).sum(); in float64 its backward must also agree with finite differences.
+struct Case {
+    std::string name;
+    Fn fn;
+    std::vector<std::string> dtypes = {"float32", "float64"};
+    bool gradcheck = true;  // false where ties make the function non-differentiable
+};
+
+void check_cases(const std::vector<Case>& cases) {
+    for (const Case& c : cases) {
+        for (const std::string& dtype : c.dtypes) {
+            const std::string key = c.name + "." + dtype;
+            Tensor x = leaf(key);
+            Tensor out = c.fn(x);
+            golden::check_close(out, golden::get(kFile, key + ".out"), key + " forward");
+            const std::string want = golden_grad_fn(key);
+            CHECK_MESSAGE(out.grad_fn_name() == want,
+                          key << ": grad_fn " << out.grad_fn_name() << ", PyTorch " << want);
+            if (want.empty()) continue;
+            (out * golden::get(kFile, key + ".w")).sum().backward();
+            golden::check_close(x.grad(), golden::get(kFile, key + ".g0"), key + " grad");
+            if (dtype == "float64" && c.gradcheck)
+                golden::check_gradcheck([&](const std::vector<Tensor>& in) { return c.fn(in[0]); }, {leaf(key)},
+                                        key + " gradcheck");
+        }
+    }
+}
+
+/// Asserts that `f` throws std::invalid_argument whose message contains every one of `parts`.
+void check_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+    std::string message;
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        message = e.what();
+    }
+    INFO("message: " << message);
+    REQUIRE_FALSE(message.empty());
+    for (const auto& p : parts) CHECK_MESSAGE(message.find(p) != std::string::npos, "missing \"" << p << "\"");
+}
+
+Tensor step2(const Tensor& x, std::int64_t dim) { return x.slice(dim, std::nullopt, std::nullopt, 2); }
+
+}  // namespace
+
+// The float inputs are (2, 3, 4) unless a case says otherwise.
+
+TEST_CASE("sum") {
+    check_cases({
+        {"sum_all", [](const Tensor& x) { return x.sum(); }},                            // SumBackward0
+        {"sum_dim1", [](const Tensor& x) { return x.sum(1); }},                          // SumBackward1
+        {"sum_dim0_keep", [](const Tensor& x) { return x.sum(0, true); }},
+        {"sum_dimneg1_keep", [](const Tensor& x) { return xgrad::sum(x, -1, true); }},
+        {"sum_dims02", [](const Tensor& x) { return x.sum({0, 2}); }},
+        {"sum_dimsneg2neg1_keep", [](const Tensor& x) { return x.sum({-2, -1}, true); }},
+        {"sum_dims_all", [](const Tensor& x) { return x.sum({0, 1, 2}); }},
+        {"sum_transposed", [](const Tensor& x) { return x.transpose(0, 2).sum(0); }},
+        {"sum_sliced", [](const Tensor& x) { return step2(x, 2).sum(-1); }},
+        {"sum_0d", [](const Tensor& x) { return x.sum(0); }},                            // a 0-d input
+    });
+}
+
+TEST_CASE("mean") {
+    check_cases({
+        {"mean_all", [](const Tensor& x) { return x.mean(); }},                          // MeanBackward0
+        {"mean_dim1", [](const Tensor& x) { return x.mean(1); }},                        // MeanBackward1
+        {"mean_dim0_keep", [](const Tensor& x) { return x.mean(0, true); }},
+        {"mean_dimneg1_keep", [](const Tensor& x) { return xgrad::mean(x, -1, true); }},
+        {"mean_dims02", [](const Tensor& x) { return x.mean({0, 2}); }},
+        {"mean_dimsneg2neg1_keep", [](const Tensor& x) { return x.mean({-2, -1}, true); }},
+        {"mean_dims_all", [](const Tensor& x) { return x.mean({0, 1, 2}); }},
+        {"mean_transposed", [](const Tensor& x) { return x.transpose(0, 2).mean(0); }},
+        {"mean_sliced", [](const Tensor& x) { return step2(x, 2).mean(-1); }},
+        {"mean_0d", [](const Tensor& x) { return x.mean(0); }},
+    });
+}
+
+TEST_CASE("var and std") {
+    for (const std::string op : {"var", "std"}) {
+        CAPTURE(op);
+        auto f = [op](const Tensor& x, const Dims& d, bool unbiased, bool keepdim) {
+            return op == "var" ? x.var(d, unbiased, keepdim) : x.std(d, unbiased, keepdim);
+        };
+        check_cases({
+            {op + "_all", [op](const Tensor& x) { return op == "var" ? x.var() : x.std(); }},
+            {op + "_dim1_unbiased_keep", [f](const Tensor& x) { return f(x, 1, true, true); }},
+            {op + "_dim1_unbiased", [f](const Tensor& x) { return f(x, 1, true, false); }},
+            {op + "_dim1_biased_keep", [f](const Tensor& x) { return f(x, 1, false, true); }},
+            {op + "_dim1_biased", [f](const Tensor& x) { return f(x, 1, false, false); }},
+            {op + "_dimneg1_biased", [f](const Tensor& x) { return f(x, -1, false, false); }},
+            {op + "_dims02", [f](const Tensor& x) { return f(x, {0, 2}, true, false); }},
+            {op + "_dimsneg2neg1_biased_keep", [f](const Tensor& x) { return f(x, {-2, -1}, false, true); }},
+            {op + "_dims_all_biased", [f](const Tensor& x) { return f(x, {0, 1, 2}, false, false); }},
+            {op + "_transposed", [f](const Tensor& x) { return f(x.transpose(0, 2), 1, true, false); }},
+            {op + "_sliced", [f](const Tensor& x) { return f(step2(x, 1), 0, true, false); }},
+        });
+    }
+    // A constant row has std 0, where PyTorch's gradient is 0 rather than 0/0. Differences at 0 see |h|.
+    check_cases({{"std_constant_row", [](const Tensor& x) { return x.std(1); }, {"float32", "float64"}, false}});
+}
+
+TEST_CASE("max and min") {
+    const std::vector<std::string> both = {"float32", "float64"};
+    for (const std::string op : {"max", "min"}) {
+        CAPTURE(op);
+        auto all = [op](const Tensor& x) { return op == "max" ? x.max() : x.min(); };
+        auto along = [op](const Tensor& x, std::int64_t d, bool keepdim) {
+            return op == "max" ? x.max(d, keepdim) : x.min(d, keepdim);
+        };
+        check_cases({
+            {op + "_all", all},  // MaxBackward1 / MinBackward1
+            {op + "_dim1", [along](const Tensor& x) { return along(x, 1, false); }},  // MaxBackward0 / MinBackward0
+            {op + "_dimneg1_keep", [along](const Tensor& x) { return along(x, -1, true); }},
+            {op + "_transposed", [along](const Tensor& x) { return along(x.transpose(0, 2), 0, false); }},
+            // Ties: the all-reduction splits the gradient evenly, the reduction along a dim gives it to the
+            // first extreme element (the index PyTorch returns). Not differentiable there.
+            {op + "_all_ties", all, both, false},
+            {op + "_dim1_ties", [along](const Tensor& x) { return along(x, 1, false); }, both, false},
+            {op + "_dim0_ties_keep", [along](const Tensor& x) { return along(x, 0, true); }, both, false},
+        });
+    }
+    // NaN wins; the all-reduction splits the gradient between the NaNs, along a dim the first NaN takes it.
+    check_cases({
+        {"max_all_nan", [](const Tensor& x) { return x.max(); }, both, false},
+        {"min_all_nan", [](const Tensor& x) { return x.min(); }, both, false},
+        {"max_dim1_nan", [](const Tensor& x) { return x.max(1); }, both, false},
+        {"min_dim0_nan", [](const Tensor& x) { return x.min(0); }, both, false},
+    });
+}
+
+TEST_CASE("int64 reductions stay int64 and exact") {
+    const std::vector<std::string> ints = {"int64"};
+    check_cases({
+        {"sum_int_all", [](const Tensor& x) { return x.sum(); }, ints},
+        {"sum_int_dim0", [](const Tensor& x) { return x.sum(0); }, ints},
+        {"max_int_dim1", [](const Tensor& x) { return x.max(1); }, ints},
+        {"min_int_all", [](const Tensor& x) { return x.min(); }, ints},
+    });
+    // Beyond 2^53 a double accumulator would round; PyTorch's int64 sums and extremes are exact.
+    const std::int64_t big = (std::int64_t{1} << 60) + 1;
+    Tensor x = xgrad::from_vector(std::vector<std::int64_t>{big, 1, 1, big - 2}, {2, 2}, xgrad::kInt64);
+    CHECK(x.sum().item<std::int64_t>() == 2 * big);
+    CHECK(x.sum(1).to_vector<std::int64_t>() == std::vector<std::int64_t>{big + 1, big - 1});
+    CHECK(x.max().item<std::int64_t>() == big);
+    CHECK(x.max(0).to_vector<std::int64_t>() == std::vector<std::int64_t>{big, big - 2});
+    CHECK(x.min(1).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
+}
+
+TEST_CASE("errors name the op and the shapes") {
+    Tensor x = xgrad::zeros({2, 3});
+    SUBCASE("dim out of range") {
+        check_error([&] { (void)x.sum(2); }, {"sum", "dimension 2", "(2, 3)"});
+        check_error([&] { (void)x.mean(-3); }, {"mean", "dimension -3", "(2, 3)"});
+        check_error([&] { (void)x.var(2); }, {"var", "dimension 2", "(2, 3)"});
+        check_error([&] { (void)x.std({0, -3}); }, {"std", "dimension -3", "(2, 3)"});
+        check_error([&] { (void)x.max(2); }, {"max", "dimension 2", "(2, 3)"});
+        check_error([&] { (void)x.min(-3); }, {"min", "dimension -3", "(2, 3)"});
+    }
+    SUBCASE("repeated dims") {
+        check_error([&] { (void)x.sum({0, 0}); }, {"sum", "multiple times", "(2, 3)"});
+        check_error([&] { (void)x.mean({1, -1}); }, {"mean", "multiple times", "(2, 3)"});
+        check_error([&] { (void)x.var({-2, 0}); }, {"var", "multiple times", "(2, 3)"});
+    }
+    SUBCASE("mean, var and std need floating point") {
+        Tensor i = xgrad::zeros({2, 3}, xgrad::kInt64);
+        check_error([&] { (void)i.mean(); }, {"mean", "torch.int64", "(2, 3)"});
+        check_error([&] { (void)i.mean(0); }, {"mean", "torch.int64", "(2, 3)"});
+        check_error([&] { (void)i.var(); }, {"var", "torch.int64", "(2, 3)"});
+        check_error([&] { (void)i.std(1); }, {"std", "torch.int64", "(2, 3)"});
+    }
+    SUBCASE("max and min of an empty dimension") {
+        Tensor e = xgrad::zeros({2, 0});
+        check_error([&] { (void)e.max(1); }, {"max", "(2, 0)"});
+        check_error([&] { (void)e.min(); }, {"min", "(2, 0)"});
+    }
+}
+
+TEST_CASE("sum and mean add in PyTorch's order: bit-identical results") {
+    // Rounding noise such as the mean of a normalised row (2.4835e-09 in the notebooks) is only
+    // reproducible if every addition happens in PyTorch's order; so no tolerance here.
+    const auto& all = golden::load("sum_order.txt");
+    int checked = 0;
+    for (const auto& [name, x] : all) {
+        if (name.size() < 2 || name.substr(name.size() - 2) != ".x") continue;
+        std::string base = name.substr(0, name.size() - 2);
+        CAPTURE(base);
+        if (base.rfind("inner.", 0) == 0) {
+            golden::check_close(x.sum(-1), golden::get("sum_order.txt", base + ".sum"), base + " sum", 0, 0);
+            golden::check_close(x.mean(-1, true), golden::get("sum_order.txt", base + ".mean"), base + " mean", 0, 0);
+        } else if (base.rfind("outer.", 0) == 0) {
+            golden::check_close(x.sum(0), golden::get("sum_order.txt", base + ".sum"), base + " sum", 0, 0);
+            golden::check_close(x.mean(0), golden::get("sum_order.txt", base + ".mean"), base + " mean", 0, 0);
+        } else {
+            golden::check_close(x.sum(), golden::get("sum_order.txt", base + ".sum"), base + " sum", 0, 0);
+            golden::check_close(x.mean(), golden::get("sum_order.txt", base + ".mean"), base + " mean", 0, 0);
+        }
+        ++checked;
+    }
+    CHECK(checked == 2 * (25 + 9 + 1));
+}
