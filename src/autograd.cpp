@@ -36,8 +36,27 @@ static Edge edge_to(const Tensor& t) {
     return {nullptr, t.impl()};
 }
 
+/// Deletes a node without recursing down the graph. Deleting a node drops its edges, which may delete
+/// the next node, and so on: down a chain of 10^5 ops, nested destructors would overflow the stack.
+/// Nodes freed while one is being deleted are queued and deleted by the outermost call instead.
+static void delete_node(Node* node) {
+    thread_local std::vector<Node*>* queue = nullptr;  // a raw pointer: nothing to destroy at thread exit
+    if (queue) {
+        queue->push_back(node);
+        return;
+    }
+    std::vector<Node*> pending{node};
+    queue = &pending;
+    while (!pending.empty()) {
+        Node* n = pending.back();
+        pending.pop_back();
+        delete n;
+    }
+    queue = nullptr;
+}
+
 static void attach(Tensor& out, const char* name, std::vector<Edge> next, BackwardFn backward) {
-    auto node = std::make_shared<Node>();
+    std::shared_ptr<Node> node(new Node, delete_node);
     node->name = name;
     node->needs.flags.reserve(next.size());
     for (const Edge& e : next) node->needs.flags.push_back(e.defined());
@@ -161,7 +180,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     std::vector<bool> check;
     for (const Tensor& t : inputs) {
         bool differentiable = t.defined() && t.is_floating_point() && t.requires_grad();
-        Tensor x = t.defined() ? t.detach().to(kFloat64).clone().detach() : t;
+        // Floating inputs become independent float64 copies; integer ones (indices) stay integers.
+        Tensor x = !t.defined() ? t : t.is_floating_point() ? t.detach().to(kFloat64).clone().detach() : t.detach();
         if (differentiable) x.requires_grad_(true);
         xs.push_back(x);
         check.push_back(differentiable);

@@ -12,6 +12,13 @@ using detail::fail;
 
 namespace {
 
+/// A new contiguous tensor for the factory `op`, which names itself when the shape is invalid.
+Tensor make(const char* op, const Shape& shape, const TensorOptions& options) {
+    for (auto d : shape)
+        if (d < 0) fail(op, "negative dimension " + std::to_string(d) + " in shape " + to_string(shape));
+    return detail::make_empty(shape, options.dtype(), options.device());
+}
+
 Tensor finish(Tensor t, const TensorOptions& options) {
     if (options.requires_grad()) t.requires_grad_(true);
     return t;
@@ -60,6 +67,10 @@ Tensor tensor(const NestedValues& values, TensorOptions options) {
     f.walk(values, 0);
     for (auto& d : f.shape)
         if (d == -1) d = 0;  // inner sizes of an empty list: torch.tensor([[]]) has shape (1, 0)
+    // Numbers must sit at the innermost depth, so that `{{{}}, {1.0}}` cannot pass as a (2, 1, 0) shape.
+    if ((f.rank != -1 && f.rank != static_cast<std::int64_t>(f.shape.size())) ||
+        static_cast<std::int64_t>(f.values.size()) != Shape(f.shape).numel())
+        fail("tensor", "nested lists are not rectangular: lists of different depths");
     return from_doubles(f.values, Shape(f.shape), options);
 }
 
@@ -68,7 +79,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
     if (static_cast<std::int64_t>(values.size()) != shape.numel())
         fail("from_vector", std::to_string(values.size()) + " values cannot fill a tensor of shape " +
                                 to_string(shape) + " (" + std::to_string(shape.numel()) + " elements)");
-    Tensor out = detail::make_empty(shape, options.dtype());
+    Tensor out = make("from_vector", shape, options);
     detail::dispatch(options.dtype(), [&](auto tag) {
         using D = decltype(tag);
         D* p = out.impl()->data<D>();
@@ -80,12 +91,11 @@ template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptio
 template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
 template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
 
-Tensor empty(const Shape& shape, TensorOptions options) {
-    return finish(detail::make_empty(shape, options.dtype(), options.device()), options);
-}
+Tensor empty(const Shape& shape, TensorOptions options) { return finish(make("empty", shape, options), options); }
 
-Tensor full(const Shape& shape, double value, TensorOptions options) {
-    Tensor out = detail::make_empty(shape, options.dtype(), options.device());
+/// full, with `op` naming the factory the user called.
+static Tensor fill(const char* op, const Shape& shape, double value, const TensorOptions& options) {
+    Tensor out = make(op, shape, options);
     detail::dispatch(options.dtype(), [&](auto tag) {
         using T = decltype(tag);
         auto o = detail::flat(out.impl()->data<T>(), static_cast<std::size_t>(shape.numel()));
@@ -94,8 +104,9 @@ Tensor full(const Shape& shape, double value, TensorOptions options) {
     return finish(out, options);
 }
 
-Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
-Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+Tensor full(const Shape& shape, double value, TensorOptions options) { return fill("full", shape, value, options); }
+Tensor zeros(const Shape& shape, TensorOptions options) { return fill("zeros", shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return fill("ones", shape, 1.0, options); }
 
 Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
 

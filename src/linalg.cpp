@@ -1,5 +1,6 @@
 // Matrix products: a blocked CPU GEMM and torch.matmul's rules for 1-D, 2-D and batched operands.
 #include <algorithm>
+#include <stdexcept>
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
@@ -38,7 +39,7 @@ void gemm(const T* a, const T* b, T* c, std::int64_t n, std::int64_t k, std::int
 Tensor bmm_raw(const Tensor& a, const Tensor& b) {
     const std::int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
     Tensor out = detail::make_empty(Shape{batch, n, m}, a.dtype());
-    detail::dispatch_float(a.dtype(), "matmul", [&](auto tag) {
+    detail::dispatch(a.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const T* pa = a.impl()->data<T>();
         const T* pb = b.impl()->data<T>();
@@ -53,46 +54,37 @@ Tensor bmm_raw(const Tensor& a, const Tensor& b) {
                        std::to_string(ka) + " != " + std::to_string(kb) + ")");
 }
 
-/// The differentiable core: `a` (..., n, k) times `b` (..., k, m), batch dimensions broadcast.
-Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
+/// `a` (..., n, k) times `b` (..., k, m), batch dimensions broadcast; not recorded.
+Tensor matmul_nd(const Tensor& a, const Tensor& b) {
     const std::int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
     Shape batch_a(std::vector<std::int64_t>(a.shape().begin(), a.shape().end() - 2));
     Shape batch_b(std::vector<std::int64_t>(b.shape().begin(), b.shape().end() - 2));
-    Shape batch = detail::broadcast_shapes(batch_a, batch_b, "matmul");
-    Tensor out;
-    {
-        NoGradGuard no_grad;
-        DType t = detail::promote(a.dtype(), b.dtype());
-        Tensor x = a.to(t), y = b.to(t);
-        if (b.dim() == 2) {
-            // Fold a's batch into rows: one large GEMM, no copies of b.
-            Tensor r = bmm_raw(x.contiguous().reshape(Shape{1, a.numel() / k, k}), y.contiguous().reshape(Shape{1, k, m}));
-            Shape s = batch;
-            s.push_back(n);
-            s.push_back(m);
-            out = r.reshape(s);
-        } else {
-            Shape sa = batch, sb = batch;
-            sa.push_back(n);
-            sa.push_back(k);
-            sb.push_back(k);
-            sb.push_back(m);
-            const std::int64_t nb = batch.numel();
-            Tensor r = bmm_raw(x.expand(sa).contiguous().reshape(Shape{nb, n, k}), y.expand(sb).contiguous().reshape(Shape{nb, k, m}));
-            Shape s = batch;
-            s.push_back(n);
-            s.push_back(m);
-            out = r.reshape(s);
-        }
+    Shape batch;
+    try {
+        batch = detail::broadcast_shapes(batch_a, batch_b, "matmul");
+    } catch (const std::invalid_argument&) {
+        fail("matmul", "the batch dimensions of shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) +
+                           " cannot be broadcast together");
     }
-    if (detail::needs_grad({&a, &b}))
-        detail::record(out, name, {&a, &b}, [a = a.detach(), b = b.detach()](const Tensor& g, const NeedsGrad& need) {
-            Grads r(2);
-            if (need[0]) r[0] = detail::sum_to(matmul(g, b.transpose(-1, -2)), a.shape());
-            if (need[1]) r[1] = detail::sum_to(matmul(a.transpose(-1, -2), g), b.shape());
-            return r;
-        });
-    return out;
+    Shape out_shape = batch;
+    out_shape.push_back(n);
+    out_shape.push_back(m);
+    NoGradGuard no_grad;
+    DType t = detail::promote(a.dtype(), b.dtype());
+    Tensor x = a.to(t), y = b.to(t);
+    if (b.dim() == 2) {
+        // Fold a's batch into rows: one large GEMM, no copies of b.
+        Tensor r = bmm_raw(x.contiguous().reshape(Shape{1, batch.numel() * n, k}), y.contiguous().reshape(Shape{1, k, m}));
+        return r.reshape(out_shape);
+    }
+    Shape sa = batch, sb = batch;
+    sa.push_back(n);
+    sa.push_back(k);
+    sb.push_back(k);
+    sb.push_back(m);
+    const std::int64_t nb = batch.numel();
+    Tensor r = bmm_raw(x.expand(sa).contiguous().reshape(Shape{nb, n, k}), y.expand(sb).contiguous().reshape(Shape{nb, k, m}));
+    return r.reshape(out_shape);
 }
 
 }  // namespace
@@ -105,10 +97,39 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                            to_string(b.shape()));
     const std::int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
     if (ka != kb) shape_error(a, b, ka, kb);
-    if (a.dim() == 1 && b.dim() == 1) return matmul_nd(a.unsqueeze(0), b.unsqueeze(1), "DotBackward0").reshape(Shape{});
-    if (a.dim() == 1) return matmul_nd(a.unsqueeze(0), b, "MmBackward0").squeeze(-2);
-    if (b.dim() == 1) return matmul_nd(a, b.unsqueeze(1), "MvBackward0").squeeze(-1);
-    return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : "BmmBackward0");
+
+    // A 1-D operand is a row (left) or column (right) vector whose new dimension is dropped again;
+    // one node records the whole product, named as PyTorch names the 1-D and 2-D cases.
+    Tensor a2, b2;
+    {
+        NoGradGuard no_grad;
+        a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+        b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    }
+    Tensor full = matmul_nd(a2, b2);  // (..., n, m)
+    Tensor out = full;
+    {
+        NoGradGuard no_grad;
+        if (b.dim() == 1) out = out.squeeze(-1);
+        if (a.dim() == 1) out = out.squeeze(b.dim() == 1 ? -1 : -2);
+    }
+    if (detail::needs_grad({&a, &b})) {
+        const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+                           : b.dim() == 1 && a.dim() == 2 ? "MvBackward0"
+                           : a.dim() <= 2 && b.dim() <= 2 ? "MmBackward0"
+                                                          : "BmmBackward0";
+        detail::record(out, name, {&a, &b},
+                       [a2 = a2.detach(), b2 = b2.detach(), sa = a.shape(), sb = b.shape(), sf = full.shape()](
+                           const Tensor& g, const NeedsGrad& need) {
+                           // d(A·B) = dA·B + A·dB: gA = g·Bᵀ, gB = Aᵀ·g, summed over broadcast batch dims.
+                           Tensor gf = g.reshape(sf);  // (..., n, m)
+                           Grads r(2);
+                           if (need[0]) r[0] = detail::sum_to(matmul_nd(gf, b2.transpose(-1, -2)), a2.shape()).reshape(sa);
+                           if (need[1]) r[1] = detail::sum_to(matmul_nd(a2.transpose(-1, -2), gf), b2.shape()).reshape(sb);
+                           return r;
+                       });
+    }
+    return out;
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return xgrad::matmul(*this, other); }

@@ -223,10 +223,11 @@ Tensor Tensor::expand(const Shape& target) const {
             fail("expand", "the tensor of shape " + to_string(shape()) + " cannot be expanded to " + to_string(target) +
                                " (" + std::to_string(have) + " != " + std::to_string(want) + " at dimension " +
                                std::to_string(i) + ")");
+        if (want < 0) fail("expand", "invalid size " + std::to_string(want) + " in " + to_string(target));
         sizes[iu] = want;
         st[iu] = have == want ? strides()[static_cast<std::size_t>(i - lead)] : 0;
     }
-    if (Shape(sizes) == shape()) return *this;
+    // Even to the same shape this is a new recorded view, as in PyTorch (callers skip the call instead).
     return view_op(*this, Shape(sizes), st, storage_offset(), "ExpandBackward0",
                    [s = shape()](const Tensor& g) { return detail::sum_to(g, s); });
 }

@@ -162,7 +162,11 @@ const Shape& Tensor::shape() const {
     detail::check_defined(*this, "shape");
     return impl_->shape;
 }
-std::int64_t Tensor::size(std::int64_t d) const { return shape()[detail::wrap_dim(d, dim(), "size")]; }
+std::int64_t Tensor::size(std::int64_t d) const {
+    // wrap_dim lets a 0-d tensor take dim 0 or -1 (reductions need that); a size has to exist.
+    if (dim() == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
+    return shape()[detail::wrap_dim(d, dim(), "size")];
+}
 std::int64_t Tensor::dim() const { return shape().size(); }
 std::int64_t Tensor::numel() const { return shape().numel(); }
 DType Tensor::dtype() const {
@@ -322,7 +326,15 @@ Tensor Tensor::to(Device target) const {
 Tensor& Tensor::copy_(const Tensor& src) {
     detail::check_inplace(*this, "copy_");
     detail::check_defined(src, "copy_");
+    if (src.shape() != shape() && (src.dim() > dim() || detail::broadcast_shapes(src.shape(), shape(), "copy_") != shape()))
+        fail("copy_", "the source of shape " + to_string(src.shape()) + " cannot be broadcast to the tensor of shape " +
+                          to_string(shape()));
     Tensor from = src.shape() == shape() ? src : src.expand(shape());
+    if (src.impl()->storage == impl_->storage && src.impl() != impl_) {
+        // The source may overlap the destination (`x[1:].copy_(x[:-1])`): read it all before writing.
+        NoGradGuard no_grad;
+        from = from.clone();
+    }
     if (is_contiguous()) {
         strided_copy(from, *this);
         return *this;

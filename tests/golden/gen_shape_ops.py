@@ -1,0 +1,99 @@
+# Writes shape_ops.txt: inputs, outputs and gradients of PyTorch's view and layout ops for test_shape_ops.cpp.
+#
+# Run from the repository root with a Python that has torch (1.13):
+#     /usr/bin/python3 tests/golden/gen_shape_ops.py
+#
+# For every case and dtype the file holds `<case>.<dtype>.in<i>` (the leaves), `.out`, a random weight
+# `.w` of out's shape and `.g<i>`, the gradient of (out * w).sum() with respect to input i, plus a
+# comment line `# grad_fn <case>.<dtype> <name>` with torch 1.13's name. The C++ test applies the same
+# function to the same leaves, so every view (including the non-contiguous ones) is part of the function.
+import os
+import zlib
+
+import torch
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_ops.txt")
+lines = []
+
+
+def put(name, t):
+    t = t.detach().contiguous()
+    dtype = str(t.dtype).replace("torch.", "")
+    vals = t.flatten().tolist()
+    text = [str(v) for v in vals] if dtype == "int64" else [float(v).hex() for v in vals]
+    lines.append(" ".join([name, dtype, str(t.dim())] + [str(s) for s in t.shape] + text))
+
+
+def case(name, fn, shapes, dtypes=("float32",)):
+    """Records fn(*inputs) for random inputs of `shapes`, for each dtype."""
+    seed = zlib.crc32(name.encode())
+    g = torch.Generator().manual_seed(seed)
+    base = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
+    for dt in dtypes:
+        key = f"{name}.{dt}"
+        ins = [t.to(getattr(torch, dt)).clone().requires_grad_(True) for t in base]
+        for i, t in enumerate(ins):
+            put(f"{key}.in{i}", t)
+        out = fn(*ins)
+        put(f"{key}.out", out)
+        lines.append(f"# grad_fn {key} {out.grad_fn.name()}")
+        w = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+        w = w.to(out.dtype)
+        put(f"{key}.w", w)
+        (out * w).sum().backward()
+        for i, t in enumerate(ins):
+            if t.grad is not None:  # expand_as's second input only lends its shape
+                put(f"{key}.g{i}", t.grad)
+
+
+both = ("float32", "float64")
+x234 = [(2, 3, 4)]
+
+case("transpose", lambda x: x.transpose(0, 2), x234, both)
+case("transpose_neg", lambda x: x.transpose(-1, -2), x234)
+case("t", lambda x: x.t(), [(3, 4)])
+case("permute", lambda x: x.permute(2, 0, 1), x234, both)
+case("permute_neg", lambda x: x.permute(-1, 0, -2), x234)
+case("reshape_view", lambda x: x.reshape(4, -1), x234, both)
+case("reshape_copy", lambda x: x.transpose(0, 1).reshape(-1, 2), x234, both)
+case("view", lambda x: x.view(-1, 3, 2), x234)
+# (3, 2, 4) with strides (4, 12, 1): not contiguous, but its last dimension can still be split.
+case("view_noncontig", lambda x: x.transpose(0, 1).view(3, 2, 2, 2), x234)
+# (2, 3, 2) with strides (12, 4, 2): the first two dimensions can still be merged.
+case("view_strided", lambda x: x[:, :, ::2].view(6, 2), x234)
+case("unsqueeze", lambda x: x.unsqueeze(1), x234)
+case("unsqueeze_neg", lambda x: x.unsqueeze(-1), x234)
+case("squeeze_all", lambda x: x.squeeze(), [(2, 1, 3, 1)])
+case("squeeze_dim", lambda x: x.squeeze(1), [(2, 1, 3, 1)])
+case("squeeze_neg", lambda x: x.squeeze(-1), [(2, 1, 3, 1)])
+case("squeeze_noop", lambda x: x.squeeze(0), [(2, 1, 3, 1)])
+case("flatten", lambda x: x.flatten(), x234)
+case("flatten_1", lambda x: x.flatten(1), x234)
+case("flatten_01_noncontig", lambda x: x.transpose(1, 2).flatten(0, 1), x234)
+case("expand", lambda x: x.expand(2, 3, 4), [(3, 1)], both)
+case("expand_keep", lambda x: x.expand(-1, 5), [(3, 1)])
+case("expand_as", lambda x, y: x.expand_as(y), [(1, 4), (3, 4)])
+case("contiguous", lambda x: x.transpose(0, 2).contiguous(), x234)
+case("slice_neg", lambda x: x[:, -2:], x234)
+case("slice_step2", lambda x: x[:, :, ::2], x234, both)
+case("slice_clamped", lambda x: x[:, -100:2], x234)
+case("slice_step2_offset", lambda x: x[:, :, 1:100:2], x234)
+case("narrow", lambda x: x.narrow(2, 1, 2), x234)
+case("narrow_neg", lambda x: x.narrow(-1, -3, 2), x234)
+case("select", lambda x: x.select(1, -1), x234, both)
+case("index", lambda x: x[1], x234)
+case("cat0", lambda a, b: torch.cat([a, b], 0), [(2, 3), (1, 3)], both)
+case("cat1", lambda a, b, c: torch.cat([a, b, c], -1), [(2, 3), (2, 1), (2, 2)])
+case("cat_noncontig", lambda a, b: torch.cat([a.t(), b], 0), [(3, 2), (1, 3)])
+case("stack0", lambda a, b: torch.stack([a, b]), [(2, 3), (2, 3)])
+case("stack_last", lambda a, b, c: torch.stack([a, b, c], -1), [(2, 3), (2, 3), (2, 3)], both)
+case("to_float64", lambda x: x.to(torch.float64), [(2, 3)])
+case("to_float32", lambda x: x.to(torch.float32), [(2, 3)], ("float64",))
+case("clone", lambda x: x.clone(), [(2, 3)])
+# Views of non-contiguous views: every gradient has to find its way back through the strides.
+case("chain", lambda x: x.transpose(0, 2)[1:, :, ::2].permute(1, 0, 2).reshape(-1)[2:9], x234, both)
+case("chain_select", lambda x: x.t()[1].unsqueeze(0).expand(3, 3), [(3, 4)])
+
+with open(OUT, "w") as f:
+    f.write("# Generated by gen_shape_ops.py with torch " + torch.__version__ + "; do not edit.\n")
+    f.write("\n".join(lines) + "\n")

@@ -1,0 +1,192 @@
+// Checks the Tensor handle: metadata, element access, copies and in-place updates, as PyTorch reports them.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "xgrad/xgrad.hpp"
+
+using xgrad::Shape;
+using xgrad::Tensor;
+
+namespace {
+
+void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
+    std::string msg;
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        msg = e.what();
+    }
+    INFO("message: " << msg);
+    REQUIRE(!msg.empty());
+    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
+}
+
+Tensor arange_f(std::int64_t n, Shape shape) { return xgrad::arange(static_cast<double>(n)).reshape(shape); }
+
+}  // namespace
+
+TEST_CASE("shape, size, dim, numel, dtype, device") {
+    Tensor x = xgrad::zeros({2, 3, 4});
+    CHECK(x.defined());
+    CHECK(x.shape() == Shape{2, 3, 4});
+    CHECK(x.sizes() == x.shape());
+    CHECK(x.size(0) == 2);
+    CHECK(x.size(-1) == 4);
+    CHECK(x.size(-3) == 2);
+    CHECK(x.dim() == 3);
+    CHECK(x.numel() == 24);
+    CHECK(x.dtype() == xgrad::kFloat32);
+    CHECK(x.device() == xgrad::kCPU);
+    CHECK(x.is_floating_point());
+    CHECK_FALSE(xgrad::zeros({1}, xgrad::kInt64).is_floating_point());
+    Tensor s = xgrad::tensor(1.0);
+    CHECK(s.dim() == 0);
+    CHECK(s.numel() == 1);
+    check_throws([&] { x.size(3); }, {"size", "dimension 3", "[-3, 2]"});
+    check_throws([&] { x.size(-4); }, {"size", "-4"});
+    check_throws([&] { s.size(0); }, {"size", "dimension 0", "no dimensions"});  // as PyTorch
+    check_throws([&] { s.size(-1); }, {"size", "dimension -1", "no dimensions"});
+}
+
+TEST_CASE("strides, storage_offset and is_contiguous, as PyTorch's stride()") {
+    Tensor x = arange_f(24, {2, 3, 4});
+    CHECK(x.strides() == std::vector<std::int64_t>{12, 4, 1});
+    CHECK(x.storage_offset() == 0);
+    CHECK(x.is_contiguous());
+    Tensor t = x.transpose(0, 2);
+    CHECK(t.strides() == std::vector<std::int64_t>{1, 4, 12});
+    CHECK_FALSE(t.is_contiguous());
+    Tensor s = x[1].slice(1, 1, 3);
+    CHECK(s.storage_offset() == 13);
+    CHECK(s.strides() == std::vector<std::int64_t>{4, 1});
+    CHECK_FALSE(s.is_contiguous());
+    CHECK(x[1].is_contiguous());
+    CHECK(x.slice(0, 1, 2).is_contiguous());
+    CHECK_FALSE(x.slice(1, 1, 2).is_contiguous());
+    CHECK(xgrad::zeros({4, 1}).t().is_contiguous());  // strides (1, 1): a size-1 dim's stride does not matter
+    CHECK(xgrad::zeros({3, 1}).expand({3, 4}).is_contiguous() == false);
+    CHECK(xgrad::zeros({1, 4}).expand({1, 4}).is_contiguous());
+    CHECK(xgrad::zeros({}).strides().empty());
+}
+
+TEST_CASE("item, to_vector and data_ptr") {
+    Tensor x = arange_f(6, {2, 3});
+    CHECK(x[1][2].item<float>() == 5.0f);
+    CHECK(x[1][2].item<double>() == 5.0);
+    CHECK(x[1][2].item<std::int64_t>() == 5);
+    CHECK(xgrad::tensor({{-2.5}}).item<float>() == -2.5f);  // any one-element tensor
+    check_throws([&] { x.item<float>(); }, {"item", "6 elements", "(2, 3)"});
+    check_throws([&] { xgrad::zeros({0}).item<float>(); }, {"item", "0 elements"});
+
+    CHECK(x.to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+    CHECK(x.t().to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});  // row-major order of the view
+    CHECK(x.t().to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 3, 1, 4, 2, 5});
+    CHECK(xgrad::tensor({0.1}, xgrad::kFloat64).to_vector<float>() == std::vector<float>{0.1f});
+    CHECK(xgrad::zeros({0, 3}).to_vector<float>().empty());
+
+    float* p = x.data_ptr<float>();
+    CHECK(p[4] == 4.0f);
+    p[4] = 40.0f;  // the pointer is the storage
+    CHECK(x[1][1].item<float>() == 40.0f);
+    CHECK(x[1].data_ptr<float>() == p + 3);
+    Tensor ones64 = xgrad::ones({2}, xgrad::kFloat64), ones_i = xgrad::ones({2}, xgrad::kInt64);
+    CHECK(ones64.data_ptr<double>()[1] == 1.0);
+    CHECK(ones_i.data_ptr<std::int64_t>()[0] == 1);
+    check_throws([&] { x.data_ptr<double>(); }, {"data_ptr", "torch.float32", "torch.float64"});
+    check_throws([&] { x.data_ptr<std::int64_t>(); }, {"data_ptr", "torch.int64"});
+    check_throws([&] { x.t().data_ptr<float>(); }, {"data_ptr", "(3, 2)", "not contiguous"});
+}
+
+TEST_CASE("an undefined tensor refuses metadata queries") {
+    Tensor u;
+    CHECK_FALSE(u.defined());
+    CHECK_FALSE(u.requires_grad());
+    CHECK(u.grad_fn_name().empty());
+    check_throws([&] { (void)u.shape(); }, {"shape", "undefined"});
+    check_throws([&] { (void)u.dtype(); }, {"dtype", "undefined"});
+    check_throws([&] { u.to_vector<float>(); }, {"to_vector", "undefined"});
+    check_throws([&] { u.clone(); }, {"clone", "undefined"});
+}
+
+TEST_CASE("Tensor is a handle: copies share storage and history") {
+    Tensor a = xgrad::zeros({3});
+    Tensor b = a;  // NOLINT: the copy is the point
+    b.fill_(2.0);
+    CHECK(a.to_vector<float>() == std::vector<float>{2, 2, 2});
+    CHECK(a.impl() == b.impl());
+    Tensor c = a.clone();
+    c.fill_(5.0);
+    CHECK(a.to_vector<float>() == std::vector<float>{2, 2, 2});
+}
+
+TEST_CASE("vocabulary: dtype names, shapes and options") {
+    CHECK(xgrad::to_string(xgrad::kFloat32) == "torch.float32");
+    CHECK(xgrad::to_string(xgrad::kFloat64) == "torch.float64");
+    CHECK(xgrad::to_string(xgrad::kInt64) == "torch.int64");
+    CHECK(xgrad::kDouble == xgrad::kFloat64);
+    CHECK(xgrad::element_size(xgrad::kFloat32) == 4);
+    CHECK(xgrad::element_size(xgrad::kFloat64) == 8);
+    CHECK(xgrad::element_size(xgrad::kInt64) == 8);
+    CHECK(xgrad::to_string(Shape{2, 5}) == "(2, 5)");
+    CHECK(xgrad::to_string(Shape{3}) == "(3,)");
+    CHECK(xgrad::to_string(Shape{}) == "()");
+    std::ostringstream os;
+    os << Shape{2, 5} << " " << Shape{} << " " << xgrad::kFloat64;
+    CHECK(os.str() == "torch.Size([2, 5]) torch.Size([]) torch.float64");
+    CHECK(Shape{2, 3, 4}.numel() == 24);
+    CHECK(Shape{}.numel() == 1);
+    xgrad::TensorOptions o = xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true);
+    CHECK(o.dtype() == xgrad::kFloat64);
+    CHECK(o.requires_grad());
+    CHECK(o.device() == xgrad::kCPU);
+    CHECK(xgrad::TensorOptions().dtype() == xgrad::kFloat32);
+    CHECK_FALSE(xgrad::TensorOptions().requires_grad());
+}
+
+TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
+    SUBCASE("copy_ broadcasts and converts, also into a non-contiguous view") {
+        Tensor x = xgrad::zeros({2, 3}, xgrad::kFloat64);
+        x.copy_(xgrad::tensor({1.0, 2.0, 3.0}));  // float32 row, broadcast
+        CHECK(x.to_vector<double>() == std::vector<double>{1, 2, 3, 1, 2, 3});
+        x.t()[2].copy_(xgrad::tensor({-1.0, -2.0}));  // column 2
+        CHECK(x.to_vector<double>() == std::vector<double>{1, 2, -1, 1, 2, -2});
+        check_throws([&] { x.copy_(xgrad::zeros({4})); }, {"copy_", "(4,)", "(2, 3)"});
+        check_throws([&] { x.copy_(xgrad::zeros({1, 2, 3})); }, {"copy_", "(1, 2, 3)", "(2, 3)"});
+    }
+    SUBCASE("copy_ from an overlapping view of the same storage reads before it writes") {
+        Tensor x = xgrad::arange(4.0);
+        x.slice(0, 1, {}).copy_(x.slice(0, {}, 3));
+        CHECK(x.to_vector<float>() == std::vector<float>{0, 0, 1, 2});
+        Tensor m = arange_f(9, {3, 3});
+        m.copy_(m.t());  // PyTorch refuses this; xgrad copies through a temporary
+        CHECK(m.to_vector<float>() == std::vector<float>{0, 3, 6, 1, 4, 7, 2, 5, 8});
+    }
+    SUBCASE("fill_ and zero_ write every element of a strided view only") {
+        Tensor x = arange_f(6, {2, 3});
+        x.slice(1, {}, {}, 2).fill_(9.0);
+        CHECK(x.to_vector<float>() == std::vector<float>{9, 1, 9, 9, 4, 9});
+        x[0].zero_();
+        CHECK(x.to_vector<float>() == std::vector<float>{0, 0, 0, 9, 4, 9});
+    }
+    SUBCASE("arithmetic updates") {
+        Tensor x = xgrad::ones({2, 2});
+        x.add_(xgrad::full({2, 2}, 2.0), 0.5);
+        CHECK(x.to_vector<float>() == std::vector<float>(4, 2.0f));
+        x += 1.0;
+        x *= 2.0;
+        x -= xgrad::ones({2, 2});
+        x /= 5.0;
+        CHECK(x.to_vector<float>() == std::vector<float>(4, 1.0f));
+        x.mul_(xgrad::tensor({2.0, 3.0}));  // broadcast row
+        CHECK(x.to_vector<float>() == std::vector<float>{2, 3, 2, 3});
+        x.t().add_(1.0);  // a non-contiguous target takes the general path
+        CHECK(x.to_vector<float>() == std::vector<float>{3, 4, 3, 4});
+        check_throws([&] { x.add_(xgrad::ones({2, 2, 2})); }, {"add_", "(2, 2, 2)", "(2, 2)"});
+    }
+}
