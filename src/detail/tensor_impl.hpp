@@ -79,6 +79,10 @@ Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU);
 /// A new view of `base`'s storage with the given geometry (no autograd record).
 Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset);
 
+/// Makes every handle to `t` see `src`'s contents, shape and dtype (modules converting or
+/// materialising parameters in place, so optimizers holding handles follow).
+void replace_contents(const Tensor& t, const Tensor& src);
+
 // ---- autograd -----------------------------------------------------------------------------------
 /// True when grad mode is on and some input requires grad.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);

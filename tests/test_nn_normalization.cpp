@@ -1,0 +1,216 @@
+// Tests for LayerNorm/RMSNorm: PyTorch golden values, fused kernels vs primitive composites, gradcheck.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "golden.hpp"
+#include "xgrad/nn.hpp"
+#include "xgrad/xgrad.hpp"
+
+using xgrad::Shape;
+using xgrad::Tensor;
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+
+namespace {
+
+/// The trailing dims of `nshape` as negative dims: {-2, -1} for a 2-D normalized shape.
+xgrad::Dims trailing_dims(const Shape& nshape) {
+    std::vector<std::int64_t> d;
+    for (std::int64_t i = -nshape.size(); i < 0; ++i) d.push_back(i);
+    return xgrad::Dims(d);
+}
+
+/// LayerNorm from primitive ops, as tinygrad and the notebooks write it.
+Tensor layer_norm_composite(const Tensor& x, const Shape& nshape, const Tensor& w, const Tensor& b, double eps) {
+    auto d = trailing_dims(nshape);
+    Tensor y = (x - x.mean(d, true)) / (x.var(d, false, true) + eps).sqrt();
+    if (w.defined()) y = y * w;
+    if (b.defined()) y = y + b;
+    return y;
+}
+
+Tensor rms_norm_composite(const Tensor& x, const Shape& nshape, const Tensor& w, double eps) {
+    Tensor y = x * (x.pow(2).mean(trailing_dims(nshape), true) + eps).rsqrt();
+    return w.defined() ? y * w : y;
+}
+
+struct Case {
+    const char* name;
+    Shape nshape;
+    bool affine;
+};
+const Case kCases[] = {{"w7", {7}, true}, {"w1", {1}, true}, {"w3", {3}, false}, {"d2", {3, 5}, true}, {"d3", {2, 3, 4}, true}};
+
+/// Leaf copies of golden tensors.
+Tensor leaf(const std::string& name) { return golden::get("nn.txt", name).clone().requires_grad_(); }
+
+}  // namespace
+
+TEST_CASE("layer_norm and rms_norm match PyTorch's values and gradients") {
+    for (const char* tag : {"f32", "f64"}) {
+        const bool f32 = std::string(tag) == "f32";
+        const double rtol = f32 ? 1e-5 : 1e-12, atol = f32 ? 1e-5 : 1e-12;
+        for (const auto& c : kCases) {
+            for (bool rms : {false, true}) {
+                std::string key = std::string(rms ? "rms." : "ln.") + c.name + "." + tag;
+                CAPTURE(key);
+                Tensor x = leaf(key + ".x");
+                Tensor w = c.affine ? leaf(key + ".w") : Tensor();
+                Tensor b = c.affine && !rms ? leaf(key + ".b") : Tensor();
+                Tensor y = rms ? F::rms_norm(x, c.nshape, w) : F::layer_norm(x, c.nshape, w, b);
+                golden::check_close(y, golden::get("nn.txt", key + ".y"), key + " y", rtol, atol);
+                CHECK(y.grad_fn_name() == (rms ? "MulBackward0" : "NativeLayerNormBackward0"));
+                (y * golden::get("nn.txt", key + ".up")).sum().backward();
+                // PyTorch's CPU backward writes dx as a·dy + b·x + c, whose terms cancel only to
+                // rounding noise of about rstd·ulp: for width 1 (rstd ≈ 316) it gives -1.5e-5 where
+                // the exact answer, and xgrad's, is 0. Hence a looser absolute tolerance for float32 dx.
+                golden::check_close(x.grad(), golden::get("nn.txt", key + ".dx"), key + " dx", rtol, f32 ? 1e-4 : atol);
+                if (w.defined()) golden::check_close(w.grad(), golden::get("nn.txt", key + ".dw"), key + " dw", rtol, atol);
+                if (b.defined()) golden::check_close(b.grad(), golden::get("nn.txt", key + ".db"), key + " db", rtol, atol);
+            }
+        }
+    }
+    // An explicit eps.
+    Tensor x = leaf("rms.eps.f32.x");
+    golden::check_close(F::rms_norm(x, {6}, leaf("rms.eps.f32.w"), 1e-6), golden::get("nn.txt", "rms.eps.f32.y"),
+                        "rms eps=1e-6");
+}
+
+TEST_CASE("fused kernels agree with the composite of primitive ops") {
+    xgrad::manual_seed(11);
+    struct Geometry {
+        Shape input, nshape;
+    };
+    const Geometry geometries[] = {{{4, 1}, {1}},       {{3, 3}, {3}},          {{5, 7}, {7}},
+                                   {{3, 1500}, {1500}}, {{2, 3, 5}, {3, 5}},    {{2, 2, 3, 4}, {2, 3, 4}},
+                                   {{64, 33}, {33}},    {{600, 130}, {130}}};  // the last one runs threaded
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const bool f32 = dtype == xgrad::kFloat32;
+        for (const auto& g : geometries) {
+            for (bool affine : {false, true}) {
+                for (bool rms : {false, true}) {
+                    CAPTURE(xgrad::to_string(g.input));
+                    CAPTURE(affine);
+                    CAPTURE(rms);
+                    CAPTURE(f32);
+                    Tensor x = (xgrad::randn(g.input, dtype) * 3.0 + 1.0).requires_grad_();
+                    Tensor w = affine ? (xgrad::randn(g.nshape, dtype) + 1.0).requires_grad_() : Tensor();
+                    Tensor b = affine && !rms ? xgrad::randn(g.nshape, dtype).requires_grad_() : Tensor();
+                    Tensor up = xgrad::randn(g.input, dtype);
+                    const double eps = 1e-5;
+                    Tensor fused = rms ? F::rms_norm(x, g.nshape, w, eps) : F::layer_norm(x, g.nshape, w, b, eps);
+                    std::vector<Tensor> leaves{x};
+                    if (w.defined()) leaves.push_back(w);
+                    if (b.defined()) leaves.push_back(b);
+                    (fused * up).sum().backward();
+                    std::vector<Tensor> fused_grads;
+                    for (auto& l : leaves) {
+                        fused_grads.push_back(l.grad());
+                        l.mutable_grad() = Tensor();
+                    }
+                    Tensor ref = rms ? rms_norm_composite(x, g.nshape, w, eps) : layer_norm_composite(x, g.nshape, w, b, eps);
+                    (ref * up).sum().backward();
+                    const double tol = f32 ? 2e-4 : 1e-10;
+                    golden::check_close(fused, ref.detach(), "forward", tol, tol);
+                    for (std::size_t i = 0; i < leaves.size(); ++i)
+                        golden::check_close(fused_grads[i], leaves[i].grad(), "gradient " + std::to_string(i), tol,
+                                            tol * 10);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("gradcheck passes for the fused kernels") {
+    xgrad::manual_seed(5);
+    Tensor x = xgrad::randn({3, 2, 4}, xgrad::kFloat64).requires_grad_();
+    Tensor w = (xgrad::randn({2, 4}, xgrad::kFloat64) + 1.0).requires_grad_();
+    Tensor b = xgrad::randn({2, 4}, xgrad::kFloat64).requires_grad_();
+    golden::check_gradcheck([](const auto& in) { return F::layer_norm(in[0], {2, 4}, in[1], in[2]); }, {x, w, b},
+                            "layer_norm 2 dims");
+    golden::check_gradcheck([](const auto& in) { return F::layer_norm(in[0], {4}); }, {x}, "layer_norm no affine");
+    golden::check_gradcheck([](const auto& in) { return F::rms_norm(in[0], {2, 4}, in[1]); }, {x, w}, "rms_norm");
+    golden::check_gradcheck([](const auto& in) { return F::rms_norm(in[0], {4}, Tensor(), 1e-3); }, {x},
+                            "rms_norm no weight");
+}
+
+TEST_CASE("LayerNorm in giagrad's form learns its shape at the first forward") {
+    nn::LayerNorm ln(2);  // the last two axes, sizes unknown
+    CHECK(ln.named_parameters().size() == 2);
+    std::vector<Tensor> held = ln.parameters();  // an optimizer built before the first forward
+    CHECK(held[0].numel() == 0);
+    CHECK(!ln.normalized_shape());
+
+    xgrad::manual_seed(2);
+    Tensor x = xgrad::randn({4, 3, 5});
+    Tensor y = ln(x);
+    REQUIRE(ln.normalized_shape());
+    CHECK(*ln.normalized_shape() == Shape{3, 5});
+    CHECK(held[0].shape() == Shape{3, 5});  // the held handles see the materialised parameters
+    CHECK(held[0].requires_grad());
+    CHECK(held[0].sum().item<double>() == 15.0);
+    CHECK(held[1].sum().item<double>() == 0.0);
+    golden::check_close(y, F::layer_norm(x, {3, 5}), "ln(x)");
+    y.sum().backward();
+    CHECK(held[0].grad().shape() == Shape{3, 5});
+
+    std::ostringstream os;
+    os << ln;
+    CHECK(os.str() == "LayerNorm((3, 5), eps=1e-05, elementwise_affine=True)");
+    CHECK_THROWS_WITH_AS(ln(xgrad::randn({4, 3, 6})),
+                         "LayerNorm: input of shape (4, 3, 6) does not end with the normalized shape (3, 5) fixed by the "
+                         "first input",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::LayerNorm(3)(xgrad::randn({4, 5})),
+                         "LayerNorm: expects at least 3 dimensions, got input of shape (4, 5)", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::LayerNorm(0), doctest::Contains("dimensions must be at least 1"), std::invalid_argument);
+}
+
+TEST_CASE("LayerNorm's two forms: PyTorch's shape form, no affine, interchangeable state dicts") {
+    nn::LayerNorm torch_form({10});  // braces mean normalized_shape, as nn.LayerNorm(10) in PyTorch
+    REQUIRE(torch_form.normalized_shape());
+    CHECK(*torch_form.normalized_shape() == Shape{10});
+    CHECK(torch_form.weight.shape() == Shape{10});
+    nn::LayerNorm giagrad_form(1);
+    CHECK(!giagrad_form.normalized_shape());
+    giagrad_form(xgrad::ones({2, 10}));
+    {
+        xgrad::NoGradGuard no_grad;
+        torch_form.weight.fill_(2.0);
+    }
+    giagrad_form.load_state_dict(torch_form.state_dict());
+    CHECK(giagrad_form.weight.sum().item<double>() == 20.0);
+
+    nn::LayerNorm plain(2, 1e-5, false);
+    CHECK(plain.parameters().empty());
+    Tensor y = plain(xgrad::randn({2, 3, 4}));
+    CHECK(std::abs(y.mean().item<double>()) < 1e-6);
+    CHECK_THROWS_WITH_AS(F::layer_norm(xgrad::ones({2, 5}), {4}),
+                         "layer_norm: input of shape (2, 5) does not end with normalized_shape (4,)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(F::layer_norm(xgrad::ones({2, 5}), {5}, xgrad::ones({4})),
+                         "layer_norm: weight and bias must have shape (5,), got (4,)", std::invalid_argument);
+}
+
+TEST_CASE("RMSNorm: eps defaults to the dtype's machine epsilon, both forms, printing") {
+    xgrad::manual_seed(9);
+    Tensor x = xgrad::randn({3, 8});
+    nn::RMSNorm rms(1);
+    Tensor expected = rms_norm_composite(x, {8}, Tensor(), std::numeric_limits<float>::epsilon());
+    golden::check_close(rms(x), expected, "default eps float32");
+    Tensor xd = x.to(xgrad::kFloat64) * 1e-9;  // tiny values make eps visible
+    golden::check_close(F::rms_norm(xd, {8}), rms_norm_composite(xd, {8}, Tensor(), std::numeric_limits<double>::epsilon()),
+                        "default eps float64", 1e-12, 0);
+    std::ostringstream os;
+    os << rms;
+    CHECK(os.str() == "RMSNorm((8,), eps=None, elementwise_affine=True)");
+    nn::RMSNorm rms2({4}, 1e-6, false);
+    os.str("");
+    os << rms2;
+    CHECK(os.str() == "RMSNorm((4,), eps=1e-06, elementwise_affine=False)");
+    CHECK(rms2.parameters().empty());
+    CHECK(rms.named_parameters().at(0).first == "weight");
+}
