@@ -1,0 +1,10 @@
+// Everything under xgrad::optim: optimizers and learning-rate schedulers.
+#pragma once
+
+#include "xgrad/optim/adam.hpp"
+#include "xgrad/optim/lr_scheduler.hpp"
+#include "xgrad/optim/optimizer.hpp"
+#include "xgrad/optim/sgd.hpp"
+
+/// Optimizers and learning-rate schedulers (PyTorch's `torch.optim`), updating parameters in place.
+namespace xgrad::optim {}

@@ -1,0 +1,82 @@
+// Adam and AdamW: adaptive moment estimation, with L2 or decoupled weight decay.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "xgrad/optim/optimizer.hpp"
+
+namespace xgrad::optim {
+
+/// Adam's options with PyTorch's defaults, in PyTorch's order.
+struct AdamOptions {
+    double lr = 1e-3;                         ///< Learning rate.
+    std::array<double, 2> betas{0.9, 0.999};  ///< Decay rates of the first and second moment averages, in [0, 1).
+    double eps = 1e-8;                        ///< Added to the denominator for stability.
+    double weight_decay = 0.0;                ///< L2 penalty, added to the gradient.
+    bool amsgrad = false;                     ///< Normalise by the largest second moment seen so far.
+    bool maximize = false;                    ///< Ascend the objective instead of descending it.
+};
+
+/// AdamW's options: Adam's, with PyTorch's default decoupled weight decay of 1e-2.
+struct AdamWOptions {
+    double lr = 1e-3;                         ///< Learning rate.
+    std::array<double, 2> betas{0.9, 0.999};  ///< Decay rates of the first and second moment averages, in [0, 1).
+    double eps = 1e-8;                        ///< Added to the denominator for stability.
+    double weight_decay = 1e-2;               ///< Decoupled decay: `p *= 1 - lr·weight_decay` each step.
+    bool amsgrad = false;                     ///< Normalise by the largest second moment seen so far.
+    bool maximize = false;                    ///< Ascend the objective instead of descending it.
+};
+
+/// Per-parameter state of Adam and AdamW.
+struct AdamState {
+    std::int64_t step = 0;  ///< Updates applied so far.
+    Tensor exp_avg;         ///< First moment: running average of the gradient.
+    Tensor exp_avg_sq;      ///< Second moment: running average of the squared gradient.
+    Tensor max_exp_avg_sq;  ///< Largest second moment so far (amsgrad only).
+};
+
+/// Adam, with PyTorch 1.13's single-tensor update:
+///
+/// `g = grad + weight_decay·p`; `m = β1·m + (1-β1)·g`; `v = β2·v + (1-β2)·g²`;
+/// `p -= lr/(1-β1^t) · m / (sqrt(v)/sqrt(1-β2^t) + eps)`.
+///
+/// ```cpp
+/// xgrad::optim::Adam opt(model.parameters(), {.lr = 1e-3});
+/// xgrad::optim::Adam ams(model.parameters(), {.lr = 1e-2, .betas = {0.8, 0.99}, .amsgrad = true});
+/// ```
+class Adam : public Optimizer {
+public:
+    /// An optimizer over `params`; throws for a negative lr, eps or weight decay and betas outside [0, 1).
+    Adam(std::vector<Tensor> params, const AdamOptions& options = {});
+    /// The options given at construction.
+    const AdamOptions& options() const { return options_; }
+    /// The state of parameter `index` (step 0 until its first update).
+    const AdamState& state(std::size_t index) const { return state_.at(index); }
+
+protected:
+    /// Adam or, with `decoupled`, AdamW; `name` names it in errors.
+    Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled, const char* name);
+    /// One Adam update of one parameter.
+    void update(std::size_t index, Tensor& param, const Tensor& grad) override;
+
+private:
+    AdamOptions options_;
+    bool decoupled_ = false;
+    std::vector<AdamState> state_;
+};
+
+/// AdamW: Adam whose weight decay shrinks the parameter directly (`p *= 1 - lr·weight_decay`)
+/// instead of entering the gradient, as PyTorch 1.13's AdamW.
+///
+/// ```cpp
+/// xgrad::optim::AdamW opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.1});
+/// ```
+class AdamW : public Adam {
+public:
+    /// An optimizer over `params`; throws for bad options as Adam does.
+    AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
+};
+
+}  // namespace xgrad::optim

@@ -1,0 +1,444 @@
+// Losses and softmaxes: each forward beside its backward, checked against PyTorch in test_nn_loss.
+#include "xgrad/nn/loss.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "detail/kernels.hpp"
+#include "detail/tensor_impl.hpp"
+#include "xgrad/autograd.hpp"
+#include "xgrad/factory.hpp"
+
+namespace xgrad::nn::functional {
+
+using detail::fail;
+using detail::NeedsGrad;
+using Grads = std::vector<Tensor>;
+
+LossReduction::LossReduction(const char* name) {
+    std::string s = name ? name : "";
+    if (s == "none")
+        value_ = Reduction::kNone;
+    else if (s == "mean")
+        value_ = Reduction::kMean;
+    else if (s == "sum")
+        value_ = Reduction::kSum;
+    else
+        fail("reduction", "\"" + s + "\" is not a valid value for reduction (expected \"none\", \"mean\" or \"sum\")");
+}
+
+std::string to_string(Reduction reduction) {
+    switch (reduction) {
+        case Reduction::kNone:
+            return "none";
+        case Reduction::kMean:
+            return "mean";
+        case Reduction::kSum:
+            return "sum";
+    }
+    return "?";
+}
+
+namespace {
+
+std::string shape_of(const Tensor& t) {
+    return to_string(t.shape());
+}
+
+Tensor reduce(const Tensor& loss, Reduction reduction) {
+    switch (reduction) {
+        case Reduction::kNone:
+            return loss;
+        case Reduction::kMean:
+            return loss.mean();
+        case Reduction::kSum:
+            return loss.sum();
+    }
+    return loss;
+}
+
+/// Element-wise losses compare tensors of one shape; PyTorch only warns when they differ and then
+/// broadcasts, which is nearly always a bug in the caller, so xgrad refuses.
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+    detail::check_defined(input, op);
+    detail::check_defined(target, op);
+    if (input.shape() != target.shape())
+        fail(op, "target of shape " + shape_of(target) + " must have the input's shape " + shape_of(input));
+}
+
+/// `weight` (or `pos_weight`) must broadcast to the input's shape without growing it.
+void check_broadcasts_to(const Tensor& w, const Tensor& input, const char* what, const char* op) {
+    if (!w.defined()) return;
+    bool ok = w.dim() <= input.dim();
+    for (std::int64_t i = 1; ok && i <= w.dim(); ++i) ok = w.size(-i) == 1 || w.size(-i) == input.size(-i);
+    if (!ok)
+        fail(op, std::string(what) + " of shape " + shape_of(w) + " does not broadcast to the input's shape " +
+                     shape_of(input));
+}
+
+/// A class-index problem seen as input (N, C, L): N samples, C classes, L positions per sample.
+struct ClassLayout {
+    std::int64_t n, c, l;
+};
+
+/// Checks input (C) / (N, C) / (N, C, d1, ...) against int64 target () / (N) / (N, d1, ...) and a
+/// per-class weight; names `op` and the shapes in every error.
+ClassLayout check_class_target(const Tensor& input, const Tensor& target, const Tensor& weight, const char* op) {
+    detail::check_defined(input, op);
+    detail::check_defined(target, op);
+    if (!input.is_floating_point()) fail(op, "input must be floating-point, got " + to_string(input.dtype()));
+    if (input.dim() == 0) fail(op, "input must have a class dimension: (C), (N, C) or (N, C, d1, ...), got shape ()");
+    if (target.dtype() != kInt64)
+        fail(op, "target must hold int64 class indices, got " + to_string(target.dtype()) + " of shape " +
+                     shape_of(target) + " for input of shape " + shape_of(input));
+    std::vector<std::int64_t> expected;
+    for (std::int64_t d = 0; d < input.dim(); ++d)
+        if (d != (input.dim() == 1 ? 0 : 1)) expected.push_back(input.size(d));
+    if (target.shape() != Shape(expected))
+        fail(op, "input of shape " + shape_of(input) + " needs a target of shape " + to_string(Shape(expected)) +
+                     ", got " + shape_of(target));
+    ClassLayout lay{input.dim() == 1 ? 1 : input.size(0), input.dim() == 1 ? input.size(0) : input.size(1), 1};
+    for (std::int64_t d = 2; d < input.dim(); ++d) lay.l *= input.size(d);
+    if (weight.defined() && (weight.dim() != 1 || weight.size(0) != lay.c))
+        fail(op, "weight of shape " + shape_of(weight) + " must hold one value per class, shape " +
+                     to_string(Shape{lay.c}));
+    return lay;
+}
+
+/// The class weight shaped to broadcast along the class dimension: (C) or (1, C, 1, ...).
+Tensor class_weight_view(const Tensor& weight, const Tensor& input) {
+    if (input.dim() == 1) return weight;
+    std::vector<std::int64_t> s(static_cast<std::size_t>(input.dim()), 1);
+    s[1] = weight.size(0);
+    return weight.reshape(Shape(s));
+}
+
+/// nll_loss proper, with `op` naming the caller in errors. input (N, C, L) log-probabilities.
+Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                Reduction reduction, const char* op) {
+    const ClassLayout lay = check_class_target(input, target, weight, op);
+    const std::int64_t n = lay.n, c = lay.c, l = lay.l;
+    const DType dt = input.dtype();
+    Tensor x = input.detach().contiguous();
+    Tensor t = target.contiguous();
+    Tensor w = weight.defined() ? weight.detach().to(dt).contiguous().to(kFloat64) : Tensor();
+    const std::int64_t* pt = t.data_ptr<std::int64_t>();
+    const double* pw = w.defined() ? w.data_ptr<double>() : nullptr;
+
+    // Each target's class weight (0 where ignored), and their total for the mean.
+    auto tw = std::make_shared<std::vector<double>>(static_cast<std::size_t>(n * l), 0.0);
+    double total = 0.0;
+    for (std::int64_t i = 0; i < n * l; ++i) {
+        const std::int64_t ti = pt[i];
+        if (ti == ignore_index) continue;
+        if (ti < 0 || ti >= c)
+            fail(op, "target " + std::to_string(ti) + " is out of bounds for " + std::to_string(c) +
+                         " classes (input of shape " + shape_of(input) + ")");
+        (*tw)[static_cast<std::size_t>(i)] = pw ? pw[ti] : 1.0;
+        total += (*tw)[static_cast<std::size_t>(i)];
+    }
+    // Flat index of element i's target class in the (N, C, L) input.
+    auto at = [c, l, pt](std::int64_t i) { return ((i / l) * c + pt[i]) * l + i % l; };
+
+    // PyTorch: (C) and (N, C) go through nll_loss; others through nll_loss2d on an (N, C, 1, L) view,
+    // whose unreduced (N, 1, L) result is viewed back to the target's shape except for 4-D input.
+    const bool two_d = input.dim() > 2;
+    const bool view_back = reduction == Reduction::kNone && (input.dim() == 3 || input.dim() > 4);
+    Shape out_shape = reduction != Reduction::kNone ? Shape{} : view_back ? Shape{n, l} : target.shape();
+    Tensor out = detail::make_empty(out_shape, dt);
+    detail::dispatch_float(dt, op, [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* po = out.impl()->data<T>();
+        if (reduction == Reduction::kNone) {
+            for (std::int64_t i = 0; i < n * l; ++i)
+                po[i] = pt[i] == ignore_index
+                            ? T(0)
+                            : static_cast<T>(-(*tw)[static_cast<std::size_t>(i)] * static_cast<double>(px[at(i)]));
+            return;
+        }
+        double sum = 0.0;
+        for (std::int64_t i = 0; i < n * l; ++i)
+            if (pt[i] != ignore_index) sum -= (*tw)[static_cast<std::size_t>(i)] * static_cast<double>(px[at(i)]);
+        po[0] = static_cast<T>(reduction == Reduction::kMean ? sum / total : sum);  // 0/0 = NaN, as PyTorch
+    });
+
+    if (detail::needs_grad({&input})) {
+        detail::record(out, two_d ? "NllLoss2DBackward0" : "NllLossBackward0", {&input},
+                       [t, tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt, op](
+                           const Tensor& grad, const NeedsGrad&) {
+                           const std::int64_t* pt = t.data_ptr<std::int64_t>();
+                           Tensor g = grad.contiguous();
+                           Tensor gi = zeros(shape, dt);
+                           detail::dispatch_float(dt, op, [&](auto tag) {
+                               using T = decltype(tag);
+                               const T* pg = g.impl()->data<T>();
+                               T* pgi = gi.impl()->data<T>();
+                               // d loss_i / d input[n, t_i, l] = -weight[t_i]; the mean divides by the total.
+                               const T scale = reduction == Reduction::kMean  ? pg[0] / static_cast<T>(total)
+                                               : reduction == Reduction::kSum ? pg[0]
+                                                                              : T(0);
+                               for (std::int64_t i = 0; i < n * l; ++i) {
+                                   if (pt[i] == ignore_index) continue;
+                                   const T gv = reduction == Reduction::kNone ? pg[i] : scale;
+                                   pgi[at(i)] = -static_cast<T>((*tw)[static_cast<std::size_t>(i)]) * gv;
+                               }
+                           });
+                           return Grads{gi};
+                       });
+    }
+    return view_back ? out.view(target.shape()) : out;
+}
+
+/// `s / count` recorded as PyTorch records a division by an integer scalar (DivBackward1).
+Tensor div_by_count(const Tensor& s, double count) {
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = s / count;
+    }
+    if (detail::needs_grad({&s}))
+        detail::record(out, "DivBackward1", {&s},
+                       [count](const Tensor& g, const NeedsGrad&) { return Grads{g / count}; });
+    return out;
+}
+
+/// Cross entropy against class probabilities shaped like the input (PyTorch's soft-target form).
+Tensor cross_entropy_probs(const Tensor& input, const Tensor& target, const nn::CrossEntropyLossOptions& o) {
+    const char* op = "cross_entropy";
+    if (!target.is_floating_point())
+        fail(op, "a target shaped like the input " + shape_of(input) +
+                     " holds class probabilities and must be "
+                     "floating-point, got " +
+                     to_string(target.dtype()));
+    if (o.ignore_index >= 0) fail(op, "ignore_index is not supported for class-probability targets");
+    const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
+    const std::int64_t c = input.size(class_dim);
+    if (o.weight.defined() && (o.weight.dim() != 1 || o.weight.size(0) != c))
+        fail(op,
+             "weight of shape " + shape_of(o.weight) + " must hold one value per class, shape " + to_string(Shape{c}));
+    Tensor logp = log_softmax(input, class_dim);
+    Tensor tgt =
+        o.label_smoothing > 0 ? target * (1 - o.label_smoothing) + o.label_smoothing / static_cast<double>(c) : target;
+    Tensor prod = logp * tgt;
+    if (o.weight.defined()) prod = prod * class_weight_view(o.weight.detach().to(input.dtype()), input);
+    switch (o.reduction.value()) {
+        case Reduction::kNone:
+            return -prod.sum(class_dim);
+        case Reduction::kSum:
+            return -prod.sum();
+        case Reduction::kMean:
+            return div_by_count(-prod.sum(), static_cast<double>(input.numel() / c));
+    }
+    return Tensor();
+}
+
+}  // namespace
+
+// ---- softmax ----------------------------------------------------------------------------------------
+
+Tensor log_softmax(const Tensor& input, std::int64_t dim) {
+    detail::check_defined(input, "log_softmax");
+    if (!input.is_floating_point())
+        fail("log_softmax", "needs a floating-point tensor, got " + to_string(input.dtype()));
+    const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), "log_softmax");
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        Tensor x = input.dim() == 0 ? input.reshape(Shape{1}) : input;
+        Tensor shifted = x - x.max(d, true);  // the largest logit becomes 0
+        out = (shifted - shifted.exp().sum(d, true).log()).reshape(input.shape());
+    }
+    if (detail::needs_grad({&input}))
+        detail::record(out, "LogSoftmaxBackward0", {&input},
+                       [out_ = out.detach(), d](const Tensor& g, const NeedsGrad&) {
+                           if (out_.dim() == 0) return Grads{zeros_like(g)};
+                           return Grads{g - out_.exp() * g.sum(d, true)};  // softmax · Σg, subtracted from g
+                       });
+    return out;
+}
+
+Tensor softmax(const Tensor& input, std::int64_t dim) {
+    detail::check_defined(input, "softmax");
+    if (!input.is_floating_point()) fail("softmax", "needs a floating-point tensor, got " + to_string(input.dtype()));
+    const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), "softmax");
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        Tensor x = input.dim() == 0 ? input.reshape(Shape{1}) : input;
+        Tensor e = (x - x.max(d, true)).exp();
+        out = (e / e.sum(d, true)).reshape(input.shape());
+    }
+    if (detail::needs_grad({&input}))
+        detail::record(out, "SoftmaxBackward0", {&input}, [out_ = out.detach(), d](const Tensor& g, const NeedsGrad&) {
+            if (out_.dim() == 0) return Grads{zeros_like(g)};
+            return Grads{out_ * (g - (g * out_).sum(d, true))};
+        });
+    return out;
+}
+
+// ---- regression losses --------------------------------------------------------------------------------
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const nn::MSELossOptions& options) {
+    check_same_shape(input, target, "mse_loss");
+    const Reduction reduction = options.reduction;
+    Tensor diff, out;
+    {
+        NoGradGuard no_grad;
+        diff = input - target;
+        if (!diff.is_floating_point()) fail("mse_loss", "needs floating-point tensors, got " + to_string(diff.dtype()));
+        out = reduce(diff * diff, reduction);
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(out, "MseLossBackward0", {&input, &target},
+                       [diff, reduction, di = input.dtype(), dt = target.dtype()](const Tensor& g, const NeedsGrad& n) {
+                           // d/dinput = 2 (input - target) / numel for the mean; the target's is its negative.
+                           const double norm =
+                               reduction == Reduction::kMean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
+                           Tensor gi = diff * norm * g;
+                           return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
+                       });
+    return out;
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, const nn::L1LossOptions& options) {
+    check_same_shape(input, target, "l1_loss");
+    return reduce((input - target).abs(), options.reduction);
+}
+
+// ---- classification losses ----------------------------------------------------------------------------
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const nn::NLLLossOptions& options) {
+    return nll_impl(input, target, options.weight, options.ignore_index, options.reduction, "nll_loss");
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const nn::CrossEntropyLossOptions& options) {
+    const char* op = "cross_entropy";
+    detail::check_defined(input, op);
+    detail::check_defined(target, op);
+    const double eps = options.label_smoothing;
+    if (!(eps >= 0.0 && eps <= 1.0))
+        fail(op, "label_smoothing must be between 0.0 and 1.0, got " + nn::python_float_repr(eps));
+    if (input.dim() == 0) fail(op, "input must have a class dimension: (C), (N, C) or (N, C, d1, ...), got shape ()");
+    // As PyTorch: a target of the input's own shape holds class probabilities.
+    if (target.shape() == input.shape()) return cross_entropy_probs(input, target, options);
+    const ClassLayout lay = check_class_target(input, target, options.weight, op);
+    const Reduction reduction = options.reduction;
+    const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
+    Tensor logp = log_softmax(input, class_dim);
+    Tensor nll = nll_impl(logp, target, options.weight, options.ignore_index, reduction, op);
+    if (eps == 0.0) return nll;
+
+    // Label smoothing (PyTorch's cross_entropy_loss_label_smoothing): the uniform part of the target
+    // costs Σ_c -weight[c] log p_c per element, zero where the target is ignored, reduced as the nll.
+    Tensor t = target.contiguous();
+    const std::int64_t* pt = t.data_ptr<std::int64_t>();
+    std::vector<double> keep(static_cast<std::size_t>(t.numel()));
+    std::vector<double> w =
+        options.weight.defined() ? options.weight.detach().to(kFloat64).to_vector<double>() : std::vector<double>();
+    double denom = 0.0;  // kept targets, or their summed class weights
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+        keep[i] = pt[i] == options.ignore_index ? 0.0 : 1.0;
+        if (keep[i] != 0.0) denom += w.empty() ? 1.0 : w[static_cast<std::size_t>(pt[i])];
+    }
+    Tensor smooth = options.weight.defined()
+                        ? -(logp * class_weight_view(options.weight.detach().to(input.dtype()), input)).sum(class_dim)
+                        : -logp.sum(class_dim);
+    smooth = smooth * from_vector(keep, t.shape(), input.dtype());
+    Tensor ret = reduction == Reduction::kNone  ? smooth
+                 : reduction == Reduction::kSum ? smooth.sum()
+                                                : smooth.sum() / denom;
+    return nll * (1.0 - eps) + ret * (eps / static_cast<double>(lay.c));
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const nn::BCEWithLogitsLossOptions& options) {
+    const char* op = "binary_cross_entropy_with_logits";
+    check_same_shape(input, target, op);
+    if (!input.is_floating_point() || !target.is_floating_point())
+        fail(op, "input and target must be floating-point, got " + to_string(input.dtype()) + " and " +
+                     to_string(target.dtype()));
+    check_broadcasts_to(options.weight, input, "weight", op);
+    check_broadcasts_to(options.pos_weight, input, "pos_weight", op);
+    const Reduction reduction = options.reduction;
+    Tensor x = input.detach(), t = target.detach();
+    Tensor w = options.weight.defined() ? options.weight.detach() : Tensor();
+    Tensor pw = options.pos_weight.defined() ? options.pos_weight.detach() : Tensor();
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        // log(1 + exp(-x)) = max(-x, 0) + log(exp(-max) + exp(-x - max)): no exp of a large positive.
+        Tensor max_val = (-x).clamp(0.0);
+        Tensor log_term = ((-max_val).exp() + (-x - max_val).exp()).log();
+        Tensor loss = pw.defined() ? (1.0 - t) * x + ((pw - 1.0) * t + 1.0) * (log_term + max_val)
+                                   : (1.0 - t) * x + max_val + log_term;
+        if (w.defined()) loss = loss * w;
+        out = reduce(loss, reduction);
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(
+            out, "BinaryCrossEntropyWithLogitsBackward0", {&input, &target},
+            [x, t, w, pw, reduction](const Tensor& g, const NeedsGrad& n) {
+                auto finish = [&](Tensor r, DType dt) {
+                    if (w.defined()) r = r * w;
+                    if (reduction == Reduction::kMean) r = r / static_cast<double>(x.numel());
+                    return r.to(dt);
+                };
+                // log σ(z) = -(max(-z, 0) + log(1 + exp(-|z|))).
+                auto log_sigmoid = [](const Tensor& z) { return -((-z).clamp(0.0) + ((-z.abs()).exp() + 1.0).log()); };
+                Grads r(2);
+                if (n[0]) {
+                    // σ(x)(1 + (pw - 1) t) - pw t, times the incoming gradient.
+                    Tensor gi = pw.defined() ? ((pw * t + 1.0 - t) * x.sigmoid() - pw * t) * g : (x.sigmoid() - t) * g;
+                    r[0] = finish(gi, x.dtype());
+                }
+                if (n[1]) {
+                    Tensor gt = pw.defined() ? (log_sigmoid(-x) - log_sigmoid(x) * pw) * g : -x * g;
+                    r[1] = finish(gt, t.dtype());
+                }
+                return r;
+            });
+    return out;
+}
+
+}  // namespace xgrad::nn::functional
+
+namespace xgrad::nn {
+
+namespace F = functional;
+
+Tensor Loss::forward(const Tensor&) {
+    detail::fail(name().c_str(), "a loss takes an input and a target: call loss(input, target)");
+}
+
+Tensor MSELoss::forward(const Tensor& input, const Tensor& target) {
+    return F::mse_loss(input, target, options);
+}
+
+Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
+    return F::l1_loss(input, target, options);
+}
+
+NLLLoss::NLLLoss(NLLLossOptions options) : options(std::move(options)) {
+    register_buffer("weight", this->options.weight);
+}
+Tensor NLLLoss::forward(const Tensor& input, const Tensor& target) {
+    return F::nll_loss(input, target, options);
+}
+
+CrossEntropyLoss::CrossEntropyLoss(CrossEntropyLossOptions options) : options(std::move(options)) {
+    register_buffer("weight", this->options.weight);
+}
+Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
+    return F::cross_entropy(input, target, options);
+}
+
+BCEWithLogitsLoss::BCEWithLogitsLoss(BCEWithLogitsLossOptions options) : options(std::move(options)) {
+    register_buffer("weight", this->options.weight);
+    register_buffer("pos_weight", this->options.pos_weight);
+}
+Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
+    return F::binary_cross_entropy_with_logits(input, target, options);
+}
+
+}  // namespace xgrad::nn

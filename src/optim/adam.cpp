@@ -1,0 +1,83 @@
+// Adam's and AdamW's update, written as PyTorch 1.13's _single_tensor_adam(w) so the numbers agree.
+#include "xgrad/optim/adam.hpp"
+
+#include <cmath>
+
+#include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
+#include "xgrad/nn/module.hpp"
+
+namespace xgrad::optim {
+
+namespace {
+
+AdamOptions as_adam(const AdamWOptions& o) {
+    return {.lr = o.lr,
+            .betas = o.betas,
+            .eps = o.eps,
+            .weight_decay = o.weight_decay,
+            .amsgrad = o.amsgrad,
+            .maximize = o.maximize};
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam(std::move(params), options, false, "Adam") {}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : Adam(std::move(params), as_adam(options), true, "AdamW") {}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled, const char* name)
+    : Optimizer(std::move(params), options.lr, name), options_(options), decoupled_(decoupled) {
+    using nn::python_float_repr;
+    if (!(options.eps >= 0.0)) detail::fail(name, "invalid epsilon value: " + python_float_repr(options.eps));
+    for (int i = 0; i < 2; ++i)
+        if (!(options.betas[i] >= 0.0 && options.betas[i] < 1.0))
+            detail::fail(name, "invalid beta parameter at index " + std::to_string(i) + ": " +
+                                   python_float_repr(options.betas[i]) + " (must be in [0, 1))");
+    if (!(options.weight_decay >= 0.0))
+        detail::fail(name, "invalid weight_decay value: " + python_float_repr(options.weight_decay));
+    state_.resize(parameters().size());
+}
+
+void Adam::update(std::size_t index, Tensor& param, const Tensor& grad_in) {
+    const AdamOptions& o = options_;
+    const double beta1 = o.betas[0], beta2 = o.betas[1];
+    AdamState& s = state_[index];
+    if (s.step == 0 || s.exp_avg.shape() != param.shape()) {  // lazily: the parameter may have been materialised late
+        s = AdamState{};
+        s.exp_avg = zeros_like(param);
+        s.exp_avg_sq = zeros_like(param);
+        if (o.amsgrad) s.max_exp_avg_sq = zeros_like(param);
+    } else if (s.exp_avg.dtype() != param.dtype()) {  // the module was converted with Module::to
+        s.exp_avg = s.exp_avg.to(param.dtype());
+        s.exp_avg_sq = s.exp_avg_sq.to(param.dtype());
+        if (o.amsgrad) s.max_exp_avg_sq = s.max_exp_avg_sq.to(param.dtype());
+    }
+    Tensor grad = (o.maximize ? grad_in.neg() : grad_in).to(param.dtype());
+    s.step += 1;
+    if (decoupled_)
+        param.mul_(1.0 - lr() * o.weight_decay);
+    else if (o.weight_decay != 0.0)
+        grad = grad + param * o.weight_decay;
+
+    // Running averages of the gradient and of its square.
+    s.exp_avg.mul_(beta1).add_(grad, 1.0 - beta1);
+    s.exp_avg_sq.mul_(beta2).add_(grad * (1.0 - beta2) * grad);  // addcmul_(grad, grad, value=1-β2)
+
+    const auto step = static_cast<double>(s.step);
+    const double bias_correction1 = 1.0 - std::pow(beta1, step);
+    const double bias_correction2 = 1.0 - std::pow(beta2, step);
+    const double step_size = lr() / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    Tensor denom;
+    if (o.amsgrad) {
+        s.max_exp_avg_sq.copy_(s.max_exp_avg_sq.maximum(s.exp_avg_sq));
+        denom = (s.max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add(o.eps);
+    } else {
+        denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add(o.eps);
+    }
+    param.add_(s.exp_avg * -step_size / denom);  // addcdiv_(exp_avg, denom, value=-step_size)
+}
+
+}  // namespace xgrad::optim
