@@ -291,3 +291,23 @@ TEST_CASE("python_float_repr writes floats as Python's repr") {
     CHECK(nn::python_float_repr(-0.1) == "-0.1");
     CHECK(nn::python_float_repr(1.1920928955078125e-07) == "1.1920928955078125e-07");
 }
+
+TEST_CASE("Sequential draws several Linears left to right, as PyTorch, whatever C++'s argument order") {
+    // GCC builds these arguments right to left; the constructor redraws them in argument order.
+    xgrad::manual_seed(0);
+    nn::Sequential seq(nn::Linear(5, 6), nn::ReLU(), nn::Linear(6, 2));
+    for (auto& [name, t] : seq.state_dict()) golden::check_close(t, golden::get("nn.txt", "seq3." + name), name, 0, 0);
+    golden::check_close(xgrad::rand({2}), golden::get("nn.txt", "seq3.after"), "generator state after", 0, 0);
+    // Braces (left to right by the language) give the same.
+    xgrad::manual_seed(0);
+    nn::Sequential braced{nn::Linear(5, 6), nn::ReLU(), nn::Linear(6, 2)};
+    for (auto& [name, t] : braced.state_dict()) golden::check_close(t, golden::get("nn.txt", "seq3." + name), name, 0, 0);
+    // Something drawn between the constructions: nothing is redrawn (the stream cannot be rewound).
+    xgrad::manual_seed(0);
+    nn::Linear first(5, 6);
+    Tensor noise = xgrad::rand({1});
+    nn::Linear second(6, 2);
+    Tensor w = second.weight.clone();
+    nn::Sequential kept(std::move(second), std::move(first));
+    golden::check_close(dynamic_cast<nn::Linear&>(kept[0]).weight, w, "not redrawn", 0, 0);
+}

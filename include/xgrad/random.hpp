@@ -50,6 +50,8 @@ public:
     std::optional<double> next_double_normal_sample() const { return next_normal_; }
     /// Sets or clears the cached normal.
     void set_next_double_normal_sample(std::optional<double> value) { next_normal_ = value; }
+    /// Equal when both will produce the same stream (same engine state and cached normal).
+    friend bool operator==(const Generator&, const Generator&) = default;
 
 private:
     std::mt19937 engine_;

@@ -16,14 +16,21 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool has_bia
         detail::fail("Linear", "in_features and out_features must be non-negative, got " + std::to_string(in_features) +
                                    " and " + std::to_string(out_features));
     weight = empty({out_features, in_features});
-    // PyTorch's reset_parameters: the weight first, then the bias, from the same generator.
-    init::kaiming_uniform_(weight, std::sqrt(5.0));
     register_parameter("weight", weight);
     if (has_bias) {
         bias = empty({out_features});
-        double bound = in_features > 0 ? 1.0 / std::sqrt(static_cast<double>(in_features)) : 0.0;
-        init::uniform_(bias, -bound, bound);
         register_parameter("bias", bias);
+    }
+    initialize_parameters();
+}
+
+void Linear::reset_parameters() {
+    // PyTorch's reset_parameters: the weight first, then the bias, from the default generator.
+    NoGradGuard no_grad;
+    init::kaiming_uniform_(weight, std::sqrt(5.0));
+    if (bias.defined()) {
+        double bound = in_features_ > 0 ? 1.0 / std::sqrt(static_cast<double>(in_features_)) : 0.0;
+        init::uniform_(bias, -bound, bound);
     }
 }
 

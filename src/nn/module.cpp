@@ -3,6 +3,11 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <optional>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +17,7 @@
 #include <typeinfo>
 
 #include "detail/tensor_impl.hpp"
+#include "xgrad/random.hpp"
 
 namespace xgrad {
 
@@ -35,6 +41,66 @@ using detail::fail;
 // A registered member must live inside the module object; this bound catches registering a local
 // variable or a heap object by mistake (those belong in a shared_ptr).
 static constexpr std::ptrdiff_t kMaxModuleSize = 1 << 16;
+
+// ---- initialisation order ------------------------------------------------------------------------
+// C++ evaluates function arguments in an unspecified order (GCC: right to left), so in
+// `Sequential(Linear(5, 6), ReLU(), Linear(6, 2))` the second Linear may draw its weights first.
+// PyTorch draws them left to right. Each module therefore records the generator state before its
+// draws and a sequence number; Sequential's constructor redraws its arguments in argument order
+// when they were built in another order and nothing else has drawn since.
+
+struct Module::InitRecord {
+    std::uint64_t sequence;
+    Generator before, after;  // the default generator around this module's draws
+};
+
+namespace {
+std::atomic<std::uint64_t> init_counter{0};
+}  // namespace
+
+void Module::initialize_parameters() {
+    auto record = std::make_shared<InitRecord>();
+    record->sequence = ++init_counter;
+    record->before = default_generator();
+    reset_parameters();
+    record->after = default_generator();
+    init_ = std::move(record);
+}
+
+void Module::redraw_in_order(const std::vector<Module*>& arguments) {
+    // Every recorded initialisation in each argument's subtree, in construction order.
+    std::vector<std::vector<Module*>> units;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // first and last sequence per argument
+    const InitRecord* earliest = nullptr;
+    for (Module* arg : arguments) {
+        std::vector<Module*> drawn;
+        for (auto& [name, m] : arg->named_modules())
+            if (m->init_) drawn.push_back(m);
+        if (drawn.empty()) continue;
+        std::sort(drawn.begin(), drawn.end(), [](Module* a, Module* b) { return a->init_->sequence < b->init_->sequence; });
+        spans.emplace_back(drawn.front()->init_->sequence, drawn.back()->init_->sequence);
+        if (!earliest || drawn.front()->init_->sequence < earliest->sequence) earliest = drawn.front()->init_.get();
+        units.push_back(std::move(drawn));
+    }
+    bool in_order = true;
+    for (std::size_t i = 1; i < spans.size(); ++i) in_order = in_order && spans[i - 1].second < spans[i].first;
+    // Redraw only when the draws were out of order, back to back, and the last one is the latest
+    // draw of all: then rewinding and redrawing leaves the generator exactly where PyTorch's would be.
+    std::vector<const InitRecord*> all;
+    for (auto& unit : units)
+        for (Module* m : unit) all.push_back(m->init_.get());
+    std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->sequence < b->sequence; });
+    bool back_to_back = !all.empty() && all.back()->after == default_generator();
+    for (std::size_t i = 1; back_to_back && i < all.size(); ++i) back_to_back = all[i]->before == all[i - 1]->after;
+    if (!in_order && back_to_back) {
+        default_generator() = earliest->before;
+        NoGradGuard no_grad;
+        for (auto& unit : units)
+            for (Module* m : unit) m->reset_parameters();
+    }
+    for (auto& unit : units)
+        for (Module* m : unit) m->init_.reset();
+}
 
 Tensor Module::forward(const Tensor&) {
     fail("forward", "module " + name() + " does not define forward()");

@@ -33,6 +33,13 @@ put("linear.out", layer(x))
 second = nn.Linear(6, 3, bias=False)
 put("linear2.weight", second.weight)
 
+# Several Linears in one Sequential draw left to right (C++ may build the arguments right to left).
+torch.manual_seed(0)
+seq = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 2))
+for k, v in seq.state_dict().items():
+    put("seq3." + k, v)
+put("seq3.after", torch.rand(2))
+
 # Dropout masks come from the default generator: bernoulli_(1 - p), then / (1 - p).
 torch.manual_seed(7)
 put("dropout.p03", torch.nn.functional.dropout(torch.ones(4, 5), 0.3))

@@ -12,6 +12,9 @@ namespace xgrad::nn {
 
 /// Applies its modules in order; they are named "0", "1", ... as in PyTorch.
 ///
+/// Initial weights are PyTorch's for the same seed even though C++ may construct the arguments
+/// right to left: the constructor redraws them in argument order when needed.
+///
 /// ```cpp
 /// xgrad::nn::Sequential layer(xgrad::nn::Linear(5, 6), xgrad::nn::ReLU());
 /// layer.push_back(xgrad::nn::Linear(6, 1));
@@ -28,6 +31,10 @@ public:
         requires(sizeof...(Ms) > 0 && (std::is_base_of_v<Module, std::decay_t<Ms>> && ...))
     explicit Sequential(Ms&&... modules) {
         (push_back(std::forward<Ms>(modules)), ...);
+        // C++ may have built the arguments right to left; PyTorch draws initial weights left to right.
+        std::vector<Module*> args;
+        for (auto& m : modules_) args.push_back(m.get());
+        redraw_in_order(args);
     }
     /// Appends a module (moved or copied in).
     template <typename M>

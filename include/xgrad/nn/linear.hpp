@@ -26,6 +26,8 @@ public:
     Tensor forward(const Tensor& input) override;
     /// `in_features=5, out_features=6, bias=True`.
     std::string extra_repr() const override;
+    /// Redraws the weight (kaiming_uniform_, a = √5) and then the bias (±1/√in_features).
+    void reset_parameters() override;
 
     Tensor weight;  ///< (out_features, in_features).
     Tensor bias;    ///< (out_features), or undefined without bias.

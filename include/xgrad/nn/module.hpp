@@ -77,6 +77,10 @@ public:
     /// Everything is checked before anything is written: on error the module is unchanged.
     void load_state_dict(const NamedTensors& state, bool strict = true);
 
+    /// Re-initialises the parameters as the constructor did (drawing from the default generator);
+    /// modules without random initialisation do nothing.
+    virtual void reset_parameters() {}
+
     /// The name printed for this module: the class name (override to change it).
     virtual std::string name() const;
     /// What is printed inside the parentheses, e.g. `in_features=5, out_features=6, bias=True`.
@@ -114,7 +118,15 @@ protected:
         return module;
     }
 
+    /// Runs reset_parameters() and remembers the default generator's state before it, so that a
+    /// container built from several such modules can redraw them in argument order (see Sequential).
+    void initialize_parameters();
+    /// Redraws the recorded initialisations of `arguments` (and their submodules) in argument order
+    /// if they were drawn in another order, as C++ may evaluate constructor arguments right to left.
+    static void redraw_in_order(const std::vector<Module*>& arguments);
+
 private:
+    struct InitRecord;
     enum class Kind { kParameter, kBuffer };
     struct TensorEntry {
         std::string name;
@@ -137,6 +149,7 @@ private:
     std::vector<TensorEntry> tensors_;
     std::vector<ChildEntry> children_;
     bool training_ = true;
+    std::shared_ptr<const InitRecord> init_;  // set by initialize_parameters(), cleared once adopted
 
     friend std::ostream& operator<<(std::ostream& os, const Module& module);
 };
