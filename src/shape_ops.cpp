@@ -192,6 +192,7 @@ Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
     if (dim() == 0) return reshape(Shape{1});
     std::int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
     if (s > e) fail("flatten", "start_dim " + std::to_string(start_dim) + " comes after end_dim " + std::to_string(end_dim));
+    if (s == e) return *this;  // nothing to merge: PyTorch returns the tensor itself
     std::vector<std::int64_t> sizes;
     std::int64_t merged = 1;
     for (std::int64_t i = 0; i < dim(); ++i) {

@@ -127,6 +127,11 @@ TEST_CASE("reshape, view and flatten match PyTorch") {
         Tensor s = x.slice(2, {}, {}, 2).view({6, 2});
         CHECK(s.strides() == std::vector<std::int64_t>{4, 2});
     }
+    SUBCASE("flatten of a single dimension is the tensor itself, as in PyTorch") {
+        Tensor x = xgrad::zeros({2, 3}).requires_grad_();
+        CHECK(x.flatten(1, 1).impl() == x.impl());
+        CHECK(x.flatten(-1).is_leaf());
+    }
     SUBCASE("reshape to and from 0-d and size-1 shapes") {
         Tensor s = xgrad::tensor(5.0);
         CHECK(s.reshape({1, 1}).shape() == Shape{1, 1});

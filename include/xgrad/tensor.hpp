@@ -42,7 +42,7 @@ public:
     const Shape& shape() const;
     /// Alias of shape(), as libtorch names it.
     const Shape& sizes() const { return shape(); }
-    /// Size of dimension `dim`; negative counts from the end.
+    /// Size of dimension `dim`; negative counts from the end. Throws for a 0-d tensor, as PyTorch.
     std::int64_t size(std::int64_t dim) const;
     /// Number of dimensions.
     std::int64_t dim() const;
@@ -206,7 +206,8 @@ public:
     Tensor& div_(double other);                             ///< `self /= other`.
     Tensor& zero_();                                        ///< Sets every element to 0.
     Tensor& fill_(double value);                            ///< Sets every element to `value`.
-    /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor.
+    /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor; `src` may
+    /// overlap it (a view of the same storage), unlike in PyTorch.
     Tensor& copy_(const Tensor& src);
 
     /// The implementation, for xgrad's own operations.
