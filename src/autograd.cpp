@@ -3,8 +3,7 @@
 
 #include <cmath>
 #include <sstream>
-#include <unordered_map>
-#include <unordered_set>
+#include <atomic>
 
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
@@ -58,8 +57,7 @@ static void delete_node(Node* node) {
 static void attach(Tensor& out, const char* name, std::vector<Edge> next, BackwardFn backward) {
     std::shared_ptr<Node> node(new Node, delete_node);
     node->name = name;
-    node->needs.flags.reserve(next.size());
-    for (const Edge& e : next) node->needs.flags.push_back(e.defined());
+    for (const Edge& e : next) node->needs.push_back(e.defined());
     node->next = std::move(next);
     node->backward = std::move(backward);
     out.impl()->grad_fn = std::move(node);
@@ -126,40 +124,52 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     }
 
     // Topological order by an iterative depth-first search (deep graphs must not overflow the stack).
+    // Nodes are marked visited with this pass's epoch, and hold their pending gradient themselves:
+    // no hash maps, which are most of the engine's cost on small graphs.
+    static std::atomic<std::uint64_t> epochs{0};
+    const std::uint64_t epoch = ++epochs;
     std::vector<Node*> order;
-    std::unordered_set<Node*> seen;
     std::vector<std::pair<Node*, std::size_t>> stack{{impl_->grad_fn.get(), 0}};
-    seen.insert(impl_->grad_fn.get());
+    impl_->grad_fn->visit_epoch = epoch;
     while (!stack.empty()) {
         auto& [node, i] = stack.back();
         if (i < node->next.size()) {
             Node* child = node->next[i++].fn.get();
-            if (child && seen.insert(child).second) stack.emplace_back(child, 0);
+            if (child && child->visit_epoch != epoch) {
+                child->visit_epoch = epoch;
+                stack.emplace_back(child, 0);
+            }
         } else {
             order.push_back(node);
             stack.pop_back();
         }
     }
 
-    std::unordered_map<Node*, Tensor> pending;
-    pending[impl_->grad_fn.get()] = seed;
+    // Pending gradients must not outlive this pass, even when a backward function throws.
+    struct ClearPending {
+        std::vector<Node*>& nodes;
+        ~ClearPending() {
+            for (Node* n : nodes) n->pending = Tensor();
+        }
+    } clear_pending{order};
+
+    impl_->grad_fn->pending = seed;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
         if (node->released)
             fail("backward",
                  std::string("trying to backward through the graph a second time (") + node->name +
                      " was freed); pass retain_graph=true to the first backward if you need to");
-        auto found = pending.find(node);
-        if (found == pending.end()) continue;
-        Tensor g = std::move(found->second);
-        pending.erase(found);
+        if (!node->pending.defined()) continue;
+        Tensor g = std::move(node->pending);
+        node->pending = Tensor();
         std::vector<Tensor> grads = node->backward(g, node->needs);
         for (std::size_t k = 0; k < node->next.size() && k < grads.size(); ++k) {
             const Edge& e = node->next[k];
             if (!e.defined() || !grads[k].defined()) continue;
             if (e.fn) {
-                Tensor& slot = pending[e.fn.get()];
-                slot = slot.defined() ? slot + grads[k] : grads[k];
+                Tensor& slot = e.fn->pending;
+                slot = slot.defined() ? slot + grads[k] : std::move(grads[k]);
             } else {
                 accumulate(*e.leaf, grads[k]);
             }

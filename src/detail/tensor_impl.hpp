@@ -20,6 +20,10 @@ struct Storage {
     void* data = nullptr;
     std::size_t nbytes = 0;
     Device device = kCPU;
+    // Small tensors keep their data here, in the same allocation as the Storage itself: a graph of
+    // tiny tensors (a training step of a small model) then costs one allocation less per tensor.
+    static constexpr std::size_t kInlineBytes = 128;
+    alignas(16) unsigned char inline_data[kInlineBytes];
 
     Storage(std::size_t nbytes, Device device);
     ~Storage();
@@ -56,8 +60,22 @@ struct Edge {
 
 /// Which inputs of a node need a gradient; backward functions skip the others.
 struct NeedsGrad {
-    std::vector<bool> flags;
-    bool operator[](std::size_t i) const { return i < flags.size() && flags[i]; }
+    std::vector<bool> flags;  // more than 64 inputs (cat of many tensors)
+    std::uint64_t bits = 0;   // inputs 0..63
+    void push_back(bool need) {
+        if (flags.empty() && count < 64) bits |= std::uint64_t{need} << count;
+        else {
+            if (flags.empty())
+                for (std::size_t i = 0; i < count; ++i) flags.push_back((bits >> i) & 1);
+            flags.push_back(need);
+        }
+        ++count;
+    }
+    bool operator[](std::size_t i) const {
+        if (i >= count) return false;
+        return flags.empty() ? ((bits >> i) & 1) != 0 : flags[i];
+    }
+    std::size_t count = 0;
 };
 
 /// Maps the gradient of a node's output to the gradients of its inputs (undefined where not needed).
@@ -70,6 +88,9 @@ struct Node {
     NeedsGrad needs;
     BackwardFn backward;
     bool released = false;  // backward ran without retain_graph; the saved tensors are gone
+    // Scratch space of the engine during one backward pass.
+    std::uint64_t visit_epoch = 0;
+    Tensor pending;  // gradient accumulated for this node's output so far
 };
 
 // ---- construction -------------------------------------------------------------------------------
