@@ -1,9 +1,9 @@
 // The reverse-mode engine: recording nodes, walking them in topological order, and gradcheck.
 #include "xgrad/autograd.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <sstream>
-#include <atomic>
 
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
@@ -14,11 +14,19 @@ namespace {
 thread_local bool grad_enabled = true;
 }
 
-bool is_grad_enabled() { return grad_enabled; }
-void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+bool is_grad_enabled() {
+    return grad_enabled;
+}
+void set_grad_enabled(bool enabled) {
+    grad_enabled = enabled;
+}
 
-NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+NoGradGuard::NoGradGuard() : previous_(grad_enabled) {
+    grad_enabled = false;
+}
+NoGradGuard::~NoGradGuard() {
+    grad_enabled = previous_;
+}
 
 namespace detail {
 
@@ -113,8 +121,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
                                  to_string(shape()) + "; pass a gradient");
         seed = ones(shape(), dtype());
     } else if (seed.shape() != shape()) {
-        fail("backward", "the gradient has shape " + to_string(seed.shape()) + " but the output has shape " +
-                             to_string(shape()));
+        fail("backward",
+             "the gradient has shape " + to_string(seed.shape()) + " but the output has shape " + to_string(shape()));
     }
 
     NoGradGuard no_grad;  // backward computes plain tensors (no higher-order graphs)
@@ -157,9 +165,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
         if (node->released)
-            fail("backward",
-                 std::string("trying to backward through the graph a second time (") + node->name +
-                     " was freed); pass retain_graph=true to the first backward if you need to");
+            fail("backward", std::string("trying to backward through the graph a second time (") + node->name +
+                                 " was freed); pass retain_graph=true to the first backward if you need to");
         if (!node->pending.defined()) continue;
         Tensor g = std::move(node->pending);
         node->pending = Tensor();
@@ -204,7 +211,9 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     // Analytic Jacobian, one output element at a time: row o holds d y[o] / d x[i][*].
     std::vector<std::vector<std::vector<double>>> analytic(xs.size());
     for (std::size_t i = 0; i < xs.size(); ++i)
-        if (check[i]) analytic[i].assign(static_cast<std::size_t>(n_out), std::vector<double>(static_cast<std::size_t>(xs[i].numel()), 0.0));
+        if (check[i])
+            analytic[i].assign(static_cast<std::size_t>(n_out),
+                               std::vector<double>(static_cast<std::size_t>(xs[i].numel()), 0.0));
     for (std::int64_t o = 0; o < n_out; ++o) {
         for (auto& x : xs)
             if (x.defined()) x.mutable_grad() = Tensor();

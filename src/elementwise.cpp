@@ -79,11 +79,11 @@ Tensor Tensor::mul(const Tensor& other) const {
     auto [a, b] = promoted(*this, other, "mul");
     Tensor out = map_binary<true>(a, b, "mul", [](const auto& x, const auto& y) { return x * y; });
     if (detail::needs_grad({this, &other}))
-        detail::record(out, "MulBackward0", {this, &other},
-                       [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g * b, a.shape()) : Tensor(),
-                                        n[1] ? sum_to(g * a, b.shape()) : Tensor()};
-                       });
+        detail::record(
+            out, "MulBackward0", {this, &other},
+            [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
+                return Grads{n[0] ? sum_to(g * b, a.shape()) : Tensor(), n[1] ? sum_to(g * a, b.shape()) : Tensor()};
+            });
     return out;
 }
 
@@ -153,19 +153,43 @@ Tensor operator-(double s, const Tensor& x) {
 }
 
 /// `s / x`: PyTorch computes `x.reciprocal() * s`, so the result's grad_fn is MulBackward0.
-Tensor operator/(double s, const Tensor& x) { return x.pow(-1.0) * s; }
+Tensor operator/(double s, const Tensor& x) {
+    return x.pow(-1.0) * s;
+}
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
-Tensor operator+(const Tensor& a, double b) { return a.add(b); }
-Tensor operator+(double a, const Tensor& b) { return b.add(a); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
-Tensor operator-(const Tensor& a, double b) { return a.sub(b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
-Tensor operator*(const Tensor& a, double b) { return a.mul(b); }
-Tensor operator*(double a, const Tensor& b) { return b.mul(a); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
-Tensor operator/(const Tensor& a, double b) { return a.div(b); }
-Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+    return a.add(b);
+}
+Tensor operator+(const Tensor& a, double b) {
+    return a.add(b);
+}
+Tensor operator+(double a, const Tensor& b) {
+    return b.add(a);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+    return a.sub(b);
+}
+Tensor operator-(const Tensor& a, double b) {
+    return a.sub(b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+    return a.mul(b);
+}
+Tensor operator*(const Tensor& a, double b) {
+    return a.mul(b);
+}
+Tensor operator*(double a, const Tensor& b) {
+    return b.mul(a);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+    return a.div(b);
+}
+Tensor operator/(const Tensor& a, double b) {
+    return a.div(b);
+}
+Tensor operator-(const Tensor& a) {
+    return a.neg();
+}
 
 // ---- powers, roots, exponentials ------------------------------------------------------------------
 
@@ -175,9 +199,9 @@ namespace {
 /// every x (0 and NaN included) and `0 ** y` is inf for y < 0.
 template <typename T, typename X, typename Y>
 auto safe_pow(const X& x, const Y& y) {
-    return xt::where(xt::equal(y, T(0)), T(1),
-                     xt::where(xt::equal(x, T(0)), xt::where(y < T(0), std::numeric_limits<T>::infinity(), T(0)),
-                               xt::pow(x, y)));
+    return xt::where(
+        xt::equal(y, T(0)), T(1),
+        xt::where(xt::equal(x, T(0)), xt::where(y < T(0), std::numeric_limits<T>::infinity(), T(0)), xt::pow(x, y)));
 }
 
 }  // namespace
@@ -191,14 +215,14 @@ Tensor Tensor::pow(double e) const {
                  : e == 3.0  ? map_unary(*this, "pow", [](const auto& x) { return x * x * x; })
                  : e == 0.5  ? map_unary(*this, "pow", [](const auto& x) { return xt::sqrt(x); })
                  : e == -1.0 ? map_unary(*this, "pow", [](const auto& x) { return value_t<decltype(x)>(1) / x; })
-                 : e < 0.0   ? map_unary(*this, "pow", [e](const auto& x) {
-                                   using T = value_t<decltype(x)>;
-                                   return xt::where(xt::equal(x, T(0)), std::numeric_limits<T>::infinity(),
-                                                    xt::pow(x, static_cast<T>(e)));
-                               })
-                             : map_unary(*this, "pow", [e](const auto& x) {
-                                   return xt::pow(x, static_cast<value_t<decltype(x)>>(e));
-                               });
+                 : e < 0.0   ? map_unary(*this, "pow",
+                                         [e](const auto& x) {
+                                           using T = value_t<decltype(x)>;
+                                           return xt::where(xt::equal(x, T(0)), std::numeric_limits<T>::infinity(),
+                                                              xt::pow(x, static_cast<T>(e)));
+                                       })
+                             : map_unary(*this, "pow",
+                                         [e](const auto& x) { return xt::pow(x, static_cast<value_t<decltype(x)>>(e)); });
     if (detail::needs_grad({this}))
         detail::record(out, "PowBackward0", {this}, [x = detach(), e](const Tensor& g, const NeedsGrad&) {
             return Grads{e == 0.0 ? zeros_like(g) : g * x.pow(e - 1.0) * e};
@@ -208,8 +232,8 @@ Tensor Tensor::pow(double e) const {
 
 Tensor Tensor::pow(const Tensor& exponent) const {
     auto [a, b] = promoted(*this, exponent, "pow");
-    Tensor out = map_binary(a, b, "pow",
-                            [](const auto& x, const auto& y) { return safe_pow<value_t<decltype(x)>>(x, y); });
+    Tensor out =
+        map_binary(a, b, "pow", [](const auto& x, const auto& y) { return safe_pow<value_t<decltype(x)>>(x, y); });
     if (detail::needs_grad({this, &exponent}))
         detail::record(out, "PowBackward1", {this, &exponent},
                        [a = detach(), b = exponent.detach(), o = out.detach()](const Tensor& g, const NeedsGrad& n) {
@@ -225,11 +249,12 @@ Tensor Tensor::pow(const Tensor& exponent) const {
                            }
                            if (n[1]) {
                                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention).
-                               Tensor ln = map_binary(a.expand_as(o), b.expand_as(o).to(a.dtype()), "pow",
-                                                      [](const auto& x, const auto& y) {
-                                                          using T = value_t<decltype(x)>;
-                                                          return xt::where(xt::equal(x, T(0)) && y >= T(0), T(0), xt::log(x));
-                                                      });
+                               Tensor ln =
+                                   map_binary(a.expand_as(o), b.expand_as(o).to(a.dtype()), "pow",
+                                              [](const auto& x, const auto& y) {
+                                                  using T = value_t<decltype(x)>;
+                                                  return xt::where(xt::equal(x, T(0)) && y >= T(0), T(0), xt::log(x));
+                                              });
                                r[1] = sum_to(g * o * ln, b.shape());
                            }
                            return r;
@@ -250,9 +275,8 @@ Tensor Tensor::rsqrt() const {
     detail::check_defined(*this, "rsqrt");
     Tensor out = map_unary(*this, "rsqrt", [](const auto& x) { return value_t<decltype(x)>(1) / xt::sqrt(x); });
     if (detail::needs_grad({this}))
-        detail::record(out, "RsqrtBackward0", {this}, [o = out.detach()](const Tensor& g, const NeedsGrad&) {
-            return Grads{g * o.pow(3.0) * -0.5};
-        });
+        detail::record(out, "RsqrtBackward0", {this},
+                       [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g * o.pow(3.0) * -0.5}; });
     return out;
 }
 
@@ -260,7 +284,8 @@ Tensor Tensor::exp() const {
     detail::check_defined(*this, "exp");
     Tensor out = map_unary(*this, "exp", [](const auto& x) { return xt::exp(x); });
     if (detail::needs_grad({this}))
-        detail::record(out, "ExpBackward0", {this}, [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g * o}; });
+        detail::record(out, "ExpBackward0", {this},
+                       [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g * o}; });
     return out;
 }
 
@@ -268,7 +293,8 @@ Tensor Tensor::log() const {
     detail::check_defined(*this, "log");
     Tensor out = map_unary(*this, "log", [](const auto& x) { return xt::log(x); });
     if (detail::needs_grad({this}))
-        detail::record(out, "LogBackward0", {this}, [x = detach()](const Tensor& g, const NeedsGrad&) { return Grads{g / x}; });
+        detail::record(out, "LogBackward0", {this},
+                       [x = detach()](const Tensor& g, const NeedsGrad&) { return Grads{g / x}; });
     return out;
 }
 
@@ -347,14 +373,16 @@ Tensor Tensor::gelu(const std::string& approximate) const {
     if (approximate != "none" && approximate != "tanh")
         detail::fail("gelu", "approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
     const bool tanh_form = approximate == "tanh";
-    Tensor out = tanh_form ? map_unary(*this, "gelu", [](const auto& x) {
-        using T = value_t<decltype(x)>;
-        return T(0.5) * x * (T(1) + xt::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
-    })
-                           : map_unary(*this, "gelu", [](const auto& x) {
-                                 using T = value_t<decltype(x)>;
-                                 return x * T(0.5) * (T(1) + xt::erf(x * T(kInvSqrt2)));
-                             });
+    Tensor out = tanh_form
+                     ? map_unary(*this, "gelu",
+                                 [](const auto& x) {
+                                     using T = value_t<decltype(x)>;
+                                     return T(0.5) * x * (T(1) + xt::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
+                                 })
+                     : map_unary(*this, "gelu", [](const auto& x) {
+                           using T = value_t<decltype(x)>;
+                           return x * T(0.5) * (T(1) + xt::erf(x * T(kInvSqrt2)));
+                       });
     if (detail::needs_grad({this}))
         detail::record(out, "GeluBackward0", {this}, [x = detach(), tanh_form](const Tensor& g, const NeedsGrad&) {
             if (tanh_form) {
@@ -390,10 +418,11 @@ namespace {
 Grads select_grads(const Tensor& g, const Tensor& a, const Tensor& b, const NeedsGrad& n, bool max) {
     Tensor x = a.to(g.dtype()).expand_as(g), y = b.to(g.dtype()).expand_as(g);
     auto share = [&](const Tensor& p, const Tensor& q) {
-        Tensor w = max ? map_binary(p, q, "maximum", [](const auto& u, const auto& v) {
-            using T = value_t<decltype(u)>;
-            return xt::where(xt::equal(u, v), T(0.5), xt::where(u < v, T(0), T(1)));
-        })
+        Tensor w = max ? map_binary(p, q, "maximum",
+                                    [](const auto& u, const auto& v) {
+                                        using T = value_t<decltype(u)>;
+                                        return xt::where(xt::equal(u, v), T(0.5), xt::where(u < v, T(0), T(1)));
+                                    })
                        : map_binary(p, q, "minimum", [](const auto& u, const auto& v) {
                              using T = value_t<decltype(u)>;
                              return xt::where(xt::equal(u, v), T(0.5), xt::where(u > v, T(0), T(1)));
@@ -443,8 +472,10 @@ Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const {
         // min(max(x, l), h) as PyTorch: a max below min gives max everywhere. Integers clip the
         // infinite defaults to their own range.
         auto bound = [](double v) {
-            if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v);
-            else return static_cast<T>(std::clamp<double>(v, -9.2e18, 9.2e18));
+            if constexpr (std::is_floating_point_v<T>)
+                return static_cast<T>(v);
+            else
+                return static_cast<T>(std::clamp<double>(v, -9.2e18, 9.2e18));
         };
         return xt::where(xt::not_equal(x, x), x, xt::minimum(xt::maximum(x, bound(l)), bound(h)));  // NaN stays
     });

@@ -52,10 +52,11 @@ struct Flattener {
         if (static_cast<std::int64_t>(shape.size()) <= depth) shape.resize(static_cast<std::size_t>(depth + 1), -1);
         auto& size = shape[static_cast<std::size_t>(depth)];
         const auto n = static_cast<std::int64_t>(v.list().size());
-        if (size == -1) size = n;
+        if (size == -1)
+            size = n;
         else if (size != n)
-            fail("tensor", "nested lists are not rectangular: expected " + std::to_string(size) + " elements at depth " +
-                               std::to_string(depth) + ", got " + std::to_string(n));
+            fail("tensor", "nested lists are not rectangular: expected " + std::to_string(size) +
+                               " elements at depth " + std::to_string(depth) + ", got " + std::to_string(n));
         for (const auto& x : v.list()) walk(x, depth + 1);
     }
 };
@@ -91,7 +92,9 @@ template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptio
 template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
 template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
 
-Tensor empty(const Shape& shape, TensorOptions options) { return finish(make("empty", shape, options), options); }
+Tensor empty(const Shape& shape, TensorOptions options) {
+    return finish(make("empty", shape, options), options);
+}
 
 /// full, with `op` naming the factory the user called.
 static Tensor fill(const char* op, const Shape& shape, double value, const TensorOptions& options) {
@@ -104,11 +107,19 @@ static Tensor fill(const char* op, const Shape& shape, double value, const Tenso
     return finish(out, options);
 }
 
-Tensor full(const Shape& shape, double value, TensorOptions options) { return fill("full", shape, value, options); }
-Tensor zeros(const Shape& shape, TensorOptions options) { return fill("zeros", shape, 0.0, options); }
-Tensor ones(const Shape& shape, TensorOptions options) { return fill("ones", shape, 1.0, options); }
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+    return fill("full", shape, value, options);
+}
+Tensor zeros(const Shape& shape, TensorOptions options) {
+    return fill("zeros", shape, 0.0, options);
+}
+Tensor ones(const Shape& shape, TensorOptions options) {
+    return fill("ones", shape, 1.0, options);
+}
 
-Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+Tensor arange(double end, TensorOptions options) {
+    return arange(0.0, end, 1.0, options);
+}
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
     if (step == 0) fail("arange", "step must be nonzero");
@@ -122,11 +133,23 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
     return from_doubles(values, Shape{n}, options);
 }
 
-Tensor zeros_like(const Tensor& other) { return zeros(other.shape(), other.dtype()); }
-Tensor zeros_like(const Tensor& other, TensorOptions options) { return zeros(other.shape(), options); }
-Tensor ones_like(const Tensor& other) { return ones(other.shape(), other.dtype()); }
-Tensor ones_like(const Tensor& other, TensorOptions options) { return ones(other.shape(), options); }
-Tensor full_like(const Tensor& other, double value) { return full(other.shape(), value, other.dtype()); }
-Tensor empty_like(const Tensor& other) { return empty(other.shape(), other.dtype()); }
+Tensor zeros_like(const Tensor& other) {
+    return zeros(other.shape(), other.dtype());
+}
+Tensor zeros_like(const Tensor& other, TensorOptions options) {
+    return zeros(other.shape(), options);
+}
+Tensor ones_like(const Tensor& other) {
+    return ones(other.shape(), other.dtype());
+}
+Tensor ones_like(const Tensor& other, TensorOptions options) {
+    return ones(other.shape(), options);
+}
+Tensor full_like(const Tensor& other, double value) {
+    return full(other.shape(), value, other.dtype());
+}
+Tensor empty_like(const Tensor& other) {
+    return empty(other.shape(), other.dtype());
+}
 
 }  // namespace xgrad

@@ -166,7 +166,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         if (a.dim() == 1) out = out.squeeze(b.dim() == 1 ? -1 : -2);
     }
     if (detail::needs_grad({&a, &b})) {
-        const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+        const char* name = a.dim() == 1 && b.dim() == 1   ? "DotBackward0"
                            : b.dim() == 1 && a.dim() == 2 ? "MvBackward0"
                            : a.dim() <= 2 && b.dim() <= 2 ? "MmBackward0"
                                                           : "BmmBackward0";
@@ -185,6 +185,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return out;
 }
 
-Tensor Tensor::matmul(const Tensor& other) const { return xgrad::matmul(*this, other); }
+Tensor Tensor::matmul(const Tensor& other) const {
+    return xgrad::matmul(*this, other);
+}
 
 }  // namespace xgrad

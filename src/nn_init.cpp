@@ -72,9 +72,13 @@ Tensor& constant_(Tensor& tensor, double value) {
     return tensor.fill_(value);
 }
 
-Tensor& ones_(Tensor& tensor) { return constant_(tensor, 1.0); }
+Tensor& ones_(Tensor& tensor) {
+    return constant_(tensor, 1.0);
+}
 
-Tensor& zeros_(Tensor& tensor) { return constant_(tensor, 0.0); }
+Tensor& zeros_(Tensor& tensor) {
+    return constant_(tensor, 0.0);
+}
 
 Tensor& xavier_uniform_(Tensor& tensor, double gain, Generator* gen) {
     double a = std::sqrt(3.0) * xavier_std(tensor, gain, "xavier_uniform_");

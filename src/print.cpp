@@ -44,7 +44,9 @@ std::string printf_double(const char* spec, int width, int precision, double v) 
 }
 
 /// Python's spelling of a non-finite float ("nan" whatever its sign bit).
-std::string non_finite(double v) { return std::isnan(v) ? "nan" : v < 0 ? "-inf" : "inf"; }
+std::string non_finite(double v) {
+    return std::isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+}
 
 std::string pad_left(std::string s, std::int64_t width) {
     if (static_cast<std::int64_t>(s.size()) < width) s.insert(0, static_cast<std::size_t>(width) - s.size(), ' ');
@@ -69,7 +71,8 @@ class Formatter {
 public:
     /// Measures int64 values: the widest decimal spelling.
     explicit Formatter(const std::vector<std::int64_t>& values) {
-        for (auto v : values) max_width_ = std::max<std::int64_t>(max_width_, static_cast<std::int64_t>(std::to_string(v).size()));
+        for (auto v : values)
+            max_width_ = std::max<std::int64_t>(max_width_, static_cast<std::int64_t>(std::to_string(v).size()));
     }
 
     /// Measures floating values (as doubles) and chooses the notation.
@@ -196,13 +199,17 @@ struct Printer {
         std::vector<std::string> slices;
         const std::int64_t n = shape[dim];
         if (summarize && n > 2 * edge) {
-            for (std::int64_t i = 0; i < edge; ++i) slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
+            for (std::int64_t i = 0; i < edge; ++i)
+                slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
             slices.push_back("...");
-            for (std::int64_t i = n - edge; i < n; ++i) slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
+            for (std::int64_t i = n - edge; i < n; ++i)
+                slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
         } else {
-            for (std::int64_t i = 0; i < n; ++i) slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
+            for (std::int64_t i = 0; i < n; ++i)
+                slices.push_back(tensor_str(dim + 1, offset + i * strides[dim], indent + 1, f));
         }
-        const std::string sep = "," + std::string(ndim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
+        const std::string sep =
+            "," + std::string(ndim - 1, '\n') + std::string(static_cast<std::size_t>(indent + 1), ' ');
         std::string out = "[";
         for (std::size_t i = 0; i < slices.size(); ++i) out += (i ? sep : "") + slices[i];
         return out + "]";
@@ -264,7 +271,9 @@ PrintOptions get_printoptions() {
     return o;
 }
 
-void reset_printoptions() { options() = Options{}; }
+void reset_printoptions() {
+    options() = Options{};
+}
 
 std::string to_string(const Tensor& tensor) {
     if (!tensor.defined()) return "[ Tensor (undefined) ]";
@@ -309,6 +318,8 @@ std::string to_string(const Tensor& tensor) {
     return add_suffixes(prefix + body, suffixes, indent);
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& tensor) { return os << to_string(tensor); }
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor) {
+    return os << to_string(tensor);
+}
 
 }  // namespace xgrad

@@ -52,9 +52,13 @@ Generator& default_generator() {
     return generator;
 }
 
-Generator& manual_seed(std::uint64_t seed) { return default_generator().manual_seed(seed); }
+Generator& manual_seed(std::uint64_t seed) {
+    return default_generator().manual_seed(seed);
+}
 
-std::uint64_t initial_seed() { return default_generator().initial_seed(); }
+std::uint64_t initial_seed() {
+    return default_generator().initial_seed();
+}
 
 namespace {
 
@@ -69,10 +73,14 @@ constexpr double kPi = 3.14159265358979323846;
 #endif
 #define XGRAD_INLINE [[gnu::always_inline]] inline
 
-Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
+Generator& pick(Generator* gen) {
+    return gen ? *gen : default_generator();
+}
 
 /// A float in [0, 1) from one 32-bit draw (24 random bits).
-XGRAD_INLINE float uniform_float(Generator& g) { return static_cast<float>(g.random() & 0xFFFFFFu) * (1.0f / 16777216.0f); }
+XGRAD_INLINE float uniform_float(Generator& g) {
+    return static_cast<float>(g.random() & 0xFFFFFFu) * (1.0f / 16777216.0f);
+}
 
 /// A double in [0, 1) from one 64-bit draw (53 random bits).
 XGRAD_INLINE double uniform_double(Generator& g) {
@@ -104,8 +112,12 @@ double normal_double(Generator& g) {
 
 // ---- the float32 Box–Muller of PyTorch's AVX2 kernel, one lane at a time -------------------------
 
-XGRAD_INLINE float bits_to_float(std::uint32_t u) { return std::bit_cast<float>(u); }
-XGRAD_INLINE std::uint32_t float_to_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+XGRAD_INLINE float bits_to_float(std::uint32_t u) {
+    return std::bit_cast<float>(u);
+}
+XGRAD_INLINE std::uint32_t float_to_bits(float f) {
+    return std::bit_cast<std::uint32_t>(f);
+}
 
 /// Natural log as avx_mathfun's log256_ps (Cephes logf), for x in (0, 1].
 XGRAD_INLINE float cephes_logf(float x) {
@@ -265,8 +277,9 @@ void for_each_in_memory_order(const Tensor& t, F&& f) {
     std::vector<std::int64_t> index(static_cast<std::size_t>(t.numel()));
     detail::for_each_offset(Shape(shape), logical_strides, 0,
                             [&](std::int64_t k, std::int64_t i) { index[static_cast<std::size_t>(k)] = i; });
-    detail::for_each_offset(Shape(shape), strides, t.storage_offset(),
-                            [&](std::int64_t k, std::int64_t off) { f(base + off, index[static_cast<std::size_t>(k)]); });
+    detail::for_each_offset(Shape(shape), strides, t.storage_offset(), [&](std::int64_t k, std::int64_t off) {
+        f(base + off, index[static_cast<std::size_t>(k)]);
+    });
 }
 
 /// An uninitialised tensor shaped like `other` and, when other is a dense permutation of a
@@ -340,9 +353,8 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* gen) {
             normal_fill<T>(self.impl()->data<T>(), n, static_cast<T>(mean), static_cast<T>(std), g);
             return;
         }
-        for_each_in_memory_order<T>(self, [&](T* p, std::int64_t) {
-            *p = static_cast<T>(std::fma(normal_double(g), std, mean));
-        });
+        for_each_in_memory_order<T>(
+            self, [&](T* p, std::int64_t) { *p = static_cast<T>(std::fma(normal_double(g), std, mean)); });
     });
     return self;
 }
@@ -456,7 +468,8 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
         using T = decltype(tag);
         const std::vector<T> probs = p.to_vector<T>();
         for (T v : probs)
-            if (!(v >= 0 && v <= 1)) fail("bernoulli", "expects all probabilities to be in [0, 1], got " + std::to_string(v));
+            if (!(v >= 0 && v <= 1))
+                fail("bernoulli", "expects all probabilities to be in [0, 1], got " + std::to_string(v));
         // A float probability is compared with a float uniform, a double one with a double uniform.
         for_each_in_memory_order<T>(out, [&](T* o, std::int64_t i) {
             *o = uniform_value<T>(g, T(0), T(1)) < probs[static_cast<std::size_t>(i)] ? T(1) : T(0);

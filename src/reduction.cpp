@@ -22,8 +22,8 @@ struct Plan {
     Shape kept_shape;           // result with keepdim=true
     Shape out_shape;            // result as requested
     std::int64_t rows = 1, width = 1;
-    Tensor rows_view;           // contiguous, reduced dims last (or first, when `outer`)
-    bool outer = false;         // rows_view is (width, rows): the reduced dims lead, as in bias gradients
+    Tensor rows_view;    // contiguous, reduced dims last (or first, when `outer`)
+    bool outer = false;  // rows_view is (width, rows): the reduced dims lead, as in bias gradients
 };
 
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean).
@@ -310,12 +310,11 @@ Tensor var_impl(const Tensor& self, const Dims& dims, bool unbiased, bool keepdi
                            if (!take_sqrt) return Grads{centred * (gk * (2.0 / denom))};
                            // d std = d var / (2 std), taken as 0 where std == 0 (a constant row) instead of
                            // 0/0, as PyTorch.
-                           Tensor scale = detail::map_binary(gk, o.reshape(k).to(gk.dtype()), "std",
-                                                             [denom](const auto& gg, const auto& oo) {
-                                                                 using T = detail::value_t<decltype(oo)>;
-                                                                 return xt::where(xt::equal(oo, T(0)), T(0),
-                                                                                  gg / (oo * static_cast<T>(denom)));
-                                                             });
+                           Tensor scale = detail::map_binary(
+                               gk, o.reshape(k).to(gk.dtype()), "std", [denom](const auto& gg, const auto& oo) {
+                                   using T = detail::value_t<decltype(oo)>;
+                                   return xt::where(xt::equal(oo, T(0)), T(0), gg / (oo * static_cast<T>(denom)));
+                               });
                            return Grads{centred * scale};
                        });
     return out;
@@ -337,7 +336,7 @@ Tensor extreme_impl(const Tensor& self, const Dims& dims, bool keepdim, bool all
         const char* name = all ? (max ? "MaxBackward1" : "MinBackward1") : (max ? "MaxBackward0" : "MinBackward0");
         detail::record(out, name, {&self},
                        [x = self.detach(), o = out.detach(), k = p.kept_shape, d = Dims(dims), all](const Tensor& g,
-                                                                                                 const NeedsGrad&) {
+                                                                                                    const NeedsGrad&) {
                            // All-reduce: ties share the gradient evenly. Along a dim: the first extreme
                            // element takes it, as the index PyTorch returns. A NaN result hits the NaN inputs.
                            auto is_hit = [](const auto& a, const auto& b) {
@@ -384,21 +383,41 @@ Tensor extreme_impl(const Tensor& self, const Dims& dims, bool keepdim, bool all
 
 }  // namespace
 
-Tensor Tensor::sum() const { return sum_impl(*this, Dims(std::vector<std::int64_t>{}), false, "SumBackward0"); }
-Tensor Tensor::sum(const Dims& dims, bool keepdim) const { return sum_impl(*this, dims, keepdim, "SumBackward1"); }
-Tensor Tensor::mean() const { return mean_impl(*this, Dims(std::vector<std::int64_t>{}), false, "MeanBackward0"); }
-Tensor Tensor::mean(const Dims& dims, bool keepdim) const { return mean_impl(*this, dims, keepdim, "MeanBackward1"); }
-Tensor Tensor::var() const { return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, false); }
+Tensor Tensor::sum() const {
+    return sum_impl(*this, Dims(std::vector<std::int64_t>{}), false, "SumBackward0");
+}
+Tensor Tensor::sum(const Dims& dims, bool keepdim) const {
+    return sum_impl(*this, dims, keepdim, "SumBackward1");
+}
+Tensor Tensor::mean() const {
+    return mean_impl(*this, Dims(std::vector<std::int64_t>{}), false, "MeanBackward0");
+}
+Tensor Tensor::mean(const Dims& dims, bool keepdim) const {
+    return mean_impl(*this, dims, keepdim, "MeanBackward1");
+}
+Tensor Tensor::var() const {
+    return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, false);
+}
 Tensor Tensor::var(const Dims& dims, bool unbiased, bool keepdim) const {
     return var_impl(*this, dims, unbiased, keepdim, false);
 }
-Tensor Tensor::std() const { return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, true); }
+Tensor Tensor::std() const {
+    return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, true);
+}
 Tensor Tensor::std(const Dims& dims, bool unbiased, bool keepdim) const {
     return var_impl(*this, dims, unbiased, keepdim, true);
 }
-Tensor Tensor::max() const { return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, true); }
-Tensor Tensor::max(const Dims& dims, bool keepdim) const { return extreme_impl(*this, dims, keepdim, false, true); }
-Tensor Tensor::min() const { return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, false); }
-Tensor Tensor::min(const Dims& dims, bool keepdim) const { return extreme_impl(*this, dims, keepdim, false, false); }
+Tensor Tensor::max() const {
+    return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, true);
+}
+Tensor Tensor::max(const Dims& dims, bool keepdim) const {
+    return extreme_impl(*this, dims, keepdim, false, true);
+}
+Tensor Tensor::min() const {
+    return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, false);
+}
+Tensor Tensor::min(const Dims& dims, bool keepdim) const {
+    return extreme_impl(*this, dims, keepdim, false, false);
+}
 
 }  // namespace xgrad

@@ -50,13 +50,27 @@ void append_json_string(std::string& out, std::string_view s) {
     for (char ch : s) {
         auto c = static_cast<unsigned char>(ch);
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];
@@ -123,12 +137,18 @@ enum class JsonKind { kNull, kBool, kNumber, kString, kArray, kObject };
 
 const char* kind_name(JsonKind kind) {
     switch (kind) {
-        case JsonKind::kNull: return "null";
-        case JsonKind::kBool: return "a boolean";
-        case JsonKind::kNumber: return "a number";
-        case JsonKind::kString: return "a string";
-        case JsonKind::kArray: return "an array";
-        case JsonKind::kObject: return "an object";
+        case JsonKind::kNull:
+            return "null";
+        case JsonKind::kBool:
+            return "a boolean";
+        case JsonKind::kNumber:
+            return "a number";
+        case JsonKind::kString:
+            return "a string";
+        case JsonKind::kArray:
+            return "an array";
+        case JsonKind::kObject:
+            return "an object";
     }
     return "a value";
 }
@@ -206,14 +226,31 @@ public:
             if (pos_ == s_.size()) error("unterminated string");
             char e = s_[pos_++];
             switch (e) {
-                case '"': case '\\': case '/': out += e; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
-                case 'u': append_utf8(out, read_escaped_code_point()); break;
-                default: --pos_, error("invalid escape in a string");
+                case '"':
+                case '\\':
+                case '/':
+                    out += e;
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'u':
+                    append_utf8(out, read_escaped_code_point());
+                    break;
+                default:
+                    --pos_, error("invalid escape in a string");
             }
         }
     }
@@ -268,10 +305,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             char h = s_[pos_++];
             cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= static_cast<std::uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= static_cast<std::uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= static_cast<std::uint32_t>(h - 'A' + 10);
-            else error("a \\u escape needs four hex digits");
+            if (h >= '0' && h <= '9')
+                cp |= static_cast<std::uint32_t>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                cp |= static_cast<std::uint32_t>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                cp |= static_cast<std::uint32_t>(h - 'A' + 10);
+            else
+                error("a \\u escape needs four hex digits");
         }
         return cp;
     }
@@ -317,9 +358,12 @@ constexpr std::size_t kMaxDims = 1024;
 
 const char* dtype_code(DType dtype) {
     switch (dtype) {
-        case kFloat32: return "F32";
-        case kFloat64: return "F64";
-        case kInt64: return "I64";
+        case kFloat32:
+            return "F32";
+        case kFloat64:
+            return "F64";
+        case kInt64:
+            return "I64";
     }
     return "?";
 }
@@ -443,12 +487,16 @@ private:
         if (!has_offsets) fail(tensor + " has no \"data_offsets\"");
 
         Entry e{std::move(name), kFloat32, Shape(), offsets[0], offsets[1]};
-        if (code == "F32") e.dtype = kFloat32;
-        else if (code == "F64") e.dtype = kFloat64;
-        else if (code == "I64") e.dtype = kInt64;
+        if (code == "F32")
+            e.dtype = kFloat32;
+        else if (code == "F64")
+            e.dtype = kFloat64;
+        else if (code == "I64")
+            e.dtype = kInt64;
         else if (is_known_dtype(code))
-            fail(tensor + " has dtype " + code + ", which xgrad does not support (only F32, F64 and I64); "
-                          "convert it before saving, e.g. with tensor.float() in PyTorch");
+            fail(tensor + " has dtype " + code +
+                 ", which xgrad does not support (only F32, F64 and I64); "
+                 "convert it before saving, e.g. with tensor.float() in PyTorch");
         else
             fail(tensor + " has the unknown dtype " + quoted(code));
 
@@ -467,8 +515,8 @@ private:
         std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
         if (e.end < e.begin) fail(tensor + ": data_offsets " + range + " end before they begin");
         if (e.end - e.begin != bytes)
-            fail(tensor + ": data_offsets " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but shape " +
-                 to_string(e.shape) + " of " + code + " needs " + std::to_string(bytes));
+            fail(tensor + ": data_offsets " + range + " hold " + std::to_string(e.end - e.begin) +
+                 " bytes, but shape " + to_string(e.shape) + " of " + code + " needs " + std::to_string(bytes));
         if (e.end > data_bytes_)
             fail(tensor + ": data_offsets " + range + " go past the end of the data (" + std::to_string(data_bytes_) +
                  " bytes); the file may be truncated");
@@ -476,9 +524,9 @@ private:
     }
 
     static bool is_known_dtype(const std::string& code) {
-        static const std::set<std::string> others = {"BOOL", "U8",  "I8",      "I16",     "U16",     "F16",
-                                                     "BF16", "I32", "U32",     "U64",     "F8_E5M2", "F8_E4M3",
-                                                     "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
+        static const std::set<std::string> others = {"BOOL",    "U8",  "I8",      "I16",     "U16",     "F16",
+                                                     "BF16",    "I32", "U32",     "U64",     "F8_E5M2", "F8_E4M3",
+                                                     "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
         return others.count(code) > 0;
     }
 
@@ -495,8 +543,9 @@ private:
     void check_layout(const std::vector<Entry>& entries) const {
         std::vector<const Entry*> by_offset;
         for (const auto& e : entries) by_offset.push_back(&e);
-        std::sort(by_offset.begin(), by_offset.end(),
-                  [](const Entry* a, const Entry* b) { return std::tie(a->begin, a->end) < std::tie(b->begin, b->end); });
+        std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+            return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+        });
         std::uint64_t cursor = 0;
         const Entry* previous = nullptr;
         for (const Entry* e : by_offset) {
@@ -510,8 +559,9 @@ private:
             previous = e;
         }
         if (cursor != data_bytes_)
-            fail("the last " + std::to_string(data_bytes_ - cursor) + " bytes of the data belong to no tensor (the tensors end at byte " +
-                 std::to_string(cursor) + " of " + std::to_string(data_bytes_) + ")");
+            fail("the last " + std::to_string(data_bytes_ - cursor) +
+                 " bytes of the data belong to no tensor (the tensors end at byte " + std::to_string(cursor) + " of " +
+                 std::to_string(data_bytes_) + ")");
     }
 
     const char* op_;
@@ -524,9 +574,12 @@ private:
 /// The first byte of a contiguous CPU tensor.
 void* raw_data(const Tensor& t) {
     switch (t.dtype()) {
-        case kFloat32: return t.data_ptr<float>();
-        case kFloat64: return t.data_ptr<double>();
-        case kInt64: return t.data_ptr<std::int64_t>();
+        case kFloat32:
+            return t.data_ptr<float>();
+        case kFloat64:
+            return t.data_ptr<double>();
+        case kInt64:
+            return t.data_ptr<std::int64_t>();
     }
     return nullptr;
 }
@@ -568,7 +621,8 @@ void read_exact(int fd, void* buffer, std::uint64_t bytes, std::uint64_t offset,
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) io_error(op, path, "cannot read", errno);
         if (got == 0)
-            throw std::runtime_error(std::string(op) + ": '" + path + "': the file ended early (did it change while being read?)");
+            throw std::runtime_error(std::string(op) + ": '" + path +
+                                     "': the file ended early (did it change while being read?)");
         p += got, bytes -= static_cast<std::uint64_t>(got), offset += static_cast<std::uint64_t>(got);
     }
 }
@@ -600,11 +654,13 @@ nn::NamedTensors read_file(const std::string& path, const char* op, Metadata* me
     std::uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | prefix[i];
     if (header_bytes > kMaxHeaderBytes)
-        bad(op, path, "the header length " + std::to_string(header_bytes) + " exceeds the limit of " +
-                          std::to_string(kMaxHeaderBytes) + " bytes (is this a safetensors file?)");
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " exceeds the limit of " +
+                std::to_string(kMaxHeaderBytes) + " bytes (is this a safetensors file?)");
     if (header_bytes > file_bytes - 8)
-        bad(op, path, "the header length " + std::to_string(header_bytes) + " is larger than the rest of the file (" +
-                          std::to_string(file_bytes - 8) + " bytes)");
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " is larger than the rest of the file (" +
+                std::to_string(file_bytes - 8) + " bytes)");
     std::string header(static_cast<std::size_t>(header_bytes), '\0');
     read_exact(fd.get(), header.data(), header_bytes, 8, op, path);
 
@@ -696,7 +752,8 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
     for (const auto& [name, t] : tensors) {
         if (!t.defined()) bad(op, path, "tensor " + quoted(name) + " is undefined");
         if (name == "__metadata__") bad(op, path, "\"__metadata__\" is reserved and cannot name a tensor");
-        if (invalid_utf8_at(name) != std::string::npos) bad(op, path, "tensor name " + quoted(name) + " is not valid UTF-8");
+        if (invalid_utf8_at(name) != std::string::npos)
+            bad(op, path, "tensor name " + quoted(name) + " is not valid UTF-8");
         if (!seen.insert(name).second) bad(op, path, "tensor name " + quoted(name) + " appears twice");
         Tensor data = t.detach().cpu().contiguous();
         if constexpr (std::endian::native == std::endian::big) {
@@ -743,10 +800,12 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
     }
     header += '}';
     header.append((8 - header.size() % 8) % 8, ' ');
-    if (header.size() > kMaxHeaderBytes) bad(op, path, "the header would exceed " + std::to_string(kMaxHeaderBytes) + " bytes");
+    if (header.size() > kMaxHeaderBytes)
+        bad(op, path, "the header would exceed " + std::to_string(kMaxHeaderBytes) + " bytes");
 
     unsigned char prefix[8];
-    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(header.size()) >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        prefix[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(header.size()) >> (8 * i));
     AtomicFile file(path, op);
     file.write(prefix, sizeof prefix);
     file.write(header.data(), header.size());

@@ -19,7 +19,8 @@ namespace {
 
 /// Strides that let a tensor of `old_shape`/`old_strides` be viewed as `new_shape` without a copy,
 /// or nothing when the memory layout does not allow it (PyTorch's computeStride).
-std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape, const std::vector<std::int64_t>& old_strides,
+std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape,
+                                                      const std::vector<std::int64_t>& old_strides,
                                                       const Shape& new_shape) {
     std::vector<std::int64_t> out(static_cast<std::size_t>(new_shape.size()));
     if (old_shape.numel() == 0 || old_shape.size() == 0) return detail::contiguous_strides(new_shape);
@@ -28,7 +29,8 @@ std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape, co
     std::int64_t tensor_numel = 1, view_numel = 1;
     for (std::int64_t d = old_shape.size() - 1; d >= 0; --d) {
         tensor_numel *= old_shape[d];
-        if (d == 0 || (old_shape[d - 1] != 1 && old_strides[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base_stride)) {
+        if (d == 0 || (old_shape[d - 1] != 1 &&
+                       old_strides[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base_stride)) {
             while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
                 out[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
                 view_numel *= new_shape[view_d];
@@ -73,13 +75,12 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
 }
 
 /// A view of `self` with the given geometry whose gradient is `backward(g)`.
-Tensor view_op(const Tensor& self, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset, const char* name,
-               std::function<Tensor(const Tensor&)> backward) {
+Tensor view_op(const Tensor& self, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
+               const char* name, std::function<Tensor(const Tensor&)> backward) {
     Tensor out = detail::make_view(self, std::move(shape), std::move(strides), offset);
     if (detail::needs_grad({&self}))
-        detail::record(out, name, {&self}, [bw = std::move(backward)](const Tensor& g, const NeedsGrad&) {
-            return Grads{bw(g)};
-        });
+        detail::record(out, name, {&self},
+                       [bw = std::move(backward)](const Tensor& g, const NeedsGrad&) { return Grads{bw(g)}; });
     return out;
 }
 
@@ -97,7 +98,9 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
     detail::check_defined(*this, "transpose");
     auto a = static_cast<std::size_t>(wrap_dim(dim0, dim(), "transpose"));
     auto b = static_cast<std::size_t>(wrap_dim(dim1, dim(), "transpose"));
-    if (dim() == 0) return view_op(*this, shape(), strides(), storage_offset(), "TransposeBackward0", [](const Tensor& g) { return g; });
+    if (dim() == 0)
+        return view_op(*this, shape(), strides(), storage_offset(), "TransposeBackward0",
+                       [](const Tensor& g) { return g; });
     std::vector<std::int64_t> sizes = shape().vec(), st = strides();
     std::swap(sizes[a], sizes[b]);
     std::swap(st[a], st[b]);
@@ -108,7 +111,8 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
 Tensor Tensor::t() const {
     detail::check_defined(*this, "t");
     if (dim() > 2) fail("t", "expects a tensor with <= 2 dimensions, but got shape " + to_string(shape()));
-    if (dim() < 2) return view_op(*this, shape(), strides(), storage_offset(), "TBackward0", [](const Tensor& g) { return g; });
+    if (dim() < 2)
+        return view_op(*this, shape(), strides(), storage_offset(), "TBackward0", [](const Tensor& g) { return g; });
     Tensor out = transpose(0, 1);
     if (out.requires_grad()) out.impl()->grad_fn->name = "TBackward0";
     return out;
@@ -179,7 +183,8 @@ Tensor Tensor::squeeze(std::int64_t d) const {
     detail::check_defined(*this, "squeeze");
     std::int64_t w = wrap_dim(d, dim(), "squeeze");
     if (dim() == 0 || shape()[w] != 1)
-        return view_op(*this, shape(), strides(), storage_offset(), "SqueezeBackward1", [](const Tensor& g) { return g; });
+        return view_op(*this, shape(), strides(), storage_offset(), "SqueezeBackward1",
+                       [](const Tensor& g) { return g; });
     std::vector<std::int64_t> sizes = shape().vec(), st = strides();
     sizes.erase(sizes.begin() + w);
     st.erase(st.begin() + w);
@@ -191,12 +196,14 @@ Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
     detail::check_defined(*this, "flatten");
     if (dim() == 0) return reshape(Shape{1});
     std::int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
-    if (s > e) fail("flatten", "start_dim " + std::to_string(start_dim) + " comes after end_dim " + std::to_string(end_dim));
+    if (s > e)
+        fail("flatten", "start_dim " + std::to_string(start_dim) + " comes after end_dim " + std::to_string(end_dim));
     if (s == e) return *this;  // nothing to merge: PyTorch returns the tensor itself
     std::vector<std::int64_t> sizes;
     std::int64_t merged = 1;
     for (std::int64_t i = 0; i < dim(); ++i) {
-        if (i < s || i > e) sizes.push_back(shape()[i]);
+        if (i < s || i > e)
+            sizes.push_back(shape()[i]);
         else {
             merged *= shape()[i];
             if (i == e) sizes.push_back(merged);
@@ -208,7 +215,8 @@ Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
 Tensor Tensor::expand(const Shape& target) const {
     detail::check_defined(*this, "expand");
     if (target.size() < dim())
-        fail("expand", "the shape " + to_string(target) + " has fewer dimensions than the tensor of shape " + to_string(shape()));
+        fail("expand",
+             "the shape " + to_string(target) + " has fewer dimensions than the tensor of shape " + to_string(shape()));
     const std::int64_t lead = target.size() - dim();
     std::vector<std::int64_t> sizes(static_cast<std::size_t>(target.size())), st(sizes.size());
     for (std::int64_t i = 0; i < target.size(); ++i) {
@@ -233,7 +241,9 @@ Tensor Tensor::expand(const Shape& target) const {
                    [s = shape()](const Tensor& g) { return detail::sum_to(g, s); });
 }
 
-Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape()); }
+Tensor Tensor::expand_as(const Tensor& other) const {
+    return expand(other.shape());
+}
 
 Tensor Tensor::slice(std::int64_t d, std::optional<std::int64_t> start, std::optional<std::int64_t> end,
                      std::int64_t step) const {

@@ -14,22 +14,33 @@ namespace xgrad {
 
 // ---- vocabulary ---------------------------------------------------------------------------------
 
-std::size_t element_size(DType dtype) { return dtype == kFloat32 ? 4 : 8; }
+std::size_t element_size(DType dtype) {
+    return dtype == kFloat32 ? 4 : 8;
+}
 
-bool is_floating_point(DType dtype) { return dtype != kInt64; }
+bool is_floating_point(DType dtype) {
+    return dtype != kInt64;
+}
 
 std::string to_string(DType dtype) {
     switch (dtype) {
-        case DType::kFloat32: return "torch.float32";
-        case DType::kFloat64: return "torch.float64";
-        case DType::kInt64: return "torch.int64";
+        case DType::kFloat32:
+            return "torch.float32";
+        case DType::kFloat64:
+            return "torch.float64";
+        case DType::kInt64:
+            return "torch.int64";
     }
     return "?";
 }
 
-std::ostream& operator<<(std::ostream& os, DType dtype) { return os << to_string(dtype); }
+std::ostream& operator<<(std::ostream& os, DType dtype) {
+    return os << to_string(dtype);
+}
 
-std::string to_string(Device device) { return device == kCPU ? "cpu" : "cuda"; }
+std::string to_string(Device device) {
+    return device == kCPU ? "cpu" : "cuda";
+}
 
 std::int64_t Shape::numel() const {
     std::int64_t n = 1;
@@ -118,7 +129,9 @@ Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> stri
 
 // ---- checks ---------------------------------------------------------------------------------------
 
-void fail(const char* op, const std::string& message) { throw std::invalid_argument(std::string(op) + ": " + message); }
+void fail(const char* op, const std::string& message) {
+    throw std::invalid_argument(std::string(op) + ": " + message);
+}
 
 void check_defined(const Tensor& t, const char* op) {
     if (!t.defined()) fail(op, "the tensor is undefined");
@@ -177,8 +190,12 @@ std::int64_t Tensor::size(std::int64_t d) const {
     if (dim() == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
     return shape()[detail::wrap_dim(d, dim(), "size")];
 }
-std::int64_t Tensor::dim() const { return shape().size(); }
-std::int64_t Tensor::numel() const { return shape().numel(); }
+std::int64_t Tensor::dim() const {
+    return shape().size();
+}
+std::int64_t Tensor::numel() const {
+    return shape().numel();
+}
 DType Tensor::dtype() const {
     detail::check_defined(*this, "dtype");
     return impl_->dtype;
@@ -207,8 +224,9 @@ std::vector<T> Tensor::to_vector() const {
     detail::dispatch(dtype(), [&](auto tag) {
         using S = decltype(tag);
         const S* p = static_cast<const S*>(impl_->storage->data);
-        detail::for_each_offset(impl_->shape, impl_->strides, impl_->offset,
-                                [&](std::int64_t i, std::int64_t off) { out[static_cast<std::size_t>(i)] = static_cast<T>(p[off]); });
+        detail::for_each_offset(impl_->shape, impl_->strides, impl_->offset, [&](std::int64_t i, std::int64_t off) {
+            out[static_cast<std::size_t>(i)] = static_cast<T>(p[off]);
+        });
     });
     return out;
 }
@@ -243,7 +261,9 @@ template std::int64_t* Tensor::data_ptr<std::int64_t>() const;
 
 // ---- autograd state -------------------------------------------------------------------------------
 
-bool Tensor::requires_grad() const { return defined() && impl_->requires_grad; }
+bool Tensor::requires_grad() const {
+    return defined() && impl_->requires_grad;
+}
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
     detail::check_defined(*this, "requires_grad_");
@@ -265,9 +285,13 @@ Tensor& Tensor::mutable_grad() {
     return impl_->grad;
 }
 
-bool Tensor::is_leaf() const { return !defined() || impl_->grad_fn == nullptr; }
+bool Tensor::is_leaf() const {
+    return !defined() || impl_->grad_fn == nullptr;
+}
 
-std::string Tensor::grad_fn_name() const { return defined() && impl_->grad_fn ? impl_->grad_fn->name : ""; }
+std::string Tensor::grad_fn_name() const {
+    return defined() && impl_->grad_fn ? impl_->grad_fn->name : "";
+}
 
 Tensor Tensor::detach() const {
     detail::check_defined(*this, "detach");
@@ -305,9 +329,8 @@ Tensor Tensor::clone() const {
     Tensor out = detail::make_empty(shape(), dtype(), device());
     strided_copy(*this, out);
     if (detail::needs_grad({this}))
-        detail::record(out, "CloneBackward0", {this}, [](const Tensor& g, const detail::NeedsGrad&) {
-            return std::vector<Tensor>{g};
-        });
+        detail::record(out, "CloneBackward0", {this},
+                       [](const Tensor& g, const detail::NeedsGrad&) { return std::vector<Tensor>{g}; });
     return out;
 }
 
@@ -336,7 +359,8 @@ Tensor Tensor::to(Device target) const {
 Tensor& Tensor::copy_(const Tensor& src) {
     detail::check_inplace(*this, "copy_");
     detail::check_defined(src, "copy_");
-    if (src.shape() != shape() && (src.dim() > dim() || detail::broadcast_shapes(src.shape(), shape(), "copy_") != shape()))
+    if (src.shape() != shape() &&
+        (src.dim() > dim() || detail::broadcast_shapes(src.shape(), shape(), "copy_") != shape()))
         fail("copy_", "the source of shape " + to_string(src.shape()) + " cannot be broadcast to the tensor of shape " +
                           to_string(shape()));
     Tensor from = src.shape() == shape() ? src : src.expand(shape());
@@ -372,7 +396,9 @@ Tensor& Tensor::fill_(double value) {
     return *this;
 }
 
-Tensor& Tensor::zero_() { return fill_(0.0); }
+Tensor& Tensor::zero_() {
+    return fill_(0.0);
+}
 
 /// Runs `compute` (an out-of-place op) without recording and writes its result into `self`.
 template <typename F>
@@ -408,19 +434,45 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
     }
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
 }
-Tensor& Tensor::add_(double other) { return assign_inplace(*this, "add_", [&] { return add(other); }); }
-Tensor& Tensor::sub_(const Tensor& other) { return add_(other, -1.0); }
-Tensor& Tensor::mul_(const Tensor& other) { return assign_inplace(*this, "mul_", [&] { return mul(other); }); }
-Tensor& Tensor::mul_(double other) { return assign_inplace(*this, "mul_", [&] { return mul(other); }); }
-Tensor& Tensor::div_(const Tensor& other) { return assign_inplace(*this, "div_", [&] { return div(other); }); }
-Tensor& Tensor::div_(double other) { return assign_inplace(*this, "div_", [&] { return div(other); }); }
+Tensor& Tensor::add_(double other) {
+    return assign_inplace(*this, "add_", [&] { return add(other); });
+}
+Tensor& Tensor::sub_(const Tensor& other) {
+    return add_(other, -1.0);
+}
+Tensor& Tensor::mul_(const Tensor& other) {
+    return assign_inplace(*this, "mul_", [&] { return mul(other); });
+}
+Tensor& Tensor::mul_(double other) {
+    return assign_inplace(*this, "mul_", [&] { return mul(other); });
+}
+Tensor& Tensor::div_(const Tensor& other) {
+    return assign_inplace(*this, "div_", [&] { return div(other); });
+}
+Tensor& Tensor::div_(double other) {
+    return assign_inplace(*this, "div_", [&] { return div(other); });
+}
 
-Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
-Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
-Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
-Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
-Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) {
+    return a.add_(b);
+}
+Tensor& operator+=(Tensor& a, double b) {
+    return a.add_(b);
+}
+Tensor& operator-=(Tensor& a, const Tensor& b) {
+    return a.sub_(b);
+}
+Tensor& operator*=(Tensor& a, const Tensor& b) {
+    return a.mul_(b);
+}
+Tensor& operator*=(Tensor& a, double b) {
+    return a.mul_(b);
+}
+Tensor& operator/=(Tensor& a, const Tensor& b) {
+    return a.div_(b);
+}
+Tensor& operator/=(Tensor& a, double b) {
+    return a.div_(b);
+}
 
 }  // namespace xgrad

@@ -71,7 +71,8 @@ inline void check_close(const xgrad::Tensor& actual, const xgrad::Tensor& expect
     CHECK(actual.dtype() == expected.dtype());
     auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
     for (std::size_t i = 0; i < a.size(); ++i) {
-        bool ok = std::isnan(e[i]) ? std::isnan(a[i]) : (a[i] == e[i] || std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]));
+        bool ok = std::isnan(e[i]) ? std::isnan(a[i])
+                                   : (a[i] == e[i] || std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]));
         if (!ok) {
             FAIL_CHECK("element " << i << ": got " << a[i] << ", expected " << e[i]);
             return;

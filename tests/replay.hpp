@@ -64,7 +64,9 @@ inline xgrad::Shape shape(const std::string& s) {
     return out;
 }
 
-inline double number(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
+inline double number(const std::string& s) {
+    return std::strtod(s.c_str(), nullptr);
+}
 
 /// Python's float.hex(): 0x1.<13 hex digits>p<exp>, 0x0.0p+0 for zero, inf / nan spelled out.
 inline std::string float_hex(double v) {
@@ -78,7 +80,8 @@ inline std::string float_hex(double v) {
     if (exponent == 0 && mantissa == 0) return sign + "0x0.0p+0";
     int e = exponent == 0 ? -1022 : exponent - 1023;
     char buf[64];
-    std::snprintf(buf, sizeof buf, "0x%d.%013llxp%+d", exponent == 0 ? 0 : 1, static_cast<unsigned long long>(mantissa), e);
+    std::snprintf(buf, sizeof buf, "0x%d.%013llxp%+d", exponent == 0 ? 0 : 1, static_cast<unsigned long long>(mantissa),
+                  e);
     return sign + buf;
 }
 

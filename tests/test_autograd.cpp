@@ -1,9 +1,9 @@
 // Checks the autograd engine (accumulation, retained graphs, errors, NoGradGuard, memory) and gradcheck itself.
 #include <doctest/doctest.h>
 
+#include <pthread.h>
 #include <cmath>
 #include <functional>
-#include <pthread.h>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,7 +20,9 @@ namespace {
 
 const char* kFile = "autograd.txt";
 
-Tensor leaf(const std::string& name) { return golden::get(kFile, name).clone().requires_grad_(); }
+Tensor leaf(const std::string& name) {
+    return golden::get(kFile, name).clone().requires_grad_();
+}
 
 void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
     std::string msg;
@@ -218,9 +220,7 @@ TEST_CASE("NoGradGuard") {
     CHECK(xgrad::is_grad_enabled());
     CHECK((x * 2.0).grad_fn_name() == "MulBackward0");
     xgrad::set_grad_enabled(false);
-    {
-        xgrad::NoGradGuard guard;
-    }
+    { xgrad::NoGradGuard guard; }
     CHECK_FALSE(xgrad::is_grad_enabled());  // restores the state it found
     xgrad::set_grad_enabled(true);
 }

@@ -70,8 +70,7 @@ void check_case(const Case& c) {
         (out * golden::get(kFile, key + ".w")).sum().backward();
         for (std::size_t i = 0; i < ins.size(); ++i) {
             const std::string g = key + ".g" + std::to_string(i);
-            if (ins[i].requires_grad())
-                golden::check_close(ins[i].grad(), golden::get(kFile, g), g);
+            if (ins[i].requires_grad()) golden::check_close(ins[i].grad(), golden::get(kFile, g), g);
         }
         if (dtype == "float64" && c.gradcheck) golden::check_gradcheck(c.fn, leaves(key), key + " gradcheck");
     }
@@ -98,12 +97,12 @@ void check_error(const std::function<void()>& f, const std::vector<std::string>&
 
 TEST_CASE("tensor-tensor arithmetic broadcasts as PyTorch") {
     check_cases({
-        {"add_bcast", [](auto& in) { return in[0] + in[1]; }},       // (2, 3) + (3,)
-        {"add_same", [](auto& in) { return in[0].add(in[1]); }},     // (2, 3) + (2, 3)
-        {"sub_bcast", [](auto& in) { return in[0] - in[1]; }},       // (3, 1) - (2, 1, 4)
-        {"mul_bcast", [](auto& in) { return in[0] * in[1]; }},       // (2, 1) * (1, 4)
+        {"add_bcast", [](auto& in) { return in[0] + in[1]; }},          // (2, 3) + (3,)
+        {"add_same", [](auto& in) { return in[0].add(in[1]); }},        // (2, 3) + (2, 3)
+        {"sub_bcast", [](auto& in) { return in[0] - in[1]; }},          // (3, 1) - (2, 1, 4)
+        {"mul_bcast", [](auto& in) { return in[0] * in[1]; }},          // (2, 1) * (1, 4)
         {"mul_scalar_tensor", [](auto& in) { return in[0] * in[1]; }},  // (2, 3) * ()
-        {"div_bcast", [](auto& in) { return in[0] / in[1]; }},       // (4, 1, 3) / (2, 1)
+        {"div_bcast", [](auto& in) { return in[0] / in[1]; }},          // (4, 1, 3) / (2, 1)
         {"div_same", [](auto& in) { return in[0].div(in[1]); }},
     });
 }
@@ -195,13 +194,13 @@ TEST_CASE("maximum, minimum and clamp") {
 TEST_CASE("int64 stays int64 where PyTorch keeps it, and promotes where it promotes") {
     const std::vector<std::string> ints = {"int64"};
     check_cases({
-        {"add_int", [](auto& in) { return in[0] + in[1]; }, ints},      // int64 (2, 3) + int64 (3,)
+        {"add_int", [](auto& in) { return in[0] + in[1]; }, ints},  // int64 (2, 3) + int64 (3,)
         {"mul_int", [](auto& in) { return in[0] * in[1]; }, ints},
         {"sub_int_scalar", [](auto& in) { return in[0] - 4.0; }, ints},  // an integral scalar keeps int64
         {"neg_int", [](auto& in) { return -in[0]; }, ints},
-        {"div_int", [](auto& in) { return in[0] / in[1]; }, ints},      // true division: float32
+        {"div_int", [](auto& in) { return in[0] / in[1]; }, ints},               // true division: float32
         {"add_int_float", [](auto& in) { return in[0] + in[1]; }, {"float32"}},  // int64 + float32 -> float32
-        {"mul_float_int", [](auto& in) { return in[0] * in[1]; }},       // float * int64 keeps the float dtype
+        {"mul_float_int", [](auto& in) { return in[0] * in[1]; }},               // float * int64 keeps the float dtype
     });
 
     SUBCASE("int64 arithmetic is exact beyond 2^53") {

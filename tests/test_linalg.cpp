@@ -18,7 +18,9 @@ namespace {
 
 const char* kFile = "linalg.txt";
 
-bool has(const std::string& name) { return golden::load(kFile).count(name) != 0; }
+bool has(const std::string& name) {
+    return golden::load(kFile).count(name) != 0;
+}
 
 /// Applies `fn` to the golden leaves of `name.dtype` and compares value, grad_fn name and the gradients
 /// of (out * w).sum() with PyTorch's, then runs gradcheck.
@@ -41,7 +43,9 @@ void check_case(const std::string& name, const std::string& dtype, const Fn& fn,
     golden::check_gradcheck(fn, ins, key + " gradcheck");
 }
 
-Tensor mm(const std::vector<Tensor>& in) { return xgrad::matmul(in[0], in[1]); }
+Tensor mm(const std::vector<Tensor>& in) {
+    return xgrad::matmul(in[0], in[1]);
+}
 
 /// The generator of gen_linalg.py: n float32 values k / 2^23 - 1, exactly as Python makes them.
 std::vector<float> lcg(std::size_t n, std::uint32_t state) {
@@ -54,7 +58,9 @@ std::vector<float> lcg(std::size_t n, std::uint32_t state) {
 }
 
 /// Every 7th row and 5th column, as gen_linalg.py stores the large case.
-Tensor sample(const Tensor& t) { return t.slice(0, {}, {}, 7).slice(1, {}, {}, 5); }
+Tensor sample(const Tensor& t) {
+    return t.slice(0, {}, {}, 7).slice(1, {}, {}, 5);
+}
 
 void check_throws(const std::function<void()>& f, const std::string& expected) {
     std::string msg;
@@ -97,9 +103,11 @@ TEST_CASE("batched matmul broadcasts like PyTorch") {
 
 TEST_CASE("matmul of transposed (non-contiguous) operands") {
     for (const char* dt : {"float32", "float64"})
-        check_case("transposed", dt, [](const auto& in) { return xgrad::matmul(in[0].t(), in[1].t()); }, "MmBackward0");
-    check_case("transposed_batch", "float32",
-               [](const auto& in) { return in[0].transpose(1, 2).matmul(in[1].slice(1, {}, {}, 2)); }, "BmmBackward0");
+        check_case(
+            "transposed", dt, [](const auto& in) { return xgrad::matmul(in[0].t(), in[1].t()); }, "MmBackward0");
+    check_case(
+        "transposed_batch", "float32",
+        [](const auto& in) { return in[0].transpose(1, 2).matmul(in[1].slice(1, {}, {}, 2)); }, "BmmBackward0");
 }
 
 TEST_CASE("a 64x128 by 128x96 float32 product matches PyTorch and a float64 product") {
@@ -138,14 +146,23 @@ TEST_CASE("matmul of int64 tensors stays integral, as torch.matmul") {
 }
 
 TEST_CASE("matmul errors name both shapes") {
-    check_throws([] { xgrad::matmul(xgrad::zeros({2, 5}), xgrad::zeros({4, 6})); },
-                 "matmul: shapes (2, 5) and (4, 6) cannot be multiplied (5 != 4)");
+    check_throws(
+        [] {
+            xgrad::matmul(xgrad::zeros({2, 5}), xgrad::zeros({4, 6}));
+        },
+        "matmul: shapes (2, 5) and (4, 6) cannot be multiplied (5 != 4)");
     check_throws([] { xgrad::matmul(xgrad::zeros({3}), xgrad::zeros({4})); },
                  "matmul: shapes (3,) and (4,) cannot be multiplied (3 != 4)");
-    check_throws([] { xgrad::matmul(xgrad::zeros({2, 3, 5}), xgrad::zeros({4})); },
-                 "matmul: shapes (2, 3, 5) and (4,) cannot be multiplied (5 != 4)");
-    check_throws([] { xgrad::matmul(xgrad::zeros({2}), xgrad::zeros({3, 2})); },
-                 "matmul: shapes (2,) and (3, 2) cannot be multiplied (2 != 3)");
+    check_throws(
+        [] {
+            xgrad::matmul(xgrad::zeros({2, 3, 5}), xgrad::zeros({4}));
+        },
+        "matmul: shapes (2, 3, 5) and (4,) cannot be multiplied (5 != 4)");
+    check_throws(
+        [] {
+            xgrad::matmul(xgrad::zeros({2}), xgrad::zeros({3, 2}));
+        },
+        "matmul: shapes (2,) and (3, 2) cannot be multiplied (2 != 3)");
     check_throws([] { xgrad::matmul(xgrad::zeros({}), xgrad::zeros({3})); },
                  "matmul: both arguments need at least 1 dimension, got shapes () and (3,)");
     std::string msg;

@@ -209,9 +209,10 @@ TEST_CASE("state_dict and load_state_dict validate before writing") {
     nn::NamedTensors state = a.state_dict();
     Tensor before = b.fc2.bias.clone();
     state.back().second = xgrad::zeros({3});  // fc2.bias with the wrong shape
-    CHECK_THROWS_WITH_AS(b.load_state_dict(state),
-                         "load_state_dict: size mismatch for fc2.bias: the file has shape (3,), the module has shape (1,)",
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        b.load_state_dict(state),
+        "load_state_dict: size mismatch for fc2.bias: the file has shape (3,), the module has shape (1,)",
+        std::invalid_argument);
     state = a.state_dict();
     state.erase(state.begin());
     state.emplace_back("extra", xgrad::zeros({1}));
@@ -261,9 +262,10 @@ TEST_CASE("F::linear matches the composite and checks shapes") {
                             "linear 2-D without bias");
     golden::check_gradcheck([](const auto& in) { return F::linear(in[0], in[1], in[2]); },
                             {x.select(0, 0).select(0, 0), w, b}, "linear 1-D");
-    CHECK_THROWS_WITH_AS(F::linear(xgrad::ones({2, 3}), xgrad::ones({5, 4})),
-                         "linear: input of shape (2, 3) does not match weight of shape (5, 4) (last dimension must be 4)",
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        F::linear(xgrad::ones({2, 3}), xgrad::ones({5, 4})),
+        "linear: input of shape (2, 3) does not match weight of shape (5, 4) (last dimension must be 4)",
+        std::invalid_argument);
     CHECK_THROWS_WITH_AS(F::linear(xgrad::ones({2, 4}), xgrad::ones({5, 4}), xgrad::ones({4})),
                          "linear: bias of shape (4,) does not match weight of shape (5, 4)", std::invalid_argument);
 }
@@ -301,7 +303,8 @@ TEST_CASE("Sequential draws several Linears left to right, as PyTorch, whatever 
     // Braces (left to right by the language) give the same.
     xgrad::manual_seed(0);
     nn::Sequential braced{nn::Linear(5, 6), nn::ReLU(), nn::Linear(6, 2)};
-    for (auto& [name, t] : braced.state_dict()) golden::check_close(t, golden::get("nn.txt", "seq3." + name), name, 0, 0);
+    for (auto& [name, t] : braced.state_dict())
+        golden::check_close(t, golden::get("nn.txt", "seq3." + name), name, 0, 0);
     // Something drawn between the constructions: nothing is redrawn (the stream cannot be rewound).
     xgrad::manual_seed(0);
     nn::Linear first(5, 6);

@@ -42,10 +42,13 @@ struct Case {
     Shape nshape;
     bool affine;
 };
-const Case kCases[] = {{"w7", {7}, true}, {"w1", {1}, true}, {"w3", {3}, false}, {"d2", {3, 5}, true}, {"d3", {2, 3, 4}, true}};
+const Case kCases[] = {
+    {"w7", {7}, true}, {"w1", {1}, true}, {"w3", {3}, false}, {"d2", {3, 5}, true}, {"d3", {2, 3, 4}, true}};
 
 /// Leaf copies of golden tensors.
-Tensor leaf(const std::string& name) { return golden::get("nn.txt", name).clone().requires_grad_(); }
+Tensor leaf(const std::string& name) {
+    return golden::get("nn.txt", name).clone().requires_grad_();
+}
 
 }  // namespace
 
@@ -68,8 +71,10 @@ TEST_CASE("layer_norm and rms_norm match PyTorch's values and gradients") {
                 // rounding noise of about rstd·ulp: for width 1 (rstd ≈ 316) it gives -1.5e-5 where
                 // the exact answer, and xgrad's, is 0. Hence a looser absolute tolerance for float32 dx.
                 golden::check_close(x.grad(), golden::get("nn.txt", key + ".dx"), key + " dx", rtol, f32 ? 1e-4 : atol);
-                if (w.defined()) golden::check_close(w.grad(), golden::get("nn.txt", key + ".dw"), key + " dw", rtol, atol);
-                if (b.defined()) golden::check_close(b.grad(), golden::get("nn.txt", key + ".db"), key + " db", rtol, atol);
+                if (w.defined())
+                    golden::check_close(w.grad(), golden::get("nn.txt", key + ".dw"), key + " dw", rtol, atol);
+                if (b.defined())
+                    golden::check_close(b.grad(), golden::get("nn.txt", key + ".db"), key + " db", rtol, atol);
             }
         }
     }
@@ -84,8 +89,8 @@ TEST_CASE("fused kernels agree with the composite of primitive ops") {
     struct Geometry {
         Shape input, nshape;
     };
-    const Geometry geometries[] = {{{4, 1}, {1}},       {{3, 3}, {3}},          {{5, 7}, {7}},
-                                   {{3, 1500}, {1500}}, {{2, 3, 5}, {3, 5}},    {{2, 2, 3, 4}, {2, 3, 4}},
+    const Geometry geometries[] = {{{4, 1}, {1}},       {{3, 3}, {3}},       {{5, 7}, {7}},
+                                   {{3, 1500}, {1500}}, {{2, 3, 5}, {3, 5}}, {{2, 2, 3, 4}, {2, 3, 4}},
                                    {{64, 33}, {33}},    {{600, 130}, {130}}};  // the last one runs threaded
     for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
         const bool f32 = dtype == xgrad::kFloat32;
@@ -111,7 +116,8 @@ TEST_CASE("fused kernels agree with the composite of primitive ops") {
                         fused_grads.push_back(l.grad());
                         l.mutable_grad() = Tensor();
                     }
-                    Tensor ref = rms ? rms_norm_composite(x, g.nshape, w, eps) : layer_norm_composite(x, g.nshape, w, b, eps);
+                    Tensor ref =
+                        rms ? rms_norm_composite(x, g.nshape, w, eps) : layer_norm_composite(x, g.nshape, w, b, eps);
                     (ref * up).sum().backward();
                     const double tol = f32 ? 2e-4 : 1e-10;
                     golden::check_close(fused, ref.detach(), "forward", tol, tol);
@@ -129,8 +135,11 @@ TEST_CASE("gradcheck passes for the fused kernels") {
     Tensor x = xgrad::randn({3, 2, 4}, xgrad::kFloat64).requires_grad_();
     Tensor w = (xgrad::randn({2, 4}, xgrad::kFloat64) + 1.0).requires_grad_();
     Tensor b = xgrad::randn({2, 4}, xgrad::kFloat64).requires_grad_();
-    golden::check_gradcheck([](const auto& in) { return F::layer_norm(in[0], {2, 4}, in[1], in[2]); }, {x, w, b},
-                            "layer_norm 2 dims");
+    golden::check_gradcheck(
+        [](const auto& in) {
+            return F::layer_norm(in[0], {2, 4}, in[1], in[2]);
+        },
+        {x, w, b}, "layer_norm 2 dims");
     golden::check_gradcheck([](const auto& in) { return F::layer_norm(in[0], {4}); }, {x}, "layer_norm no affine");
     golden::check_gradcheck([](const auto& in) { return F::rms_norm(in[0], {2, 4}, in[1]); }, {x, w}, "rms_norm");
     golden::check_gradcheck([](const auto& in) { return F::rms_norm(in[0], {4}, Tensor(), 1e-3); }, {x},
@@ -160,10 +169,11 @@ TEST_CASE("LayerNorm in giagrad's form learns its shape at the first forward") {
     std::ostringstream os;
     os << ln;
     CHECK(os.str() == "LayerNorm((3, 5), eps=1e-05, elementwise_affine=True)");
-    CHECK_THROWS_WITH_AS(ln(xgrad::randn({4, 3, 6})),
-                         "LayerNorm: input of shape (4, 3, 6) does not end with the normalized shape (3, 5) fixed by the "
-                         "first input",
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        ln(xgrad::randn({4, 3, 6})),
+        "LayerNorm: input of shape (4, 3, 6) does not end with the normalized shape (3, 5) fixed by the "
+        "first input",
+        std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::LayerNorm(3)(xgrad::randn({4, 5})),
                          "LayerNorm: expects at least 3 dimensions, got input of shape (4, 5)", std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::LayerNorm(0), doctest::Contains("dimensions must be at least 1"), std::invalid_argument);
@@ -202,7 +212,8 @@ TEST_CASE("RMSNorm: eps defaults to the dtype's machine epsilon, both forms, pri
     Tensor expected = rms_norm_composite(x, {8}, Tensor(), std::numeric_limits<float>::epsilon());
     golden::check_close(rms(x), expected, "default eps float32");
     Tensor xd = x.to(xgrad::kFloat64) * 1e-9;  // tiny values make eps visible
-    golden::check_close(F::rms_norm(xd, {8}), rms_norm_composite(xd, {8}, Tensor(), std::numeric_limits<double>::epsilon()),
+    golden::check_close(F::rms_norm(xd, {8}),
+                        rms_norm_composite(xd, {8}, Tensor(), std::numeric_limits<double>::epsilon()),
                         "default eps float64", 1e-12, 0);
     std::ostringstream os;
     os << rms;

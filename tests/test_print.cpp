@@ -62,9 +62,9 @@ Tensor make_input(const std::vector<std::string>& w) {
         Tensor t = w[0] == "randn" ? xgrad::randn(shape, dt) : xgrad::rand(shape, dt);
         double scale = replay::number(w[4]);
         if (dt == xgrad::kFloat32)
-            for (float* p = t.data_ptr<float>(), *e = p + t.numel(); p != e; ++p) *p *= static_cast<float>(scale);
+            for (float *p = t.data_ptr<float>(), *e = p + t.numel(); p != e; ++p) *p *= static_cast<float>(scale);
         else
-            for (double* p = t.data_ptr<double>(), *e = p + t.numel(); p != e; ++p) *p *= scale;
+            for (double *p = t.data_ptr<double>(), *e = p + t.numel(); p != e; ++p) *p *= scale;
         return t;
     }
     if (w[0] == "randint") {
@@ -101,7 +101,9 @@ Tensor apply(const std::string& grad, Tensor t) {
 }
 
 void set_options(const std::vector<std::string>& o) {
-    auto i64 = [](const std::string& s) { return s == "-" ? std::nullopt : std::optional<std::int64_t>(std::stoll(s)); };
+    auto i64 = [](const std::string& s) {
+        return s == "-" ? std::nullopt : std::optional<std::int64_t>(std::stoll(s));
+    };
     auto i32 = [](const std::string& s) { return s == "-" ? std::nullopt : std::optional<int>(std::stoi(s)); };
     xgrad::PrintOptions p;
     p.precision = i32(o[0]);
@@ -136,9 +138,13 @@ void run_cases(bool with_ops) {
 
 }  // namespace
 
-TEST_CASE("tensors print as PyTorch's repr (golden/print.txt)") { run_cases(false); }
+TEST_CASE("tensors print as PyTorch's repr (golden/print.txt)") {
+    run_cases(false);
+}
 
-TEST_CASE("results of recorded operations print their grad_fn (golden/print.txt)") { run_cases(true); }
+TEST_CASE("results of recorded operations print their grad_fn (golden/print.txt)") {
+    run_cases(true);
+}
 
 TEST_CASE("the README example") {
     xgrad::manual_seed(123);

@@ -41,8 +41,7 @@ std::vector<Tensor> run(const std::vector<std::string>& w) {
         auto s = shape(w[2]);
         return {xgrad::bernoulli(xgrad::empty({s[1], s[0]}, dtype(w[1])).t(), number(w[3]))};
     }
-    if (op == "randint")
-        return {xgrad::randint(std::stoll(w[3]), std::stoll(w[4]), {std::stoll(w[2])}, dtype(w[1]))};
+    if (op == "randint") return {xgrad::randint(std::stoll(w[3]), std::stoll(w[4]), {std::stoll(w[2])}, dtype(w[1]))};
     if (op == "randperm") return {xgrad::randperm(std::stoll(w[2]), dtype(w[1]))};
     if (op == "bernoulli") {
         Tensor p = xgrad::rand({std::stoll(w[2])}, dtype(w[1]));

@@ -86,7 +86,9 @@ void check_error(const std::function<void()>& f, const std::vector<std::string>&
     for (const auto& p : parts) CHECK_MESSAGE(message.find(p) != std::string::npos, "missing \"" << p << "\"");
 }
 
-Tensor step2(const Tensor& x, std::int64_t dim) { return x.slice(dim, std::nullopt, std::nullopt, 2); }
+Tensor step2(const Tensor& x, std::int64_t dim) {
+    return x.slice(dim, std::nullopt, std::nullopt, 2);
+}
 
 }  // namespace
 
@@ -94,28 +96,46 @@ Tensor step2(const Tensor& x, std::int64_t dim) { return x.slice(dim, std::nullo
 
 TEST_CASE("sum") {
     check_cases({
-        {"sum_all", [](const Tensor& x) { return x.sum(); }},                            // SumBackward0
-        {"sum_dim1", [](const Tensor& x) { return x.sum(1); }},                          // SumBackward1
+        {"sum_all", [](const Tensor& x) { return x.sum(); }},    // SumBackward0
+        {"sum_dim1", [](const Tensor& x) { return x.sum(1); }},  // SumBackward1
         {"sum_dim0_keep", [](const Tensor& x) { return x.sum(0, true); }},
         {"sum_dimneg1_keep", [](const Tensor& x) { return xgrad::sum(x, -1, true); }},
-        {"sum_dims02", [](const Tensor& x) { return x.sum({0, 2}); }},
-        {"sum_dimsneg2neg1_keep", [](const Tensor& x) { return x.sum({-2, -1}, true); }},
-        {"sum_dims_all", [](const Tensor& x) { return x.sum({0, 1, 2}); }},
+        {"sum_dims02",
+         [](const Tensor& x) {
+             return x.sum({0, 2});
+         }},
+        {"sum_dimsneg2neg1_keep",
+         [](const Tensor& x) {
+             return x.sum({-2, -1}, true);
+         }},
+        {"sum_dims_all",
+         [](const Tensor& x) {
+             return x.sum({0, 1, 2});
+         }},
         {"sum_transposed", [](const Tensor& x) { return x.transpose(0, 2).sum(0); }},
         {"sum_sliced", [](const Tensor& x) { return step2(x, 2).sum(-1); }},
-        {"sum_0d", [](const Tensor& x) { return x.sum(0); }},                            // a 0-d input
+        {"sum_0d", [](const Tensor& x) { return x.sum(0); }},  // a 0-d input
     });
 }
 
 TEST_CASE("mean") {
     check_cases({
-        {"mean_all", [](const Tensor& x) { return x.mean(); }},                          // MeanBackward0
-        {"mean_dim1", [](const Tensor& x) { return x.mean(1); }},                        // MeanBackward1
+        {"mean_all", [](const Tensor& x) { return x.mean(); }},    // MeanBackward0
+        {"mean_dim1", [](const Tensor& x) { return x.mean(1); }},  // MeanBackward1
         {"mean_dim0_keep", [](const Tensor& x) { return x.mean(0, true); }},
         {"mean_dimneg1_keep", [](const Tensor& x) { return xgrad::mean(x, -1, true); }},
-        {"mean_dims02", [](const Tensor& x) { return x.mean({0, 2}); }},
-        {"mean_dimsneg2neg1_keep", [](const Tensor& x) { return x.mean({-2, -1}, true); }},
-        {"mean_dims_all", [](const Tensor& x) { return x.mean({0, 1, 2}); }},
+        {"mean_dims02",
+         [](const Tensor& x) {
+             return x.mean({0, 2});
+         }},
+        {"mean_dimsneg2neg1_keep",
+         [](const Tensor& x) {
+             return x.mean({-2, -1}, true);
+         }},
+        {"mean_dims_all",
+         [](const Tensor& x) {
+             return x.mean({0, 1, 2});
+         }},
         {"mean_transposed", [](const Tensor& x) { return x.transpose(0, 2).mean(0); }},
         {"mean_sliced", [](const Tensor& x) { return step2(x, 2).mean(-1); }},
         {"mean_0d", [](const Tensor& x) { return x.mean(0); }},
@@ -135,9 +155,18 @@ TEST_CASE("var and std") {
             {op + "_dim1_biased_keep", [f](const Tensor& x) { return f(x, 1, false, true); }},
             {op + "_dim1_biased", [f](const Tensor& x) { return f(x, 1, false, false); }},
             {op + "_dimneg1_biased", [f](const Tensor& x) { return f(x, -1, false, false); }},
-            {op + "_dims02", [f](const Tensor& x) { return f(x, {0, 2}, true, false); }},
-            {op + "_dimsneg2neg1_biased_keep", [f](const Tensor& x) { return f(x, {-2, -1}, false, true); }},
-            {op + "_dims_all_biased", [f](const Tensor& x) { return f(x, {0, 1, 2}, false, false); }},
+            {op + "_dims02",
+             [f](const Tensor& x) {
+                 return f(x, {0, 2}, true, false);
+             }},
+            {op + "_dimsneg2neg1_biased_keep",
+             [f](const Tensor& x) {
+                 return f(x, {-2, -1}, false, true);
+             }},
+            {op + "_dims_all_biased",
+             [f](const Tensor& x) {
+                 return f(x, {0, 1, 2}, false, false);
+             }},
             {op + "_transposed", [f](const Tensor& x) { return f(x.transpose(0, 2), 1, true, false); }},
             {op + "_sliced", [f](const Tensor& x) { return f(step2(x, 1), 0, true, false); }},
         });
@@ -155,7 +184,7 @@ TEST_CASE("max and min") {
             return op == "max" ? x.max(d, keepdim) : x.min(d, keepdim);
         };
         check_cases({
-            {op + "_all", all},  // MaxBackward1 / MinBackward1
+            {op + "_all", all},                                                       // MaxBackward1 / MinBackward1
             {op + "_dim1", [along](const Tensor& x) { return along(x, 1, false); }},  // MaxBackward0 / MinBackward0
             {op + "_dimneg1_keep", [along](const Tensor& x) { return along(x, -1, true); }},
             {op + "_transposed", [along](const Tensor& x) { return along(x.transpose(0, 2), 0, false); }},

@@ -77,7 +77,9 @@ std::string invalid_argument_of(Fn fn) {
     return "<no exception>";
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 /// The model of the golden files: Linear(5, 6), ReLU, Linear(6, 2).
 nn::Sequential make_model(std::uint64_t seed) {
@@ -99,7 +101,9 @@ std::vector<std::string> snapshot(const nn::Module& m) {
     return out;
 }
 
-void check_equal(const Tensor& a, const Tensor& b, const std::string& what) { golden::check_close(a, b, what, 0, 0); }
+void check_equal(const Tensor& a, const Tensor& b, const std::string& what) {
+    golden::check_close(a, b, what, 0, 0);
+}
 
 }  // namespace
 
@@ -153,12 +157,11 @@ TEST_CASE("save writes PyTorch's names in a well-formed header, and the file loa
     std::string header = bytes.substr(8, n);
     std::string json = header.substr(0, header.find_last_not_of(' ') + 1);
     CHECK(header.size() - json.size() < 8);
-    CHECK(json ==
-          R"({"__metadata__":{"format":"pt"},)"
-          R"("0.weight":{"dtype":"F32","shape":[6,5],"data_offsets":[0,120]},)"
-          R"("0.bias":{"dtype":"F32","shape":[6],"data_offsets":[120,144]},)"
-          R"("2.weight":{"dtype":"F32","shape":[2,6],"data_offsets":[144,192]},)"
-          R"("2.bias":{"dtype":"F32","shape":[2],"data_offsets":[192,200]}})");
+    CHECK(json == R"({"__metadata__":{"format":"pt"},)"
+                  R"("0.weight":{"dtype":"F32","shape":[6,5],"data_offsets":[0,120]},)"
+                  R"("0.bias":{"dtype":"F32","shape":[6],"data_offsets":[120,144]},)"
+                  R"("2.weight":{"dtype":"F32","shape":[2,6],"data_offsets":[144,192]},)"
+                  R"("2.bias":{"dtype":"F32","shape":[2],"data_offsets":[192,200]}})");
     std::size_t at = 8 + n;
     for (const auto& [name, t] : model.state_dict()) {  // raw little-endian float32, in header order
         auto values = t.to_vector<float>();
@@ -234,7 +237,8 @@ TEST_CASE("saving is atomic: a failed save leaves the old file and no temporary 
         fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
         xgrad::save(model, path);
         CHECK(dir.entries() == std::vector<std::string>{"model.safetensors"});
-        CHECK(fs::status(path).permissions() == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+        CHECK(fs::status(path).permissions() ==
+              (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
         nn::Sequential other = make_model(7);
         xgrad::load(other, path);
         CHECK(snapshot(other) == snapshot(model));
@@ -242,10 +246,9 @@ TEST_CASE("saving is atomic: a failed save leaves the old file and no temporary 
     SUBCASE("tensors that cannot be saved") {
         write_bytes(path, "old contents");
         Tensor w = xgrad::ones({2});
-        for (const nn::NamedTensors& bad : {nn::NamedTensors{{"a", w}, {"b", Tensor()}},
-                                            nn::NamedTensors{{"a", w}, {"a", w}},
-                                            nn::NamedTensors{{"__metadata__", w}},
-                                            nn::NamedTensors{{"bad\xff", w}}}) {
+        for (const nn::NamedTensors& bad :
+             {nn::NamedTensors{{"a", w}, {"b", Tensor()}}, nn::NamedTensors{{"a", w}, {"a", w}},
+              nn::NamedTensors{{"__metadata__", w}}, nn::NamedTensors{{"bad\xff", w}}}) {
             std::string msg = invalid_argument_of([&] { xgrad::save_tensors(bad, path); });
             CHECK_MESSAGE(contains(msg, "save_tensors: '" + path + "'"), msg);
             CHECK(read_bytes(path) == "old contents");
@@ -314,8 +317,10 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
     std::string path = dir / "bad.safetensors";
     const std::string w8 = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
     const std::string eight(8, '\0');
-    auto tensor = [](const std::string& name, const std::string& dtype, const std::string& shape, const std::string& offsets) {
-        return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":" + offsets + "}";
+    auto tensor = [](const std::string& name, const std::string& dtype, const std::string& shape,
+                     const std::string& offsets) {
+        return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":" + offsets +
+               "}";
     };
     std::string many_dims = "[1";  // 1025 sizes of 1
     for (int i = 0; i < 1024; ++i) many_dims += ",1";
@@ -331,9 +336,11 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
         {"short file", std::string("\x08\0\0\0\0", 5), "the file has 5 bytes, too few"},
         {"huge header length", le64(std::uint64_t{1} << 63) + "{}", "exceeds the limit of 100000000 bytes"},
         {"header length over the cap", le64(200'000'000) + "{}", "exceeds the limit"},
-        {"header length past the end", le64(1000) + w8, "the header length 1000 is larger than the rest of the file (54 bytes)"},
+        {"header length past the end", le64(1000) + w8,
+         "the header length 1000 is larger than the rest of the file (54 bytes)"},
         {"not JSON", craft("not json", ""), "the header is not valid JSON: unexpected character 'n' at byte 0"},
-        {"unterminated object", craft(w8.substr(0, w8.size() - 1), eight), "not valid JSON: unexpected end of the header at byte 56"},
+        {"unterminated object", craft(w8.substr(0, w8.size() - 1), eight),
+         "not valid JSON: unexpected end of the header at byte 56"},
         {"trailing text", craft("{} x", ""), "unexpected text after the top-level value"},
         {"top level array", craft("[1,2]", ""), "the header must be a JSON object, not an array"},
         {"top level null", craft("null", ""), "the header must be a JSON object, not null"},
@@ -343,56 +350,83 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
         {"control character", craft("{\"w\x01\":1}", ""), "control character in a string"},
         {"bad escape", craft(R"({"w\x":1})", ""), "invalid escape in a string"},
         {"lone surrogate", craft(R"({"\ud800":1})", ""), "unpaired surrogate"},
-        {"bad number", craft(R"({"w":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", eight.substr(4)), "not valid JSON"},
+        {"bad number", craft(R"({"w":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", eight.substr(4)),
+         "not valid JSON"},
         {"truncated literal", craft(R"({"__metadata__":nul})", ""), "unexpected character 'n'"},
-        {"duplicate names", craft("{" + tensor("w", "F32", "[1]", "[0,4]") + "," + tensor("w", "F32", "[1]", "[4,8]") + "}", eight),
+        {"duplicate names",
+         craft("{" + tensor("w", "F32", "[1]", "[0,4]") + "," + tensor("w", "F32", "[1]", "[4,8]") + "}", eight),
          "the header names tensor \"w\" twice"},
-        {"duplicate field", craft(R"({"w":{"dtype":"F32","dtype":"F32","shape":[],"data_offsets":[0,4]}})", eight.substr(4)),
+        {"duplicate field",
+         craft(R"({"w":{"dtype":"F32","dtype":"F32","shape":[],"data_offsets":[0,4]}})", eight.substr(4)),
          "tensor \"w\" has \"dtype\" twice"},
-        {"metadata twice", craft(R"({"__metadata__":{},"__metadata__":{}})", ""), "the header has \"__metadata__\" twice"},
-        {"metadata key twice", craft(R"({"__metadata__":{"k":"a","k":"b"}})", ""), "\"__metadata__\" has the key \"k\" twice"},
+        {"metadata twice", craft(R"({"__metadata__":{},"__metadata__":{}})", ""),
+         "the header has \"__metadata__\" twice"},
+        {"metadata key twice", craft(R"({"__metadata__":{"k":"a","k":"b"}})", ""),
+         "\"__metadata__\" has the key \"k\" twice"},
         {"missing comma", craft(R"({"__metadata__":{"k":"a" "j":"b"}})", ""), "expected ',' or '}' at byte 25"},
         {"trailing comma", craft(R"({"__metadata__":{"k":"a",}})", ""), "expected a string key at byte 25"},
         {"missing colon", craft(R"({"__metadata__" {}})", ""), "expected ':' after a key"},
         {"bad \\u escape", craft(R"({"\u12G4":1})", ""), "a \\u escape needs four hex digits"},
-        {"tensor not an object", craft(R"({"w":[1]})", ""), "tensor \"w\" must be described by an object, not an array"},
-        {"missing dtype", craft(R"({"w":{"shape":[],"data_offsets":[0,4]}})", eight.substr(4)), "tensor \"w\" has no \"dtype\""},
+        {"tensor not an object", craft(R"({"w":[1]})", ""),
+         "tensor \"w\" must be described by an object, not an array"},
+        {"missing dtype", craft(R"({"w":{"shape":[],"data_offsets":[0,4]}})", eight.substr(4)),
+         "tensor \"w\" has no \"dtype\""},
         {"missing shape", craft(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", eight.substr(4)), "has no \"shape\""},
         {"missing offsets", craft(R"({"w":{"dtype":"F32","shape":[]}})", eight.substr(4)), "has no \"data_offsets\""},
         {"unknown field", craft(R"({"w":{"dtype":"F32","shape":[],"data_offsets":[0,4],"extra":1}})", eight.substr(4)),
          "tensor \"w\" has an unknown field \"extra\""},
         {"dtype not a string", craft(R"({"w":{"dtype":32,"shape":[2],"data_offsets":[0,8]}})", eight),
          "\"dtype\" must be a string, not a number"},
-        {"unknown dtype", craft("{" + tensor("w", "F33", "[2]", "[0,8]") + "}", eight), "tensor \"w\" has the unknown dtype \"F33\""},
+        {"unknown dtype", craft("{" + tensor("w", "F33", "[2]", "[0,8]") + "}", eight),
+         "tensor \"w\" has the unknown dtype \"F33\""},
         {"unsupported dtype", craft("{" + tensor("w", "BF16", "[4]", "[0,8]") + "}", eight),
          "tensor \"w\" has dtype BF16, which xgrad does not support"},
-        {"shape not an array", craft("{" + tensor("w", "F32", "2", "[0,8]") + "}", eight), "\"shape\" must be an array, not a number"},
-        {"negative size", craft("{" + tensor("w", "F32", "[-2]", "[0,8]") + "}", eight), "must be a non-negative integer below 2^64, not -2"},
+        {"shape not an array", craft("{" + tensor("w", "F32", "2", "[0,8]") + "}", eight),
+         "\"shape\" must be an array, not a number"},
+        {"negative size", craft("{" + tensor("w", "F32", "[-2]", "[0,8]") + "}", eight),
+         "must be a non-negative integer below 2^64, not -2"},
         {"fractional size", craft("{" + tensor("w", "F32", "[2.0]", "[0,8]") + "}", eight), "not 2.0"},
         {"exponent size", craft("{" + tensor("w", "F32", "[2e0]", "[0,8]") + "}", eight), "not 2e0"},
-        {"string size", craft("{" + tensor("w", "F32", "[\"2\"]", "[0,8]") + "}", eight), "must be a non-negative integer, not a string"},
-        {"size past 2^64", craft("{" + tensor("w", "F32", "[18446744073709551616]", "[0,8]") + "}", eight), "below 2^64"},
-        {"shape too large", craft("{" + tensor("w", "F32", "[4294967296,4294967296]", "[0,8]") + "}", eight), "the shape is too large"},
-        {"empty but huge shape", craft("{" + tensor("w", "F32", "[0,4294967296,4294967296]", "[0,0]") + "}", ""), "the shape is too large"},
-        {"offsets not a pair", craft("{" + tensor("w", "F32", "[2]", "[8]") + "}", eight), "must be an array of two integers"},
-        {"offsets not a pair", craft("{" + tensor("w", "F32", "[2]", "[0,8,8]") + "}", eight), "must be an array of two integers"},
-        {"too many dimensions", craft("{" + tensor("w", "F32", many_dims, "[0,4]") + "}", eight.substr(4)), "more than 1024 dimensions"},
+        {"string size", craft("{" + tensor("w", "F32", "[\"2\"]", "[0,8]") + "}", eight),
+         "must be a non-negative integer, not a string"},
+        {"size past 2^64", craft("{" + tensor("w", "F32", "[18446744073709551616]", "[0,8]") + "}", eight),
+         "below 2^64"},
+        {"shape too large", craft("{" + tensor("w", "F32", "[4294967296,4294967296]", "[0,8]") + "}", eight),
+         "the shape is too large"},
+        {"empty but huge shape", craft("{" + tensor("w", "F32", "[0,4294967296,4294967296]", "[0,0]") + "}", ""),
+         "the shape is too large"},
+        {"offsets not a pair", craft("{" + tensor("w", "F32", "[2]", "[8]") + "}", eight),
+         "must be an array of two integers"},
+        {"offsets not a pair", craft("{" + tensor("w", "F32", "[2]", "[0,8,8]") + "}", eight),
+         "must be an array of two integers"},
+        {"too many dimensions", craft("{" + tensor("w", "F32", many_dims, "[0,4]") + "}", eight.substr(4)),
+         "more than 1024 dimensions"},
         {"offsets not numbers", craft("{" + tensor("w", "F32", "[2]", "[0,null]") + "}", eight), "not null"},
-        {"offsets backwards", craft("{" + tensor("w", "F32", "[0]", "[8,0]") + "}", eight), "data_offsets [8, 0] end before they begin"},
+        {"offsets backwards", craft("{" + tensor("w", "F32", "[0]", "[8,0]") + "}", eight),
+         "data_offsets [8, 0] end before they begin"},
         {"offsets do not match the shape", craft("{" + tensor("w", "F32", "[3]", "[0,8]") + "}", eight),
          "data_offsets [0, 8] hold 8 bytes, but shape (3,) of F32 needs 12"},
-        {"offsets past the end", craft(w8, eight.substr(4)), "data_offsets [0, 8] go past the end of the data (4 bytes); the file may be truncated"},
-        {"offsets far past the end", craft("{" + tensor("w", "F32", "[2]", "[18446744073709551600,18446744073709551608]") + "}", eight),
+        {"offsets past the end", craft(w8, eight.substr(4)),
+         "data_offsets [0, 8] go past the end of the data (4 bytes); the file may be truncated"},
+        {"offsets far past the end",
+         craft("{" + tensor("w", "F32", "[2]", "[18446744073709551600,18446744073709551608]") + "}", eight),
          "go past the end of the data"},
-        {"overlap", craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("b", "F32", "[2]", "[4,12]") + "}", eight + "1234"),
+        {"overlap",
+         craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("b", "F32", "[2]", "[4,12]") + "}",
+               eight + "1234"),
          "tensors \"a\" and \"b\" overlap"},
-        {"empty tensor inside another", craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("z", "F32", "[0]", "[4,4]") + "}", eight),
+        {"empty tensor inside another",
+         craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("z", "F32", "[0]", "[4,4]") + "}", eight),
          "overlap"},
-        {"gap", craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("b", "F32", "[2]", "[12,20]") + "}", eight + eight + "1234"),
+        {"gap",
+         craft("{" + tensor("a", "F32", "[2]", "[0,8]") + "," + tensor("b", "F32", "[2]", "[12,20]") + "}",
+               eight + eight + "1234"),
          "bytes 8 to 12 of the data belong to no tensor (before tensor \"b\")"},
         {"data left over", craft(w8, eight + "1234"), "the last 4 bytes of the data belong to no tensor"},
-        {"metadata not an object", craft(R"({"__metadata__":[1]})", ""), "\"__metadata__\" must be an object, not an array"},
-        {"metadata value not a string", craft(R"({"__metadata__":{"k":1}})", ""), "\"__metadata__\" values must be strings; \"k\" is a number"},
+        {"metadata not an object", craft(R"({"__metadata__":[1]})", ""),
+         "\"__metadata__\" must be an object, not an array"},
+        {"metadata value not a string", craft(R"({"__metadata__":{"k":1}})", ""),
+         "\"__metadata__\" values must be strings; \"k\" is a number"},
     };
     for (const Case& c : cases) {
         INFO(std::string(c.what));
@@ -437,11 +471,21 @@ TEST_CASE("damaged files only ever throw: byte flips, truncations and insertions
         for (std::size_t k = 0, edits = 1 + below(3); k < edits && !bytes.empty(); ++k) {
             std::size_t at = below(4) ? below(std::min(bytes.size(), header_end)) : below(bytes.size());
             switch (below(5)) {
-                case 0: bytes[at] = static_cast<char>(bytes[at] ^ (1 << below(8))); break;
-                case 1: bytes[at] = static_cast<char>(below(256)); break;
-                case 2: bytes[at] = structural[below(structural.size())]; break;
-                case 3: bytes.resize(at); break;
-                case 4: bytes.insert(at, 1, structural[below(structural.size())]); break;
+                case 0:
+                    bytes[at] = static_cast<char>(bytes[at] ^ (1 << below(8)));
+                    break;
+                case 1:
+                    bytes[at] = static_cast<char>(below(256));
+                    break;
+                case 2:
+                    bytes[at] = structural[below(structural.size())];
+                    break;
+                case 3:
+                    bytes.resize(at);
+                    break;
+                case 4:
+                    bytes.insert(at, 1, structural[below(structural.size())]);
+                    break;
             }
         }
         return bytes;

@@ -18,7 +18,9 @@ namespace {
 
 const char* kFile = "shape_ops.txt";
 
-bool has(const std::string& name) { return golden::load(kFile).count(name) != 0; }
+bool has(const std::string& name) {
+    return golden::load(kFile).count(name) != 0;
+}
 
 /// Applies `fn` to the golden leaves of `name.dtype`, and compares its value, grad_fn name and the
 /// gradients of (out * w).sum() with PyTorch's, then runs gradcheck on it.
@@ -64,16 +66,31 @@ void check_throws(const std::function<void()>& f, const std::vector<std::string>
     for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
 }
 
-Tensor arange_f(std::int64_t n, Shape shape) { return xgrad::arange(static_cast<double>(n)).reshape(shape); }
+Tensor arange_f(std::int64_t n, Shape shape) {
+    return xgrad::arange(static_cast<double>(n)).reshape(shape);
+}
 
 }  // namespace
 
 TEST_CASE("transpose, t and permute match PyTorch") {
-    check_both("transpose", [](const auto& in) { return in[0].transpose(0, 2); }, "TransposeBackward0");
-    check_case("transpose_neg", "float32", [](const auto& in) { return in[0].transpose(-1, -2); }, "TransposeBackward0");
-    check_case("t", "float32", [](const auto& in) { return in[0].t(); }, "TBackward0");
-    check_both("permute", [](const auto& in) { return in[0].permute({2, 0, 1}); }, "PermuteBackward0");
-    check_case("permute_neg", "float32", [](const auto& in) { return in[0].permute({-1, 0, -2}); }, "PermuteBackward0");
+    check_both(
+        "transpose", [](const auto& in) { return in[0].transpose(0, 2); }, "TransposeBackward0");
+    check_case(
+        "transpose_neg", "float32", [](const auto& in) { return in[0].transpose(-1, -2); }, "TransposeBackward0");
+    check_case(
+        "t", "float32", [](const auto& in) { return in[0].t(); }, "TBackward0");
+    check_both(
+        "permute",
+        [](const auto& in) {
+            return in[0].permute({2, 0, 1});
+        },
+        "PermuteBackward0");
+    check_case(
+        "permute_neg", "float32",
+        [](const auto& in) {
+            return in[0].permute({-1, 0, -2});
+        },
+        "PermuteBackward0");
 
     SUBCASE("they are views with swapped strides") {
         Tensor x = arange_f(24, {2, 3, 4});
@@ -97,17 +114,43 @@ TEST_CASE("transpose, t and permute match PyTorch") {
 TEST_CASE("reshape, view and flatten match PyTorch") {
     // torch 1.13 names reshape's node ReshapeAliasBackward0 (UnsafeViewBackward0 when it copies);
     // xgrad deliberately uses torch 2.x's ViewBackward0.
-    check_both("reshape_view", [](const auto& in) { return in[0].reshape({4, -1}); }, "ViewBackward0");
-    check_both("reshape_copy", [](const auto& in) { return in[0].transpose(0, 1).reshape({-1, 2}); }, "ViewBackward0");
-    check_case("view", "float32", [](const auto& in) { return in[0].view({-1, 3, 2}); }, "ViewBackward0");
-    check_case("view_noncontig", "float32", [](const auto& in) { return in[0].transpose(0, 1).view({3, 2, 2, 2}); },
-               "ViewBackward0");
-    check_case("view_strided", "float32", [](const auto& in) { return in[0].slice(2, {}, {}, 2).view({6, 2}); },
-               "ViewBackward0");
-    check_case("flatten", "float32", [](const auto& in) { return in[0].flatten(); }, "ViewBackward0");
-    check_case("flatten_1", "float32", [](const auto& in) { return in[0].flatten(1); }, "ViewBackward0");
-    check_case("flatten_01_noncontig", "float32", [](const auto& in) { return in[0].transpose(1, 2).flatten(0, 1); },
-               "ViewBackward0");
+    check_both(
+        "reshape_view",
+        [](const auto& in) {
+            return in[0].reshape({4, -1});
+        },
+        "ViewBackward0");
+    check_both(
+        "reshape_copy",
+        [](const auto& in) {
+            return in[0].transpose(0, 1).reshape({-1, 2});
+        },
+        "ViewBackward0");
+    check_case(
+        "view", "float32",
+        [](const auto& in) {
+            return in[0].view({-1, 3, 2});
+        },
+        "ViewBackward0");
+    check_case(
+        "view_noncontig", "float32",
+        [](const auto& in) {
+            return in[0].transpose(0, 1).view({3, 2, 2, 2});
+        },
+        "ViewBackward0");
+    check_case(
+        "view_strided", "float32",
+        [](const auto& in) {
+            return in[0].slice(2, {}, {}, 2).view({6, 2});
+        },
+        "ViewBackward0");
+    check_case(
+        "flatten", "float32", [](const auto& in) { return in[0].flatten(); }, "ViewBackward0");
+    check_case(
+        "flatten_1", "float32", [](const auto& in) { return in[0].flatten(1); }, "ViewBackward0");
+    check_case(
+        "flatten_01_noncontig", "float32", [](const auto& in) { return in[0].transpose(1, 2).flatten(0, 1); },
+        "ViewBackward0");
 
     SUBCASE("reshape of a viewable tensor shares storage, otherwise copies") {
         Tensor x = arange_f(24, {2, 3, 4});
@@ -153,12 +196,18 @@ TEST_CASE("reshape, view and flatten match PyTorch") {
 }
 
 TEST_CASE("unsqueeze and squeeze match PyTorch") {
-    check_case("unsqueeze", "float32", [](const auto& in) { return in[0].unsqueeze(1); }, "UnsqueezeBackward0");
-    check_case("unsqueeze_neg", "float32", [](const auto& in) { return in[0].unsqueeze(-1); }, "UnsqueezeBackward0");
-    check_case("squeeze_all", "float32", [](const auto& in) { return in[0].squeeze(); }, "SqueezeBackward0");
-    check_case("squeeze_dim", "float32", [](const auto& in) { return in[0].squeeze(1); }, "SqueezeBackward1");
-    check_case("squeeze_neg", "float32", [](const auto& in) { return in[0].squeeze(-1); }, "SqueezeBackward1");
-    check_case("squeeze_noop", "float32", [](const auto& in) { return in[0].squeeze(0); }, "SqueezeBackward1");
+    check_case(
+        "unsqueeze", "float32", [](const auto& in) { return in[0].unsqueeze(1); }, "UnsqueezeBackward0");
+    check_case(
+        "unsqueeze_neg", "float32", [](const auto& in) { return in[0].unsqueeze(-1); }, "UnsqueezeBackward0");
+    check_case(
+        "squeeze_all", "float32", [](const auto& in) { return in[0].squeeze(); }, "SqueezeBackward0");
+    check_case(
+        "squeeze_dim", "float32", [](const auto& in) { return in[0].squeeze(1); }, "SqueezeBackward1");
+    check_case(
+        "squeeze_neg", "float32", [](const auto& in) { return in[0].squeeze(-1); }, "SqueezeBackward1");
+    check_case(
+        "squeeze_noop", "float32", [](const auto& in) { return in[0].squeeze(0); }, "SqueezeBackward1");
 
     SUBCASE("shapes and strides") {
         Tensor x = arange_f(6, {2, 3});
@@ -190,9 +239,20 @@ TEST_CASE("permute errors name the op and the shape") {
 }
 
 TEST_CASE("expand and expand_as match PyTorch") {
-    check_both("expand", [](const auto& in) { return in[0].expand({2, 3, 4}); }, "ExpandBackward0");
-    check_case("expand_keep", "float32", [](const auto& in) { return in[0].expand({-1, 5}); }, "ExpandBackward0");
-    check_case("expand_as", "float32", [](const auto& in) { return in[0].expand_as(in[1]); }, "ExpandBackward0");
+    check_both(
+        "expand",
+        [](const auto& in) {
+            return in[0].expand({2, 3, 4});
+        },
+        "ExpandBackward0");
+    check_case(
+        "expand_keep", "float32",
+        [](const auto& in) {
+            return in[0].expand({-1, 5});
+        },
+        "ExpandBackward0");
+    check_case(
+        "expand_as", "float32", [](const auto& in) { return in[0].expand_as(in[1]); }, "ExpandBackward0");
 
     SUBCASE("expanded dimensions have stride 0 and share storage") {
         Tensor v = arange_f(3, {3, 1});
@@ -219,8 +279,10 @@ TEST_CASE("expand and expand_as match PyTorch") {
 }
 
 TEST_CASE("contiguous and clone match PyTorch") {
-    check_case("contiguous", "float32", [](const auto& in) { return in[0].transpose(0, 2).contiguous(); }, "CloneBackward0");
-    check_case("clone", "float32", [](const auto& in) { return in[0].clone(); }, "CloneBackward0");
+    check_case(
+        "contiguous", "float32", [](const auto& in) { return in[0].transpose(0, 2).contiguous(); }, "CloneBackward0");
+    check_case(
+        "clone", "float32", [](const auto& in) { return in[0].clone(); }, "CloneBackward0");
 
     Tensor x = arange_f(6, {2, 3});
     CHECK(x.contiguous().impl() == x.impl());  // already contiguous: the same tensor
@@ -235,14 +297,22 @@ TEST_CASE("contiguous and clone match PyTorch") {
 }
 
 TEST_CASE("slice, narrow, select and operator[] match PyTorch") {
-    check_case("slice_neg", "float32", [](const auto& in) { return in[0].slice(1, -2, {}); }, "SliceBackward0");
-    check_both("slice_step2", [](const auto& in) { return in[0].slice(2, {}, {}, 2); }, "SliceBackward0");
-    check_case("slice_clamped", "float32", [](const auto& in) { return in[0].slice(1, -100, 2); }, "SliceBackward0");
-    check_case("slice_step2_offset", "float32", [](const auto& in) { return in[0].slice(2, 1, 100, 2); }, "SliceBackward0");
-    check_case("narrow", "float32", [](const auto& in) { return in[0].narrow(2, 1, 2); }, "SliceBackward0");
-    check_case("narrow_neg", "float32", [](const auto& in) { return in[0].narrow(-1, -3, 2); }, "SliceBackward0");
-    check_both("select", [](const auto& in) { return in[0].select(1, -1); }, "SelectBackward0");
-    check_case("index", "float32", [](const auto& in) { return in[0][1]; }, "SelectBackward0");
+    check_case(
+        "slice_neg", "float32", [](const auto& in) { return in[0].slice(1, -2, {}); }, "SliceBackward0");
+    check_both(
+        "slice_step2", [](const auto& in) { return in[0].slice(2, {}, {}, 2); }, "SliceBackward0");
+    check_case(
+        "slice_clamped", "float32", [](const auto& in) { return in[0].slice(1, -100, 2); }, "SliceBackward0");
+    check_case(
+        "slice_step2_offset", "float32", [](const auto& in) { return in[0].slice(2, 1, 100, 2); }, "SliceBackward0");
+    check_case(
+        "narrow", "float32", [](const auto& in) { return in[0].narrow(2, 1, 2); }, "SliceBackward0");
+    check_case(
+        "narrow_neg", "float32", [](const auto& in) { return in[0].narrow(-1, -3, 2); }, "SliceBackward0");
+    check_both(
+        "select", [](const auto& in) { return in[0].select(1, -1); }, "SelectBackward0");
+    check_case(
+        "index", "float32", [](const auto& in) { return in[0][1]; }, "SelectBackward0");
 
     SUBCASE("Python's slicing bounds") {
         Tensor x = xgrad::arange(10.0);
@@ -280,12 +350,36 @@ TEST_CASE("slice, narrow, select and operator[] match PyTorch") {
 }
 
 TEST_CASE("cat and stack match PyTorch") {
-    check_both("cat0", [](const auto& in) { return xgrad::cat({in[0], in[1]}, 0); }, "CatBackward0");
-    check_case("cat1", "float32", [](const auto& in) { return xgrad::cat({in[0], in[1], in[2]}, -1); }, "CatBackward0");
-    check_case("cat_noncontig", "float32", [](const auto& in) { return xgrad::cat({in[0].t(), in[1]}, 0); },
-               "CatBackward0");
-    check_case("stack0", "float32", [](const auto& in) { return xgrad::stack({in[0], in[1]}); }, "StackBackward0");
-    check_both("stack_last", [](const auto& in) { return xgrad::stack({in[0], in[1], in[2]}, -1); }, "StackBackward0");
+    check_both(
+        "cat0",
+        [](const auto& in) {
+            return xgrad::cat({in[0], in[1]}, 0);
+        },
+        "CatBackward0");
+    check_case(
+        "cat1", "float32",
+        [](const auto& in) {
+            return xgrad::cat({in[0], in[1], in[2]}, -1);
+        },
+        "CatBackward0");
+    check_case(
+        "cat_noncontig", "float32",
+        [](const auto& in) {
+            return xgrad::cat({in[0].t(), in[1]}, 0);
+        },
+        "CatBackward0");
+    check_case(
+        "stack0", "float32",
+        [](const auto& in) {
+            return xgrad::stack({in[0], in[1]});
+        },
+        "StackBackward0");
+    check_both(
+        "stack_last",
+        [](const auto& in) {
+            return xgrad::stack({in[0], in[1], in[2]}, -1);
+        },
+        "StackBackward0");
 
     SUBCASE("only the inputs that require grad get one") {
         Tensor a = xgrad::ones({2}).requires_grad_();
@@ -313,10 +407,11 @@ TEST_CASE("cat and stack match PyTorch") {
 }
 
 TEST_CASE("to(dtype), type_as: converted copies that pass gradients back in the source dtype") {
-    check_case("to_float64", "float32", [](const auto& in) { return in[0].to(xgrad::kFloat64); }, "ToCopyBackward0");
+    check_case(
+        "to_float64", "float32", [](const auto& in) { return in[0].to(xgrad::kFloat64); }, "ToCopyBackward0");
     // No gradcheck: float32 results carry no meaningful finite differences.
-    check_case("to_float32", "float64", [](const auto& in) { return in[0].to(xgrad::kFloat32); }, "ToCopyBackward0",
-               false);
+    check_case(
+        "to_float32", "float64", [](const auto& in) { return in[0].to(xgrad::kFloat32); }, "ToCopyBackward0", false);
 
     Tensor x = xgrad::tensor({1.5, -2.25}).requires_grad_();
     CHECK(x.to(xgrad::kFloat32).impl() == x.impl());  // same dtype: the same tensor
@@ -335,22 +430,35 @@ TEST_CASE("to(dtype), type_as: converted copies that pass gradients back in the 
 }
 
 TEST_CASE("gradients flow back through chains of non-contiguous views") {
-    check_both("chain", [](const auto& in) {
-        return in[0].transpose(0, 2).slice(0, 1, {}).slice(2, {}, {}, 2).permute({1, 0, 2}).reshape({-1}).slice(0, 2, 9);
-    }, "SliceBackward0");
-    check_case("chain_select", "float32", [](const auto& in) { return in[0].t()[1].unsqueeze(0).expand({3, 3}); },
-               "ExpandBackward0");
+    check_both(
+        "chain",
+        [](const auto& in) {
+            return in[0]
+                .transpose(0, 2)
+                .slice(0, 1, {})
+                .slice(2, {}, {}, 2)
+                .permute({1, 0, 2})
+                .reshape({-1})
+                .slice(0, 2, 9);
+        },
+        "SliceBackward0");
+    check_case(
+        "chain_select", "float32",
+        [](const auto& in) {
+            return in[0].t()[1].unsqueeze(0).expand({3, 3});
+        },
+        "ExpandBackward0");
 }
 
 TEST_CASE("views share storage with their base") {
     Tensor x = arange_f(12, {3, 4}).requires_grad_();
     SUBCASE("writing through views under NoGradGuard changes the base") {
         xgrad::NoGradGuard no_grad;
-        x.t()[1].fill_(-1.0);                        // column 1
-        x.slice(1, 2, {})[0].copy_(xgrad::tensor({7.0, 8.0}));  // x[0, 2:]
-        x.view({2, 6})[1].slice(0, 4, {}).zero_();   // x[2, 2:]
-        x.unsqueeze(0).expand({2, 3, 4})[1][2][0].fill_(5.0);  // x[2, 0]
-        x.select(0, 1).narrow(0, 3, 1).fill_(42.0);  // x[1, 3]
+        x.t()[1].fill_(-1.0);                                                // column 1
+        x.slice(1, 2, {})[0].copy_(xgrad::tensor({7.0, 8.0}));               // x[0, 2:]
+        x.view({2, 6})[1].slice(0, 4, {}).zero_();                           // x[2, 2:]
+        x.unsqueeze(0).expand({2, 3, 4})[1][2][0].fill_(5.0);                // x[2, 0]
+        x.select(0, 1).narrow(0, 3, 1).fill_(42.0);                          // x[1, 3]
         x.permute({1, 0}).squeeze().slice(0, 0, 1).flatten()[1].fill_(6.0);  // x[1, 0]
         CHECK(x.to_vector<float>() == std::vector<float>{0, -1, 7, 8, 6, -1, 6, 42, 5, -1, 0, 0});
     }

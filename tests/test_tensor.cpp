@@ -27,7 +27,9 @@ void check_throws(const std::function<void()>& f, const std::vector<std::string>
     for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
 }
 
-Tensor arange_f(std::int64_t n, Shape shape) { return xgrad::arange(static_cast<double>(n)).reshape(shape); }
+Tensor arange_f(std::int64_t n, Shape shape) {
+    return xgrad::arange(static_cast<double>(n)).reshape(shape);
+}
 
 }  // namespace
 

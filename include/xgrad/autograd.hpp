@@ -38,13 +38,13 @@ namespace autograd {
 
 /// What gradcheck found: `ok`, or the first input and element whose gradient disagrees.
 struct GradcheckResult {
-    bool ok = true;                ///< True when every Jacobian entry agreed.
-    std::int64_t input = -1;       ///< Index of the failing input.
-    std::int64_t element = -1;     ///< Flat index of the failing element of that input.
-    std::int64_t output = -1;      ///< Flat index of the output element involved.
-    double analytic = 0.0;         ///< d output / d input from backward().
-    double numeric = 0.0;          ///< The same from central differences.
-    std::string message;           ///< A sentence saying all of the above.
+    bool ok = true;             ///< True when every Jacobian entry agreed.
+    std::int64_t input = -1;    ///< Index of the failing input.
+    std::int64_t element = -1;  ///< Flat index of the failing element of that input.
+    std::int64_t output = -1;   ///< Flat index of the output element involved.
+    double analytic = 0.0;      ///< d output / d input from backward().
+    double numeric = 0.0;       ///< The same from central differences.
+    std::string message;        ///< A sentence saying all of the above.
     /// True when the check passed.
     explicit operator bool() const { return ok; }
 };
@@ -62,8 +62,7 @@ struct GradcheckResult {
 /// // r.ok, or r.message says which element failed
 /// ```
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                          const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
-                          double rtol = 1e-3);
+                          const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);
 
 }  // namespace autograd
 }  // namespace xgrad

@@ -20,46 +20,82 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
 /// Joins tensors of equal shape along a new dimension.
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
 /// Elementwise maximum with broadcasting.
-inline Tensor maximum(const Tensor& a, const Tensor& b) { return a.maximum(b); }
+inline Tensor maximum(const Tensor& a, const Tensor& b) {
+    return a.maximum(b);
+}
 /// Elementwise minimum with broadcasting.
-inline Tensor minimum(const Tensor& a, const Tensor& b) { return a.minimum(b); }
+inline Tensor minimum(const Tensor& a, const Tensor& b) {
+    return a.minimum(b);
+}
 
 /// `torch.sqrt(x)`.
-inline Tensor sqrt(const Tensor& x) { return x.sqrt(); }
+inline Tensor sqrt(const Tensor& x) {
+    return x.sqrt();
+}
 /// `torch.rsqrt(x)`.
-inline Tensor rsqrt(const Tensor& x) { return x.rsqrt(); }
+inline Tensor rsqrt(const Tensor& x) {
+    return x.rsqrt();
+}
 /// `torch.exp(x)`.
-inline Tensor exp(const Tensor& x) { return x.exp(); }
+inline Tensor exp(const Tensor& x) {
+    return x.exp();
+}
 /// `torch.log(x)`.
-inline Tensor log(const Tensor& x) { return x.log(); }
+inline Tensor log(const Tensor& x) {
+    return x.log();
+}
 /// `torch.abs(x)`.
-inline Tensor abs(const Tensor& x) { return x.abs(); }
+inline Tensor abs(const Tensor& x) {
+    return x.abs();
+}
 /// `torch.tanh(x)`.
-inline Tensor tanh(const Tensor& x) { return x.tanh(); }
+inline Tensor tanh(const Tensor& x) {
+    return x.tanh();
+}
 /// `torch.sigmoid(x)`.
-inline Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
+inline Tensor sigmoid(const Tensor& x) {
+    return x.sigmoid();
+}
 /// `torch.relu(x)`.
-inline Tensor relu(const Tensor& x) { return x.relu(); }
+inline Tensor relu(const Tensor& x) {
+    return x.relu();
+}
 /// `torch.pow(x, exponent)`.
-inline Tensor pow(const Tensor& x, double exponent) { return x.pow(exponent); }
+inline Tensor pow(const Tensor& x, double exponent) {
+    return x.pow(exponent);
+}
 /// `torch.pow(x, exponent)` with a tensor exponent.
-inline Tensor pow(const Tensor& x, const Tensor& exponent) { return x.pow(exponent); }
+inline Tensor pow(const Tensor& x, const Tensor& exponent) {
+    return x.pow(exponent);
+}
 /// `torch.clamp(x, min, max)`.
 inline Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt) {
     return x.clamp(min, max);
 }
 /// `torch.sum(x)`.
-inline Tensor sum(const Tensor& x) { return x.sum(); }
+inline Tensor sum(const Tensor& x) {
+    return x.sum();
+}
 /// `torch.sum(x, dims, keepdim)`.
-inline Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false) { return x.sum(dims, keepdim); }
+inline Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false) {
+    return x.sum(dims, keepdim);
+}
 /// `torch.mean(x)`.
-inline Tensor mean(const Tensor& x) { return x.mean(); }
+inline Tensor mean(const Tensor& x) {
+    return x.mean();
+}
 /// `torch.mean(x, dims, keepdim)`.
-inline Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false) { return x.mean(dims, keepdim); }
+inline Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false) {
+    return x.mean(dims, keepdim);
+}
 /// `torch.transpose(x, dim0, dim1)`.
-inline Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1) { return x.transpose(dim0, dim1); }
+inline Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1) {
+    return x.transpose(dim0, dim1);
+}
 /// `torch.reshape(x, shape)`.
-inline Tensor reshape(const Tensor& x, const Shape& shape) { return x.reshape(shape); }
+inline Tensor reshape(const Tensor& x, const Shape& shape) {
+    return x.reshape(shape);
+}
 /// `torch.flatten(x, start_dim, end_dim)`.
 inline Tensor flatten(const Tensor& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1) {
     return x.flatten(start_dim, end_dim);

@@ -110,11 +110,23 @@ public:
     /// Options on this device.
     TensorOptions(Device device) : device_(device) {}  // NOLINT: implicit, as libtorch
     /// Sets the element type.
-    TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+    TensorOptions dtype(DType d) const {
+        auto o = *this;
+        o.dtype_ = d;
+        return o;
+    }
     /// Sets the device.
-    TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+    TensorOptions device(Device d) const {
+        auto o = *this;
+        o.device_ = d;
+        return o;
+    }
     /// Makes the new tensor a leaf that requires grad.
-    TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
+    TensorOptions requires_grad(bool r) const {
+        auto o = *this;
+        o.requires_grad_ = r;
+        return o;
+    }
     /// The element type.
     DType dtype() const { return dtype_; }
     /// The device.

@@ -94,25 +94,25 @@ public:
     void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
 
     // ---- elementwise maths (broadcasting as in PyTorch) -----------------------------------------
-    Tensor add(const Tensor& other) const;  ///< `self + other`.
-    Tensor add(double other) const;         ///< `self + other`.
-    Tensor sub(const Tensor& other) const;  ///< `self - other`.
-    Tensor sub(double other) const;         ///< `self - other`.
-    Tensor mul(const Tensor& other) const;  ///< `self * other`.
-    Tensor mul(double other) const;         ///< `self * other`.
-    Tensor div(const Tensor& other) const;  ///< `self / other`.
-    Tensor div(double other) const;         ///< `self / other`.
-    Tensor neg() const;                     ///< `-self`.
-    Tensor pow(double exponent) const;      ///< `self ** exponent`.
+    Tensor add(const Tensor& other) const;     ///< `self + other`.
+    Tensor add(double other) const;            ///< `self + other`.
+    Tensor sub(const Tensor& other) const;     ///< `self - other`.
+    Tensor sub(double other) const;            ///< `self - other`.
+    Tensor mul(const Tensor& other) const;     ///< `self * other`.
+    Tensor mul(double other) const;            ///< `self * other`.
+    Tensor div(const Tensor& other) const;     ///< `self / other`.
+    Tensor div(double other) const;            ///< `self / other`.
+    Tensor neg() const;                        ///< `-self`.
+    Tensor pow(double exponent) const;         ///< `self ** exponent`.
     Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise.
-    Tensor sqrt() const;                    ///< Square root.
-    Tensor rsqrt() const;                   ///< `1 / sqrt(self)`.
-    Tensor exp() const;                     ///< `e ** self`.
-    Tensor log() const;                     ///< Natural logarithm.
-    Tensor abs() const;                     ///< Absolute value (gradient 0 at 0, as PyTorch).
-    Tensor tanh() const;                    ///< Hyperbolic tangent.
-    Tensor sigmoid() const;                 ///< `1 / (1 + exp(-self))`.
-    Tensor relu() const;                    ///< `max(self, 0)` (gradient 0 at 0, as PyTorch).
+    Tensor sqrt() const;                       ///< Square root.
+    Tensor rsqrt() const;                      ///< `1 / sqrt(self)`.
+    Tensor exp() const;                        ///< `e ** self`.
+    Tensor log() const;                        ///< Natural logarithm.
+    Tensor abs() const;                        ///< Absolute value (gradient 0 at 0, as PyTorch).
+    Tensor tanh() const;                       ///< Hyperbolic tangent.
+    Tensor sigmoid() const;                    ///< `1 / (1 + exp(-self))`.
+    Tensor relu() const;                       ///< `max(self, 0)` (gradient 0 at 0, as PyTorch).
     /// GELU; `approximate` is "none" (erf form, PyTorch's default) or "tanh".
     Tensor gelu(const std::string& approximate = "none") const;
     Tensor maximum(const Tensor& other) const;  ///< Elementwise maximum (ties share the gradient).
@@ -219,24 +219,24 @@ private:
 
 /// Tensor arithmetic with PyTorch's broadcasting; scalars may stand on either side.
 Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);  ///< Adds a scalar.
-Tensor operator+(double a, const Tensor& b);  ///< Adds a scalar.
+Tensor operator+(const Tensor& a, double b);         ///< Adds a scalar.
+Tensor operator+(double a, const Tensor& b);         ///< Adds a scalar.
 Tensor operator-(const Tensor& a, const Tensor& b);  ///< Elementwise difference.
-Tensor operator-(const Tensor& a, double b);  ///< Subtracts a scalar.
-Tensor operator-(double a, const Tensor& b);  ///< Subtracts from a scalar.
+Tensor operator-(const Tensor& a, double b);         ///< Subtracts a scalar.
+Tensor operator-(double a, const Tensor& b);         ///< Subtracts from a scalar.
 Tensor operator*(const Tensor& a, const Tensor& b);  ///< Elementwise product.
-Tensor operator*(const Tensor& a, double b);  ///< Multiplies by a scalar.
-Tensor operator*(double a, const Tensor& b);  ///< Multiplies by a scalar.
+Tensor operator*(const Tensor& a, double b);         ///< Multiplies by a scalar.
+Tensor operator*(double a, const Tensor& b);         ///< Multiplies by a scalar.
 Tensor operator/(const Tensor& a, const Tensor& b);  ///< Elementwise quotient.
-Tensor operator/(const Tensor& a, double b);  ///< Divides by a scalar.
-Tensor operator/(double a, const Tensor& b);  ///< Divides a scalar elementwise.
-Tensor operator-(const Tensor& a);            ///< Negation.
-Tensor& operator+=(Tensor& a, const Tensor& b);  ///< In place: `a.add_(b)`.
-Tensor& operator+=(Tensor& a, double b);         ///< In place: `a.add_(b)`.
-Tensor& operator-=(Tensor& a, const Tensor& b);  ///< In place: `a.sub_(b)`.
-Tensor& operator*=(Tensor& a, const Tensor& b);  ///< In place: `a.mul_(b)`.
-Tensor& operator*=(Tensor& a, double b);         ///< In place: `a.mul_(b)`.
-Tensor& operator/=(Tensor& a, const Tensor& b);  ///< In place: `a.div_(b)`.
-Tensor& operator/=(Tensor& a, double b);         ///< In place: `a.div_(b)`.
+Tensor operator/(const Tensor& a, double b);         ///< Divides by a scalar.
+Tensor operator/(double a, const Tensor& b);         ///< Divides a scalar elementwise.
+Tensor operator-(const Tensor& a);                   ///< Negation.
+Tensor& operator+=(Tensor& a, const Tensor& b);      ///< In place: `a.add_(b)`.
+Tensor& operator+=(Tensor& a, double b);             ///< In place: `a.add_(b)`.
+Tensor& operator-=(Tensor& a, const Tensor& b);      ///< In place: `a.sub_(b)`.
+Tensor& operator*=(Tensor& a, const Tensor& b);      ///< In place: `a.mul_(b)`.
+Tensor& operator*=(Tensor& a, double b);             ///< In place: `a.mul_(b)`.
+Tensor& operator/=(Tensor& a, const Tensor& b);      ///< In place: `a.div_(b)`.
+Tensor& operator/=(Tensor& a, double b);             ///< In place: `a.div_(b)`.
 
 }  // namespace xgrad

@@ -16,9 +16,12 @@ namespace xgrad::detail {
 template <typename F>
 decltype(auto) dispatch(DType dtype, F&& f) {
     switch (dtype) {
-        case DType::kFloat32: return f(float{});
-        case DType::kFloat64: return f(double{});
-        case DType::kInt64: return f(std::int64_t{});
+        case DType::kFloat32:
+            return f(float{});
+        case DType::kFloat64:
+            return f(double{});
+        case DType::kInt64:
+            return f(std::int64_t{});
     }
     throw std::logic_error("dispatch: unknown dtype");
 }
@@ -27,9 +30,12 @@ decltype(auto) dispatch(DType dtype, F&& f) {
 template <typename F>
 decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
     switch (dtype) {
-        case DType::kFloat32: return f(float{});
-        case DType::kFloat64: return f(double{});
-        default: fail(op, "needs a floating-point tensor, got " + to_string(dtype));
+        case DType::kFloat32:
+            return f(float{});
+        case DType::kFloat64:
+            return f(double{});
+        default:
+            fail(op, "needs a floating-point tensor, got " + to_string(dtype));
     }
 }
 
@@ -104,8 +110,8 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const char* op, F&& f) {
         using T = decltype(tag);
         auto n = static_cast<std::size_t>(shape.numel());
         auto o = flat(out.impl()->data<T>(), n);
-        xt::noalias(o) = f(flat(static_cast<const T*>(x.impl()->data<T>()), n),
-                           flat(static_cast<const T*>(y.impl()->data<T>()), n));
+        xt::noalias(o) =
+            f(flat(static_cast<const T*>(x.impl()->data<T>()), n), flat(static_cast<const T*>(y.impl()->data<T>()), n));
     };
     if constexpr (Ints)
         dispatch(a.dtype(), body);

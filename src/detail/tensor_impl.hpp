@@ -63,7 +63,8 @@ struct NeedsGrad {
     std::vector<bool> flags;  // more than 64 inputs (cat of many tensors)
     std::uint64_t bits = 0;   // inputs 0..63
     void push_back(bool need) {
-        if (flags.empty() && count < 64) bits |= std::uint64_t{need} << count;
+        if (flags.empty() && count < 64)
+            bits |= std::uint64_t{need} << count;
         else {
             if (flags.empty())
                 for (std::size_t i = 0; i < count; ++i) flags.push_back((bits >> i) & 1);

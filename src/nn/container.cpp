@@ -14,7 +14,8 @@ void Sequential::push_back(std::shared_ptr<Module> module) {
 Module& Sequential::operator[](std::int64_t i) const {
     const auto n = static_cast<std::int64_t>(modules_.size());
     if (i < -n || i >= n)
-        detail::fail("Sequential", "index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " modules");
+        detail::fail("Sequential",
+                     "index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " modules");
     return *modules_[static_cast<std::size_t>(i < 0 ? i + n : i)];
 }
 

@@ -14,10 +14,12 @@ using Grads = std::vector<Tensor>;
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     detail::check_defined(input, "linear");
     detail::check_defined(weight, "linear");
-    if (weight.dim() != 2) fail("linear", "weight must be 2-D (out_features, in_features), got " + to_string(weight.shape()));
+    if (weight.dim() != 2)
+        fail("linear", "weight must be 2-D (out_features, in_features), got " + to_string(weight.shape()));
     if (input.dim() == 0 || input.size(-1) != weight.size(1))
         fail("linear", "input of shape " + to_string(input.shape()) + " does not match weight of shape " +
-                           to_string(weight.shape()) + " (last dimension must be " + std::to_string(weight.size(1)) + ")");
+                           to_string(weight.shape()) + " (last dimension must be " + std::to_string(weight.size(1)) +
+                           ")");
     if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))
         fail("linear", "bias of shape " + to_string(bias.shape()) + " does not match weight of shape " +
                            to_string(weight.shape()));
@@ -28,12 +30,12 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
         if (bias.defined()) out = out + bias;
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    const char* name = input.dim() == 1 ? (bias.defined() ? "AddBackward0" : "SqueezeBackward1")
+    const char* name = input.dim() == 1   ? (bias.defined() ? "AddBackward0" : "SqueezeBackward1")
                        : input.dim() == 2 ? (bias.defined() ? "AddmmBackward0" : "MmBackward0")
                                           : (bias.defined() ? "ViewBackward0" : "UnsafeViewBackward0");
     detail::record(out, name, {&input, &weight, &bias},
                    [x = input.detach(), w = weight.detach(), has_bias = bias.defined()](const Tensor& g,
-                                                                                      const detail::NeedsGrad& n) {
+                                                                                        const detail::NeedsGrad& n) {
                        const std::int64_t in = w.size(1), outf = w.size(0);
                        Tensor g2 = g.reshape(Shape{-1, outf});  // (N, out)
                        Grads r(3);
@@ -45,9 +47,13 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     return out;
 }
 
-Tensor relu(const Tensor& input) { return input.relu(); }
+Tensor relu(const Tensor& input) {
+    return input.relu();
+}
 
-Tensor gelu(const Tensor& input, const std::string& approximate) { return input.gelu(approximate); }
+Tensor gelu(const Tensor& input, const std::string& approximate) {
+    return input.gelu(approximate);
+}
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* gen) {
     detail::check_defined(input, "dropout");

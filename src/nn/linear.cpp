@@ -34,7 +34,9 @@ void Linear::reset_parameters() {
     }
 }
 
-Tensor Linear::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
+Tensor Linear::forward(const Tensor& input) {
+    return functional::linear(input, weight, bias);
+}
 
 std::string Linear::extra_repr() const {
     return "in_features=" + std::to_string(in_features_) + ", out_features=" + std::to_string(out_features_) +

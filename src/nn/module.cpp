@@ -77,7 +77,8 @@ void Module::redraw_in_order(const std::vector<Module*>& arguments) {
         for (auto& [name, m] : arg->named_modules())
             if (m->init_) drawn.push_back(m);
         if (drawn.empty()) continue;
-        std::sort(drawn.begin(), drawn.end(), [](Module* a, Module* b) { return a->init_->sequence < b->init_->sequence; });
+        std::sort(drawn.begin(), drawn.end(),
+                  [](Module* a, Module* b) { return a->init_->sequence < b->init_->sequence; });
         spans.emplace_back(drawn.front()->init_->sequence, drawn.back()->init_->sequence);
         if (!earliest || drawn.front()->init_->sequence < earliest->sequence) earliest = drawn.front()->init_.get();
         units.push_back(std::move(drawn));
@@ -109,8 +110,9 @@ Tensor Module::forward(const Tensor&) {
 std::ptrdiff_t Module::member_offset(const void* member, const char* what, const std::string& name) const {
     auto offset = reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
     if (offset <= 0 || offset >= kMaxModuleSize)
-        fail(what, "'" + name + "' is not a data member of this module; register a std::shared_ptr for a "
-                                "submodule that lives elsewhere");
+        fail(what, "'" + name +
+                       "' is not a data member of this module; register a std::shared_ptr for a "
+                       "submodule that lives elsewhere");
     return offset;
 }
 
@@ -192,7 +194,8 @@ std::vector<Module*> Module::children() const {
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
     std::vector<std::pair<std::string, Module*>> out{{"", this}};
     for (const auto& c : children_)
-        for (auto& [name, m] : child_at(c)->named_modules()) out.emplace_back(name.empty() ? c.name : c.name + "." + name, m);
+        for (auto& [name, m] : child_at(c)->named_modules())
+            out.emplace_back(name.empty() ? c.name : c.name + "." + name, m);
     return out;
 }
 
@@ -205,7 +208,6 @@ Module& Module::train(bool on) {
     for (Module* c : children()) c->train(on);
     return *this;
 }
-
 
 Module& Module::to(DType dtype) {
     if (!is_floating_point(dtype)) fail("Module::to", "parameters must stay floating point, got " + to_string(dtype));

@@ -86,8 +86,8 @@ std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& input, const 
     bool ok = k >= 1 && input.dim() >= k;
     for (std::int64_t i = 0; ok && i < k; ++i) ok = input.size(input.dim() - k + i) == shape[i];
     if (!ok)
-        fail(op, "input of shape " + to_string(input.shape()) + " does not end with normalized_shape " +
-                     to_string(shape));
+        fail(op,
+             "input of shape " + to_string(input.shape()) + " does not end with normalized_shape " + to_string(shape));
     for (const Tensor* p : {&weight, &bias})
         if (p->defined() && p->shape() != shape)
             fail(op, "weight and bias must have shape " + to_string(shape) + ", got " + to_string(p->shape()));
@@ -149,60 +149,62 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
         });
     });
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    detail::record(out, "NativeLayerNormBackward0", {&input, &weight, &bias},
-                   [x, w, mean, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
-                       Tensor g = grad.contiguous();
-                       const DType dt = x.dtype();
-                       Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
-                       Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
-                       Tensor db = need[2] ? zeros(w.defined() ? w.shape() : Shape{width}, dt) : Tensor();
-                       detail::dispatch_float(dt, "layer_norm", [&](auto tag) {
-                           using T = decltype(tag);
-                           const T* px = x.impl()->data<T>();
-                           const T* pg = g.impl()->data<T>();
-                           const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-                           const T* pm = mean.impl()->data<T>();
-                           const T* pr = rstd.impl()->data<T>();
-                           const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
-                           // Per-thread partial sums of dweight and dbias, reduced at the end.
-                           std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                           std::vector<T> part_b(need[2] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                           parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
-                               std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
-                               T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
-                               T* acc_b = need[2] ? part_b.data() + t * width : nullptr;
-                               for (std::int64_t r = lo; r < hi; ++r) {
-                                   const T* xr = px + r * width;
-                                   const T* gr = pg + r * width;
-                                   const T rs = pr[r], shift = -pr[r] * pm[r];
-                                   for (std::int64_t j = 0; j < width; ++j) {
-                                       xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
-                                       dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                                   }
-                                   if (acc_w)
-                                       for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                                   if (acc_b)
-                                       for (std::int64_t j = 0; j < width; ++j) acc_b[j] += gr[j];
-                                   if (!dx.defined()) continue;
-                                   // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-                                   const T n = static_cast<T>(width);
-                                   const T mean_d = row_sum(dxhat.data(), width) / n;
-                                   const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / n;
-                                   T* dr = dx.impl()->data<T>() + r * width;
-                                   for (std::int64_t j = 0; j < width; ++j) {
-                                       auto ju = static_cast<std::size_t>(j);
-                                       dr[j] = rs * (dxhat[ju] - mean_d - xhat[ju] * mean_dx);
-                                   }
-                               }
-                           });
-                           for (int t = 0; t < nthreads; ++t)
-                               for (std::int64_t j = 0; j < width; ++j) {
-                                   if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
-                                   if (need[2]) db.impl()->data<T>()[j] += part_b[static_cast<std::size_t>(t * width + j)];
-                               }
-                       });
-                       return Grads{dx, dw, db};
-                   });
+    detail::record(
+        out, "NativeLayerNormBackward0", {&input, &weight, &bias},
+        [x, w, mean, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
+            Tensor g = grad.contiguous();
+            const DType dt = x.dtype();
+            Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
+            Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
+            Tensor db = need[2] ? zeros(w.defined() ? w.shape() : Shape{width}, dt) : Tensor();
+            detail::dispatch_float(dt, "layer_norm", [&](auto tag) {
+                using T = decltype(tag);
+                const T* px = x.impl()->data<T>();
+                const T* pg = g.impl()->data<T>();
+                const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+                const T* pm = mean.impl()->data<T>();
+                const T* pr = rstd.impl()->data<T>();
+                const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
+                // Per-thread partial sums of dweight and dbias, reduced at the end.
+                std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
+                std::vector<T> part_b(need[2] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
+                parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
+                    std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+                    T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
+                    T* acc_b = need[2] ? part_b.data() + t * width : nullptr;
+                    for (std::int64_t r = lo; r < hi; ++r) {
+                        const T* xr = px + r * width;
+                        const T* gr = pg + r * width;
+                        const T rs = pr[r], shift = -pr[r] * pm[r];
+                        for (std::int64_t j = 0; j < width; ++j) {
+                            xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
+                            dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
+                        }
+                        if (acc_w)
+                            for (std::int64_t j = 0; j < width; ++j)
+                                acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
+                        if (acc_b)
+                            for (std::int64_t j = 0; j < width; ++j) acc_b[j] += gr[j];
+                        if (!dx.defined()) continue;
+                        // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+                        const T n = static_cast<T>(width);
+                        const T mean_d = row_sum(dxhat.data(), width) / n;
+                        const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / n;
+                        T* dr = dx.impl()->data<T>() + r * width;
+                        for (std::int64_t j = 0; j < width; ++j) {
+                            auto ju = static_cast<std::size_t>(j);
+                            dr[j] = rs * (dxhat[ju] - mean_d - xhat[ju] * mean_dx);
+                        }
+                    }
+                });
+                for (int t = 0; t < nthreads; ++t)
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
+                        if (need[2]) db.impl()->data<T>()[j] += part_b[static_cast<std::size_t>(t * width + j)];
+                    }
+            });
+            return Grads{dx, dw, db};
+        });
     return out;
 }
 
@@ -211,8 +213,8 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
 Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
     auto [rows, width] = rows_and_width(input, normalized_shape, weight, Tensor(), "rms_norm");
     const DType dt = input.dtype();
-    const double e = eps.value_or(dt == kFloat32 ? std::numeric_limits<float>::epsilon()
-                                                  : std::numeric_limits<double>::epsilon());
+    const double e =
+        eps.value_or(dt == kFloat32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon());
     Tensor x = input.detach().contiguous();
     Tensor w = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
     Tensor out = detail::make_empty(input.shape(), dt);
@@ -244,49 +246,51 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
         });
     });
     if (!detail::needs_grad({&input, &weight})) return out;
-    detail::record(out, "MulBackward0", {&input, &weight},
-                   [x, w, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
-                       Tensor g = grad.contiguous();
-                       const DType dt = x.dtype();
-                       Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
-                       Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
-                       detail::dispatch_float(dt, "rms_norm", [&](auto tag) {
-                           using T = decltype(tag);
-                           const T* px = x.impl()->data<T>();
-                           const T* pg = g.impl()->data<T>();
-                           const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-                           const T* pr = rstd.impl()->data<T>();
-                           const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
-                           std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                           parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
-                               std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
-                               T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
-                               for (std::int64_t r = lo; r < hi; ++r) {
-                                   const T* xr = px + r * width;
-                                   const T* gr = pg + r * width;
-                                   const T rs = pr[r];
-                                   for (std::int64_t j = 0; j < width; ++j) {
-                                       xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
-                                       dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                                   }
-                                   if (acc_w)
-                                       for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                                   if (!dx.defined()) continue;
-                                   // dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
-                                   const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / static_cast<T>(width);
-                                   T* dr = dx.impl()->data<T>() + r * width;
-                                   for (std::int64_t j = 0; j < width; ++j) {
-                                       auto ju = static_cast<std::size_t>(j);
-                                       dr[j] = rs * (dxhat[ju] - xhat[ju] * mean_dx);
-                                   }
-                               }
-                           });
-                           for (int t = 0; t < nthreads; ++t)
-                               for (std::int64_t j = 0; j < width; ++j)
-                                   if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
-                       });
-                       return Grads{dx, dw};
-                   });
+    detail::record(
+        out, "MulBackward0", {&input, &weight},
+        [x, w, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
+            Tensor g = grad.contiguous();
+            const DType dt = x.dtype();
+            Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
+            Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
+            detail::dispatch_float(dt, "rms_norm", [&](auto tag) {
+                using T = decltype(tag);
+                const T* px = x.impl()->data<T>();
+                const T* pg = g.impl()->data<T>();
+                const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+                const T* pr = rstd.impl()->data<T>();
+                const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
+                std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
+                parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
+                    std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+                    T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
+                    for (std::int64_t r = lo; r < hi; ++r) {
+                        const T* xr = px + r * width;
+                        const T* gr = pg + r * width;
+                        const T rs = pr[r];
+                        for (std::int64_t j = 0; j < width; ++j) {
+                            xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
+                            dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
+                        }
+                        if (acc_w)
+                            for (std::int64_t j = 0; j < width; ++j)
+                                acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
+                        if (!dx.defined()) continue;
+                        // dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
+                        const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / static_cast<T>(width);
+                        T* dr = dx.impl()->data<T>() + r * width;
+                        for (std::int64_t j = 0; j < width; ++j) {
+                            auto ju = static_cast<std::size_t>(j);
+                            dr[j] = rs * (dxhat[ju] - xhat[ju] * mean_dx);
+                        }
+                    }
+                });
+                for (int t = 0; t < nthreads; ++t)
+                    for (std::int64_t j = 0; j < width; ++j)
+                        if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
+            });
+            return Grads{dx, dw};
+        });
     return out;
 }
 
@@ -297,7 +301,9 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
 namespace {
 
 /// PyTorch prints normalized_shape as a Python tuple: `(10,)`, `(5, 10)`.
-std::string tuple_repr(const Shape& s) { return to_string(s); }
+std::string tuple_repr(const Shape& s) {
+    return to_string(s);
+}
 
 /// The trailing `dimensions` sizes of `input`; throws naming `op` when the input has too few axes.
 Shape trailing_shape(const Tensor& input, std::int64_t dimensions, const char* op) {
@@ -341,7 +347,8 @@ Tensor LayerNorm::forward(const Tensor& input) {
 }
 
 std::string LayerNorm::extra_repr() const {
-    std::string shape = normalized_shape_ ? tuple_repr(*normalized_shape_) : "dimensions=" + std::to_string(dimensions_);
+    std::string shape =
+        normalized_shape_ ? tuple_repr(*normalized_shape_) : "dimensions=" + std::to_string(dimensions_);
     return shape + ", eps=" + python_float_repr(eps_) + ", elementwise_affine=" + (affine_ ? "True" : "False");
 }
 
@@ -372,7 +379,8 @@ Tensor RMSNorm::forward(const Tensor& input) {
 }
 
 std::string RMSNorm::extra_repr() const {
-    std::string shape = normalized_shape_ ? tuple_repr(*normalized_shape_) : "dimensions=" + std::to_string(dimensions_);
+    std::string shape =
+        normalized_shape_ ? tuple_repr(*normalized_shape_) : "dimensions=" + std::to_string(dimensions_);
     return shape + ", eps=" + (eps_ ? python_float_repr(*eps_) : "None") +
            ", elementwise_affine=" + (affine_ ? "True" : "False");
 }

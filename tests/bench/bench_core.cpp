@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -57,8 +57,8 @@ double now_seconds() {
 
 /// Seconds per call of `fn`: `warmup` unmeasured calls, then at least `min_reps` measured ones and
 /// more until `min_seconds` of wall time have passed (at most `max_reps`). Each sample times `batch` calls.
-std::vector<double> measure(const std::function<void()>& fn, int warmup, int min_reps, double min_seconds,
-                            int max_reps, int batch = 1) {
+std::vector<double> measure(const std::function<void()>& fn, int warmup, int min_reps, double min_seconds, int max_reps,
+                            int batch = 1) {
     for (int i = 0; i < warmup; ++i) fn();
     std::vector<double> per_call;
     const auto start = Clock::now();
@@ -145,8 +145,8 @@ void bench_tiny_step() {
     std::vector<double> us;
     for (double s : samples) us.push_back(s * 1e6);
     Stats s = stats_of(us);
-    std::printf("%-22s %10.2f %-8s (p10 %.2f, p90 %.2f; %zu samples of 100 steps)\n", "tiny_step", s.median,
-                "us/step", s.p10, s.p90, samples.size());
+    std::printf("%-22s %10.2f %-8s (p10 %.2f, p90 %.2f; %zu samples of 100 steps)\n", "tiny_step", s.median, "us/step",
+                s.p10, s.p90, samples.size());
     result("tiny_step", s, "us");
 }
 
@@ -165,8 +165,8 @@ void bench_memory() {
         }
     }
     const double rss_100k = rss_mib();
-    std::printf("%-22s %10.2f MiB after 10^3 steps, %.2f MiB after 10^5 (growth %.2f MiB)\n", "rss", rss_1k,
-                rss_100k, rss_100k - rss_1k);
+    std::printf("%-22s %10.2f MiB after 10^3 steps, %.2f MiB after 10^5 (growth %.2f MiB)\n", "rss", rss_1k, rss_100k,
+                rss_100k - rss_1k);
     std::printf("%-22s %.8g after 10^3 steps, %.8g after 10^5\n", "tiny_loss", loss_1k, loss.item<float>());
     result("rss_1e3_steps", {rss_1k, rss_1k, rss_1k}, "MiB");
     result("rss_1e5_steps", {rss_100k, rss_100k, rss_100k}, "MiB");

@@ -28,8 +28,8 @@ public:
     Sequential() = default;
     /// A chain of the given modules (moved or copied in).
     template <typename... Ms>
-        requires(sizeof...(Ms) > 0 && (std::is_base_of_v<Module, std::decay_t<Ms>> && ...))
-    explicit Sequential(Ms&&... modules) {
+    requires(sizeof...(Ms) > 0 &&
+             (std::is_base_of_v<Module, std::decay_t<Ms>> && ...)) explicit Sequential(Ms&&... modules) {
         (push_back(std::forward<Ms>(modules)), ...);
         // C++ may have built the arguments right to left; PyTorch draws initial weights left to right.
         std::vector<Module*> args;
@@ -38,7 +38,7 @@ public:
     }
     /// Appends a module (moved or copied in).
     template <typename M>
-        requires std::is_base_of_v<Module, std::decay_t<M>>
+    requires std::is_base_of_v<Module, std::decay_t<M>>
     void push_back(M&& module) {
         push_back(std::shared_ptr<Module>(std::make_shared<std::decay_t<M>>(std::forward<M>(module))));
     }

@@ -135,7 +135,7 @@ private:
     };
     struct ChildEntry {
         std::string name;
-        std::ptrdiff_t offset;         // of a member submodule, from this Module (when not owned)
+        std::ptrdiff_t offset;          // of a member submodule, from this Module (when not owned)
         std::shared_ptr<Module> owned;  // a submodule held by pointer
     };
 
