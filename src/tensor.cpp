@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <ostream>
 #include <sstream>
 
@@ -67,24 +69,75 @@ namespace detail {
 
 // ---- storage and construction ---------------------------------------------------------------------
 
+namespace {
+
+/// Recently freed large blocks, by size, for reuse. A training step allocates and frees the same
+/// large shapes every iteration; handing those back to the system (glibc trims the heap or unmaps)
+/// makes every iteration page-fault its memory in again, which costs more than the arithmetic.
+class BlockCache {
+public:
+    static constexpr std::size_t kMinBytes = 1 << 16;      // smaller blocks: malloc is fast enough
+    static constexpr std::size_t kMaxCached = 256u << 20;  // bytes kept in the cache at most
+
+    void* take(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = blocks_.find(bytes);
+        if (it == blocks_.end() || it->second.empty()) return nullptr;
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= bytes;
+        return p;
+    }
+    /// Keeps `p` for reuse; false when the cache is full (the caller frees it).
+    bool give(void* p, std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cached_ + bytes > kMaxCached) return false;
+        blocks_[bytes].push_back(p);
+        cached_ += bytes;
+        return true;
+    }
+    ~BlockCache() {
+        for (auto& [bytes, list] : blocks_)
+            for (void* p : list) std::free(p);
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::size_t, std::vector<void*>> blocks_;
+    std::size_t cached_ = 0;
+};
+
+BlockCache& block_cache() {
+    static BlockCache cache;
+    return cache;
+}
+
+}  // namespace
+
 Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(dev) {
     if (dev != kCPU) fail("Storage", "xgrad was built without CUDA support; only kCPU tensors exist");
-    // Large buffers get 64-byte alignment for the vector units (aligned_alloc wants a multiple of
-    // it). Small ones use plain malloc (16-byte aligned): glibc's per-thread cache makes that several
-    // times cheaper than an aligned allocation, which matters for the many tiny tensors of a graph.
+    // Small tensors keep their data inline. Others use plain malloc up to 4 KiB (16-byte aligned:
+    // glibc's per-thread cache makes that several times cheaper than an aligned allocation, which
+    // matters for the many tiny tensors of a graph), then 64-byte aligned blocks for the vector
+    // units, reused through the block cache.
     constexpr std::size_t kSmall = 4096;
     if (bytes <= kInlineBytes) {
         data = inline_data;
     } else if (bytes <= kSmall) {
-        data = std::malloc(bytes == 0 ? 1 : bytes);
+        data = std::malloc(bytes);
     } else {
-        data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+        const std::size_t padded = (bytes + 63) / 64 * 64;
+        data = padded >= BlockCache::kMinBytes ? block_cache().take(padded) : nullptr;
+        if (!data) data = std::aligned_alloc(64, padded);
     }
     if (!data) throw std::bad_alloc();
 }
 
 Storage::~Storage() {
-    if (data != inline_data) std::free(data);
+    if (data == inline_data) return;
+    const std::size_t padded = (nbytes + 63) / 64 * 64;
+    if (nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded)) return;
+    std::free(data);
 }
 
 bool TensorImpl::is_contiguous() const {
