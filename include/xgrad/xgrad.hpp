@@ -2,6 +2,7 @@
 #pragma once
 
 #include "xgrad/autograd.hpp"
+#include "xgrad/cuda.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn.hpp"
 #include "xgrad/nn/init.hpp"
@@ -17,4 +18,6 @@
 namespace xgrad {
 /// Gradient checking (PyTorch's `torch.autograd`).
 namespace autograd {}
+/// Device queries (PyTorch's `torch.cuda`).
+namespace cuda {}
 }  // namespace xgrad
