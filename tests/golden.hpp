@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "xgrad/xgrad.hpp"
 
@@ -78,6 +80,19 @@ inline void check_close(const xgrad::Tensor& actual, const xgrad::Tensor& expect
             return;
         }
     }
+}
+
+/// Checks that `f` throws std::invalid_argument whose message contains every one of `parts`.
+inline void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
+    std::string msg;
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        msg = e.what();
+    }
+    INFO("message: " << msg);
+    REQUIRE(!msg.empty());
+    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
 }
 
 /// Runs gradcheck and reports its message on failure.

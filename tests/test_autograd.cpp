@@ -24,17 +24,7 @@ Tensor leaf(const std::string& name) {
     return golden::get(kFile, name).clone().requires_grad_();
 }
 
-void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    std::string msg;
-    try {
-        f();
-    } catch (const std::invalid_argument& e) {
-        msg = e.what();
-    }
-    INFO("message: " << msg);
-    REQUIRE(!msg.empty());
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-}
+using golden::check_throws;
 
 /// `a * b` whose backward is right for `a` but wrong for element 1 of `b` (3x its gradient there).
 Tensor mul_wrong_grad(const Tensor& a, const Tensor& b) {

@@ -1,6 +1,8 @@
 // Checks the tensor factories (tensor, from_vector, zeros ... arange, *_like) and their options against PyTorch.
 #include <doctest/doctest.h>
 
+#include "golden.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -14,17 +16,7 @@ using xgrad::Tensor;
 
 namespace {
 
-void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    std::string msg;
-    try {
-        f();
-    } catch (const std::invalid_argument& e) {
-        msg = e.what();
-    }
-    INFO("message: " << msg);
-    REQUIRE(!msg.empty());
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-}
+using golden::check_throws;
 
 }  // namespace
 

@@ -1,6 +1,8 @@
 // Checks the Tensor handle: metadata, element access, copies and in-place updates, as PyTorch reports them.
 #include <doctest/doctest.h>
 
+#include "golden.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -15,17 +17,7 @@ using xgrad::Tensor;
 
 namespace {
 
-void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    std::string msg;
-    try {
-        f();
-    } catch (const std::invalid_argument& e) {
-        msg = e.what();
-    }
-    INFO("message: " << msg);
-    REQUIRE(!msg.empty());
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-}
+using golden::check_throws;
 
 Tensor arange_f(std::int64_t n, Shape shape) {
     return xgrad::arange(static_cast<double>(n)).reshape(shape);

@@ -8,17 +8,14 @@ import os
 
 import torch
 import torch.nn as nn
+from golden_writer import tensor_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 lines = []
 
 
 def put(name, t):
-    t = t.detach().contiguous()
-    dtype = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64"}[t.dtype]
-    vals = [str(int(v)) for v in t.flatten().tolist()] if dtype == "int64" else \
-        [float(v).hex() for v in t.flatten().tolist()]
-    lines.append(" ".join([name, dtype, str(t.dim())] + [str(s) for s in t.shape] + vals))
+    lines.append(tensor_line(name, t))
 
 
 # nn.Linear draws weight then bias from the default generator, after whatever came before.

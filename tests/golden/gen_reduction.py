@@ -10,17 +10,14 @@ import os
 import zlib
 
 import torch
+from golden_writer import tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reduction.txt")
 lines = []
 
 
 def put(name, t):
-    t = t.detach().contiguous()
-    dtype = str(t.dtype).replace("torch.", "")
-    vals = t.flatten().tolist()
-    text = [str(v) for v in vals] if dtype == "int64" else [float(v).hex() for v in vals]
-    lines.append(" ".join([name, dtype, str(t.dim())] + [str(s) for s in t.shape] + text))
+    lines.append(tensor_line(name, t))
 
 
 def case(name, fn, make_input, dtypes=("float32", "float64")):
