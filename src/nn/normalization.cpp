@@ -126,6 +126,27 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
                 const T* xr = px + r * width;
                 T* yr = py + r * width;
                 // (x - mean) * rstd, written as PyTorch's CPU kernel does: x * rstd + (-rstd * mean).
+                if (width < 32 / static_cast<std::int64_t>(sizeof(T))) {
+                    // Rows narrower than one AVX2 register take PyTorch's scalar path, bit for bit:
+                    // Welford moments, then one fused multiply-add per element.
+                    T m = 0, m2 = 0;
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        const T d = xr[j] - m;
+                        m += d / static_cast<T>(j + 1);
+                        m2 += d * (xr[j] - m);
+                    }
+                    const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
+                    const T shift = -rs * m;
+                    pm[r] = m;
+                    pr[r] = rs;
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        T v = std::fma(xr[j], rs, shift);
+                        if (pw) v = v * pw[j];
+                        if (pb) v = v + pb[j];
+                        yr[j] = v;
+                    }
+                    continue;
+                }
                 const T m = row_sum(xr, width) / static_cast<T>(width);
                 const T var = row_sum_sq(xr, width, m) / static_cast<T>(width);
                 const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
