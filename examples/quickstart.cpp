@@ -7,7 +7,7 @@ int main() {
     using xgrad::Tensor;
     // y = x · w_true + 0.5 with w_true = (1, -2, 0.5); xgrad must find w and b.
     Tensor x = xgrad::tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.5}, {-1.0, 0.5, 2.0}, {0.0, -3.0, 1.0}});  // (4, 3)
-    Tensor y = xgrad::matmul(x, xgrad::tensor({{1.0}, {-2.0}, {0.5}})) + 0.5;                       // (4, 1)
+    Tensor y = xgrad::matmul(x, xgrad::tensor({{1.0}, {-2.0}, {0.5}})) + 0.5;                          // (4, 1)
 
     Tensor w = xgrad::zeros({3, 1}).requires_grad_();  // leaves that require grad
     Tensor b = xgrad::zeros({1}).requires_grad_();
