@@ -8,6 +8,11 @@
 namespace xgrad::nn {
 
 /// `max(x, 0)` elementwise; prints as `ReLU()`.
+///
+/// ```cpp
+/// xgrad::nn::Sequential layer(xgrad::nn::Linear(5, 6), xgrad::nn::ReLU());
+/// xgrad::Tensor y = xgrad::nn::ReLU()(xgrad::tensor({-1.0, 2.0}));   // tensor([0., 2.])
+/// ```
 class ReLU : public Module {
 public:
     ReLU() = default;
@@ -16,6 +21,12 @@ public:
 };
 
 /// Gaussian Error Linear Unit; `approximate` is "none" (erf, the default) or "tanh".
+///
+/// ```cpp
+/// xgrad::nn::GELU gelu;                  // prints GELU(approximate='none')
+/// xgrad::nn::GELU fast("tanh");          // the tanh approximation
+/// xgrad::Tensor y = gelu(xgrad::randn({2, 3}));
+/// ```
 class GELU : public Module {
 public:
     /// A GELU with PyTorch's default exact form.
@@ -30,6 +41,10 @@ private:
 };
 
 /// Hyperbolic tangent elementwise.
+///
+/// ```cpp
+/// xgrad::Tensor y = xgrad::nn::Tanh()(xgrad::randn({4}));   // values in (-1, 1)
+/// ```
 class Tanh : public Module {
 public:
     Tanh() = default;
@@ -38,6 +53,10 @@ public:
 };
 
 /// Logistic sigmoid elementwise.
+///
+/// ```cpp
+/// xgrad::Tensor p = xgrad::nn::Sigmoid()(xgrad::randn({4}));   // values in (0, 1)
+/// ```
 class Sigmoid : public Module {
 public:
     Sigmoid() = default;
@@ -47,6 +66,13 @@ public:
 
 /// In training mode, zeroes each element with probability `p` and scales the others by 1/(1-p);
 /// in evaluation mode, the identity. Masks match PyTorch's for the same seed.
+///
+/// ```cpp
+/// xgrad::manual_seed(7);
+/// xgrad::nn::Dropout drop(0.3);
+/// xgrad::Tensor y = drop(xgrad::ones({4, 5}));   // PyTorch's mask; kept values are 1/0.7
+/// drop.eval();                                   // now the identity
+/// ```
 class Dropout : public Module {
 public:
     /// A dropout layer; throws unless 0 <= p <= 1.

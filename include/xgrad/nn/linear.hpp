@@ -36,7 +36,11 @@ private:
     std::int64_t in_features_, out_features_;
 };
 
-/// Returns its input unchanged.
+/// Returns its input unchanged (a placeholder where a layer is optional).
+///
+/// ```cpp
+/// xgrad::nn::Sequential body(xgrad::nn::Linear(4, 4), xgrad::nn::Identity());   // prints (1): Identity()
+/// ```
 class Identity : public Module {
 public:
     Identity() = default;
