@@ -56,6 +56,26 @@ inline const std::map<std::string, xgrad::Tensor>& load(const std::string& file)
     return cache[file] = std::move(tensors);
 }
 
+/// PyTorch's grad_fn name for `key` from the `# grad_fn <key> <name>` lines of `file` (cached);
+/// "" when PyTorch's output had no grad_fn.
+inline std::string grad_fn_name(const std::string& file, const std::string& key) {
+    static std::map<std::string, std::map<std::string, std::string>> cache;
+    auto found = cache.find(file);
+    if (found == cache.end()) {
+        std::map<std::string, std::string> names;
+        std::ifstream in(dir() + "/" + file);
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream ls(line);
+            std::string hash, tag, k, name;
+            if (ls >> hash >> tag >> k >> name && hash == "#" && tag == "grad_fn") names[k] = name;
+        }
+        found = cache.emplace(file, std::move(names)).first;
+    }
+    auto it = found->second.find(key);
+    return it == found->second.end() ? "" : it->second;
+}
+
 /// The tensor `name` of `file`; throws when missing.
 inline xgrad::Tensor get(const std::string& file, const std::string& name) {
     const auto& all = load(file);

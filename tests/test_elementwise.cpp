@@ -19,22 +19,9 @@ using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 const std::string kFile = "elementwise.txt";
 
-/// PyTorch's grad_fn name for `key` ("case.dtype"), from the golden file's `# grad_fn key name` lines;
-/// "" when PyTorch's output had none.
+/// PyTorch's grad_fn name for `key` ("case.dtype"); "" when its output had none.
 std::string golden_grad_fn(const std::string& key) {
-    static const std::map<std::string, std::string> names = [] {
-        std::map<std::string, std::string> m;
-        std::ifstream in(golden::dir() + "/" + kFile);
-        std::string line;
-        while (std::getline(in, line)) {
-            std::istringstream ls(line);
-            std::string hash, tag, k, name;
-            if (ls >> hash >> tag >> k >> name && hash == "#" && tag == "grad_fn") m[k] = name;
-        }
-        return m;
-    }();
-    auto it = names.find(key);
-    return it == names.end() ? "" : it->second;
+    return golden::grad_fn_name(kFile, key);
 }
 
 /// The golden leaves of `key`, as fresh tensors; the floating ones require grad.

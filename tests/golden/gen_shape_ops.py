@@ -8,10 +8,9 @@
 # comment line `# grad_fn <case>.<dtype> <name>` with torch 1.13's name. The C++ test applies the same
 # function to the same leaves, so every view (including the non-contiguous ones) is part of the function.
 import os
-import zlib
 
 import torch
-from golden_writer import tensor_line
+from golden_writer import record_case, tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shape_ops.txt")
 lines = []
@@ -23,24 +22,7 @@ def put(name, t):
 
 def case(name, fn, shapes, dtypes=("float32",)):
     """Records fn(*inputs) for random inputs of `shapes`, for each dtype."""
-    seed = zlib.crc32(name.encode())
-    g = torch.Generator().manual_seed(seed)
-    base = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
-    for dt in dtypes:
-        key = f"{name}.{dt}"
-        ins = [t.to(getattr(torch, dt)).clone().requires_grad_(True) for t in base]
-        for i, t in enumerate(ins):
-            put(f"{key}.in{i}", t)
-        out = fn(*ins)
-        put(f"{key}.out", out)
-        lines.append(f"# grad_fn {key} {out.grad_fn.name()}")
-        w = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
-        w = w.to(out.dtype)
-        put(f"{key}.w", w)
-        (out * w).sum().backward()
-        for i, t in enumerate(ins):
-            if t.grad is not None:  # expand_as's second input only lends its shape
-                put(f"{key}.g{i}", t.grad)
+    record_case(lines, name, fn, shapes, dtypes)
 
 
 both = ("float32", "float64")

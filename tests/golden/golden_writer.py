@@ -3,6 +3,10 @@
 One tensor per line: `name dtype ndim d0 .. d{ndim-1} v0 v1 ...`, floats as float.hex() (exact).
 """
 
+import zlib
+
+import torch
+
 
 def tensor_line(name, t):
     """The line for tensor `t` (detached, any layout) under `name`."""
@@ -11,3 +15,26 @@ def tensor_line(name, t):
     vals = t.flatten().tolist()
     text = [str(int(v)) for v in vals] if dtype == "int64" else [float(v).hex() for v in vals]
     return " ".join([name, dtype, str(t.dim())] + [str(s) for s in t.shape] + text)
+
+
+def record_case(lines, name, fn, shapes, dtypes=("float32",)):
+    """Appends to `lines` fn(*inputs) for random inputs of `shapes`, for each dtype: the inputs, the
+    output, its grad_fn name (a `# grad_fn` line), a random weight w and the gradients of (out * w).sum()."""
+    seed = zlib.crc32(name.encode())
+    g = torch.Generator().manual_seed(seed)
+    base = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
+    for dt in dtypes:
+        key = f"{name}.{dt}"
+        ins = [t.to(getattr(torch, dt)).clone().requires_grad_(True) for t in base]
+        for i, t in enumerate(ins):
+            lines.append(tensor_line(f"{key}.in{i}", t))
+        out = fn(*ins)
+        lines.append(tensor_line(f"{key}.out", out))
+        lines.append(f"# grad_fn {key} {out.grad_fn.name()}")
+        w = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+        w = w.to(out.dtype)
+        lines.append(tensor_line(f"{key}.w", w))
+        (out * w).sum().backward()
+        for i, t in enumerate(ins):
+            if t.grad is not None:  # e.g. expand_as's second input only lends its shape
+                lines.append(tensor_line(f"{key}.g{i}", t.grad))
