@@ -112,7 +112,7 @@ inline void check_throws(const std::function<void()>& f, const std::vector<std::
     }
     INFO("message: " << msg);
     REQUIRE(!msg.empty());
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
+    for (const auto& p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "missing \"" << p << "\"");
 }
 
 /// Runs gradcheck and reports its message on failure.

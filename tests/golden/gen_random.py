@@ -11,22 +11,11 @@ import os
 
 import torch
 import torch.nn.functional as F
+from golden_writer import fnv1a, shape_str
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}
 SHOWN = 8  # leading values written out, for readable failures
-
-
-def fnv1a(data: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def shape_str(shape):
-    return "-" if len(shape) == 0 else ",".join(str(s) for s in shape)
 
 
 def values_str(tensors):

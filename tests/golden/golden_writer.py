@@ -38,3 +38,20 @@ def record_case(lines, name, fn, shapes, dtypes=("float32",)):
         for i, t in enumerate(ins):
             if t.grad is not None:  # e.g. expand_as's second input only lends its shape
                 lines.append(tensor_line(f"{key}.g{i}", t.grad))
+
+
+# The replay format (tests/replay.hpp) of gen_random.py and gen_print.py.
+
+
+def fnv1a(data: bytes) -> int:
+    """64-bit FNV-1a hash, as tests/replay.hpp computes it."""
+    h = 0xCBF29CE484222325
+    for b in data:
+        h ^= b
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def shape_str(shape):
+    """A shape as replay lines write it: "2,3", or "-" for a 0-d tensor."""
+    return "-" if len(shape) == 0 else ",".join(str(s) for s in shape)
