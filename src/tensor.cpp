@@ -10,6 +10,7 @@
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
 
 namespace xgrad {
@@ -353,23 +354,9 @@ Tensor Tensor::detach() const {
 
 // ---- copies and conversions -----------------------------------------------------------------------
 
-/// Copies `src` (any strides, any dtype) into the contiguous tensor `dst` of the same shape.
+/// Copies `src` (any strides, any dtype) into `dst` of the same shape (any strides).
 static void strided_copy(const Tensor& src, const Tensor& dst) {
-    detail::dispatch(dst.dtype(), [&](auto dtag) {
-        using D = decltype(dtag);
-        D* out = dst.impl()->data<D>();
-        detail::dispatch(src.dtype(), [&](auto stag) {
-            using S = decltype(stag);
-            const S* in = static_cast<const S*>(src.impl()->storage->data);
-            if (src.is_contiguous()) {
-                const S* p = in + src.storage_offset();
-                for (std::int64_t i = 0, n = src.numel(); i < n; ++i) out[i] = static_cast<D>(p[i]);
-                return;
-            }
-            detail::for_each_offset(src.shape(), src.strides(), src.storage_offset(),
-                                    [&](std::int64_t i, std::int64_t off) { out[i] = static_cast<D>(in[off]); });
-        });
-    });
+    kernels::copy(src, dst);
 }
 
 Tensor Tensor::contiguous() const {
@@ -422,30 +409,13 @@ Tensor& Tensor::copy_(const Tensor& src) {
         NoGradGuard no_grad;
         from = from.clone();
     }
-    if (is_contiguous()) {
-        strided_copy(from, *this);
-        return *this;
-    }
-    Tensor tmp = detail::make_empty(shape(), dtype());
-    strided_copy(from, tmp);
-    detail::dispatch(dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* base = static_cast<T*>(impl_->storage->data);
-        const T* in = tmp.impl()->data<T>();
-        detail::for_each_offset(shape(), strides(), storage_offset(),
-                                [&](std::int64_t i, std::int64_t off) { base[off] = in[i]; });
-    });
+    strided_copy(from, *this);
     return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
     detail::check_inplace(*this, "fill_");
-    detail::dispatch(dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* base = static_cast<T*>(impl_->storage->data);
-        detail::for_each_offset(shape(), strides(), storage_offset(),
-                                [&](std::int64_t, std::int64_t off) { base[off] = static_cast<T>(value); });
-    });
+    kernels::fill(*this, value);
     return *this;
 }
 
@@ -473,16 +443,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
     if (defined() && other.defined() && is_contiguous() && other.is_contiguous() && shape() == other.shape() &&
         dtype() == other.dtype() && is_floating_point()) {
         detail::check_inplace(*this, "add_");
-        detail::dispatch_float(dtype(), "add_", [&](auto tag) {
-            using T = decltype(tag);
-            auto n = static_cast<std::size_t>(numel());
-            auto o = detail::flat(impl_->data<T>(), n);
-            auto x = detail::flat(static_cast<const T*>(other.impl()->data<T>()), n);
-            if (alpha == 1.0)
-                xt::noalias(o) += x;
-            else
-                xt::noalias(o) += static_cast<T>(alpha) * x;
-        });
+        kernels::axpy(*this, other, alpha);
         return *this;
     }
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });

@@ -8,6 +8,7 @@
 #include "xgrad/nn/init.hpp"
 #include "xgrad/ops.hpp"
 #include "xgrad/optim.hpp"
+#include "xgrad/parallel.hpp"
 #include "xgrad/print.hpp"
 #include "xgrad/random.hpp"
 #include "xgrad/serialize.hpp"

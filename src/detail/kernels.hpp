@@ -1,4 +1,5 @@
-// CPU kernel building blocks on xtensor/xsimd; included only by src/*.cpp, never by public headers.
+// CPU kernel building blocks on xtensor/xsimd (dtype dispatch, flat views, strided visits); included
+// only by CPU sources, never by public headers.
 #pragma once
 
 #include <cstdint>
@@ -71,53 +72,6 @@ void for_each_offset(const Shape& shape, const std::vector<std::int64_t>& stride
             idx[du] = 0;
         }
     }
-}
-
-/// `T` is the element type of such an expression, for constants inside the lambdas.
-template <typename E>
-using value_t = typename std::decay_t<E>::value_type;
-
-// The lambdas given to map_unary/map_binary return xtensor expressions, which hold references to
-// their operands and are evaluated after the lambda returns. So: take operands as `const auto&`
-// (never by value) and put no named local variable into the returned expression; constants go in
-// as literals or file-level constexpr values.
-
-/// Applies `f` (written for xtensor expressions, e.g. `[](const auto& x) { return xt::exp(x); }`)
-/// to a floating tensor, producing a new contiguous tensor of the same dtype.
-template <typename F>
-Tensor map_unary(const Tensor& a, const char* op, F&& f) {
-    // Integer tensors promote to float32 for floating-point maths, as torch.exp(int) does.
-    Tensor src = a.is_floating_point() ? a.contiguous() : a.to(kFloat32);
-    Tensor out = make_empty(src.shape(), src.dtype());
-    dispatch_float(src.dtype(), op, [&](auto tag) {
-        using T = decltype(tag);
-        auto n = static_cast<std::size_t>(src.numel());
-        auto o = flat(out.impl()->data<T>(), n);
-        xt::noalias(o) = f(flat(static_cast<const T*>(src.impl()->data<T>()), n));
-    });
-    return out;
-}
-
-/// Applies `f(x, y)` elementwise to two tensors of the same dtype, broadcasting them.
-/// `Ints` also instantiates the int64 case (for ops that keep integers integral).
-template <bool Ints = false, typename F>
-Tensor map_binary(const Tensor& a, const Tensor& b, const char* op, F&& f) {
-    Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
-    Tensor x = a.shape() == shape ? a.contiguous() : a.expand(shape).contiguous();
-    Tensor y = b.shape() == shape ? b.contiguous() : b.expand(shape).contiguous();
-    Tensor out = make_empty(shape, a.dtype());
-    auto body = [&](auto tag) {
-        using T = decltype(tag);
-        auto n = static_cast<std::size_t>(shape.numel());
-        auto o = flat(out.impl()->data<T>(), n);
-        xt::noalias(o) =
-            f(flat(static_cast<const T*>(x.impl()->data<T>()), n), flat(static_cast<const T*>(y.impl()->data<T>()), n));
-    };
-    if constexpr (Ints)
-        dispatch(a.dtype(), body);
-    else
-        dispatch_float(a.dtype(), op, body);
-    return out;
 }
 
 }  // namespace xgrad::detail

@@ -1,15 +1,12 @@
-// LayerNorm and RMSNorm: fused forward/backward kernels (xsimd, OpenMP over rows) and the modules.
+// LayerNorm and RMSNorm: fused forward/backward ops (kernels in kernels/*/norm) and the modules.
 #include "xgrad/nn/normalization.hpp"
-
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
 #include <sstream>
-#include <xsimd/xsimd.hpp>
 
-#include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/functional.hpp"
 
@@ -19,64 +16,6 @@ using detail::fail;
 using Grads = std::vector<Tensor>;
 
 namespace {
-
-// ---- row primitives (xsimd) ----------------------------------------------------------------------
-
-template <typename T>
-T row_sum(const T* x, std::int64_t n) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0));
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) acc += B::load_unaligned(x + i);
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += x[i];
-    return s;
-}
-
-/// Σ (x - c)²
-template <typename T>
-T row_sum_sq(const T* x, std::int64_t n, T c) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0)), cb(c);
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) {
-        B d = B::load_unaligned(x + i) - cb;
-        acc += d * d;
-    }
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += (x[i] - c) * (x[i] - c);
-    return s;
-}
-
-/// Σ a·b
-template <typename T>
-T row_dot(const T* a, const T* b, std::int64_t n) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0));
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) acc += B::load_unaligned(a + i) * B::load_unaligned(b + i);
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
-
-/// Splits `rows` over OpenMP threads when the work is large enough to pay for them.
-template <typename F>
-void parallel_rows(std::int64_t rows, std::int64_t width, F&& body) {
-    if (rows * width >= (1 << 16) && omp_get_max_threads() > 1) {
-#pragma omp parallel
-        {
-            const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-            const std::int64_t lo = rows * t / nt, hi = rows * (t + 1) / nt;
-            body(lo, hi, t, nt);
-        }
-    } else {
-        body(0, rows, 0, 1);
-    }
-}
 
 /// Rows and width of a normalisation of `input` over trailing `shape`; checks the shapes.
 std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& input, const Shape& shape, const Tensor& weight,
@@ -104,214 +43,56 @@ namespace functional {
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
-    auto [rows, width] = rows_and_width(input, normalized_shape, weight, bias, "layer_norm");
+    const auto [rows, width] = rows_and_width(input, normalized_shape, weight, bias, "layer_norm");
+    const std::int64_t norm_width = width;
     const DType dt = input.dtype();
     Tensor x = input.detach().contiguous();
     Tensor w = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
     Tensor b = bias.defined() ? bias.detach().to(dt).contiguous() : Tensor();
-    Tensor out = detail::make_empty(input.shape(), dt);
-    Tensor mean = detail::make_empty(Shape{rows}, dt), rstd = detail::make_empty(Shape{rows}, dt);
-    detail::dispatch_float(dt, "layer_norm", [&](auto tag) {
-        using T = decltype(tag);
-        using B = xsimd::batch<T>;
-        constexpr auto vw = static_cast<std::int64_t>(B::size);
-        const T* px = x.impl()->data<T>();
-        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-        const T* pb = b.defined() ? b.impl()->data<T>() : nullptr;
-        T* py = out.impl()->data<T>();
-        T* pm = mean.impl()->data<T>();
-        T* pr = rstd.impl()->data<T>();
-        parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t, std::int64_t) {
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                T* yr = py + r * width;
-                // (x - mean) * rstd, written as PyTorch's CPU kernel does: x * rstd + (-rstd * mean).
-                if (width < 32 / static_cast<std::int64_t>(sizeof(T))) {
-                    // Rows narrower than one AVX2 register take PyTorch's scalar path, bit for bit:
-                    // Welford moments, then one fused multiply-add per element.
-                    T m = 0, m2 = 0;
-                    for (std::int64_t j = 0; j < width; ++j) {
-                        const T d = xr[j] - m;
-                        m += d / static_cast<T>(j + 1);
-                        m2 += d * (xr[j] - m);
-                    }
-                    const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
-                    const T shift = -rs * m;
-                    pm[r] = m;
-                    pr[r] = rs;
-                    for (std::int64_t j = 0; j < width; ++j) {
-                        T v = std::fma(xr[j], rs, shift);
-                        if (pw) v = v * pw[j];
-                        if (pb) v = v + pb[j];
-                        yr[j] = v;
-                    }
-                    continue;
-                }
-                const T m = row_sum(xr, width) / static_cast<T>(width);
-                const T var = row_sum_sq(xr, width, m) / static_cast<T>(width);
-                const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
-                const T shift = -rs * m;
-                pm[r] = m;
-                pr[r] = rs;
-                std::int64_t j = 0;
-                for (; j + vw <= width; j += vw) {
-                    B v = B::load_unaligned(xr + j) * B(rs) + B(shift);
-                    if (pw) v = v * B::load_unaligned(pw + j);
-                    if (pb) v = v + B::load_unaligned(pb + j);
-                    v.store_unaligned(yr + j);
-                }
-                for (; j < width; ++j) {
-                    T v = xr[j] * rs + shift;
-                    if (pw) v = v * pw[j];
-                    if (pb) v = v + pb[j];
-                    yr[j] = v;
-                }
-            }
-        });
-    });
+    const Device dev = input.device();
+    Tensor out = detail::make_empty(input.shape(), dt, dev);
+    Tensor mean = detail::make_empty(Shape{rows}, dt, dev), rstd = detail::make_empty(Shape{rows}, dt, dev);
+    kernels::layer_norm_forward(x, w, b, eps, out, mean, rstd);
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    detail::record(
-        out, "NativeLayerNormBackward0", {&input, &weight, &bias},
-        [x, w, mean, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
-            Tensor g = grad.contiguous();
-            const DType dt = x.dtype();
-            Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
-            Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
-            Tensor db = need[2] ? zeros(w.defined() ? w.shape() : Shape{width}, dt) : Tensor();
-            detail::dispatch_float(dt, "layer_norm", [&](auto tag) {
-                using T = decltype(tag);
-                const T* px = x.impl()->data<T>();
-                const T* pg = g.impl()->data<T>();
-                const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-                const T* pm = mean.impl()->data<T>();
-                const T* pr = rstd.impl()->data<T>();
-                const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
-                // Per-thread partial sums of dweight and dbias, reduced at the end.
-                std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                std::vector<T> part_b(need[2] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
-                    std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
-                    T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
-                    T* acc_b = need[2] ? part_b.data() + t * width : nullptr;
-                    for (std::int64_t r = lo; r < hi; ++r) {
-                        const T* xr = px + r * width;
-                        const T* gr = pg + r * width;
-                        const T rs = pr[r], shift = -pr[r] * pm[r];
-                        for (std::int64_t j = 0; j < width; ++j) {
-                            xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
-                            dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                        }
-                        if (acc_w)
-                            for (std::int64_t j = 0; j < width; ++j)
-                                acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                        if (acc_b)
-                            for (std::int64_t j = 0; j < width; ++j) acc_b[j] += gr[j];
-                        if (!dx.defined()) continue;
-                        // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-                        const T n = static_cast<T>(width);
-                        const T mean_d = row_sum(dxhat.data(), width) / n;
-                        const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / n;
-                        T* dr = dx.impl()->data<T>() + r * width;
-                        for (std::int64_t j = 0; j < width; ++j) {
-                            auto ju = static_cast<std::size_t>(j);
-                            dr[j] = rs * (dxhat[ju] - mean_d - xhat[ju] * mean_dx);
-                        }
-                    }
-                });
-                for (int t = 0; t < nthreads; ++t)
-                    for (std::int64_t j = 0; j < width; ++j) {
-                        if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
-                        if (need[2]) db.impl()->data<T>()[j] += part_b[static_cast<std::size_t>(t * width + j)];
-                    }
-            });
-            return Grads{dx, dw, db};
-        });
+    detail::record(out, "NativeLayerNormBackward0", {&input, &weight, &bias},
+                   [x, w, mean, rstd, width = norm_width](const Tensor& grad, const detail::NeedsGrad& need) {
+                       Tensor g = grad.contiguous();
+                       const DType dt = x.dtype();
+                       const Device dev = x.device();
+                       Tensor dx = need[0] ? detail::make_empty(x.shape(), dt, dev) : Tensor();
+                       Tensor dw = need[1] ? detail::make_empty(w.shape(), dt, dev) : Tensor();
+                       Tensor db =
+                           need[2] ? detail::make_empty(w.defined() ? w.shape() : Shape{width}, dt, dev) : Tensor();
+                       kernels::layer_norm_backward(g, x, w, mean, rstd, dx, dw, db);
+                       return Grads{dx, dw, db};
+                   });
     return out;
 }
 
 // ---- rms_norm --------------------------------------------------------------------------------------
 
 Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
-    auto [rows, width] = rows_and_width(input, normalized_shape, weight, Tensor(), "rms_norm");
+    const std::int64_t rows = rows_and_width(input, normalized_shape, weight, Tensor(), "rms_norm").first;
     const DType dt = input.dtype();
     const double e =
         eps.value_or(dt == kFloat32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon());
     Tensor x = input.detach().contiguous();
     Tensor w = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
-    Tensor out = detail::make_empty(input.shape(), dt);
-    Tensor rstd = detail::make_empty(Shape{rows}, dt);
-    detail::dispatch_float(dt, "rms_norm", [&](auto tag) {
-        using T = decltype(tag);
-        using B = xsimd::batch<T>;
-        constexpr auto vw = static_cast<std::int64_t>(B::size);
-        const T* px = x.impl()->data<T>();
-        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-        T* py = out.impl()->data<T>();
-        T* pr = rstd.impl()->data<T>();
-        parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t, std::int64_t) {
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                T* yr = py + r * width;
-                // As PyTorch's composite: x * rsqrt(mean(x²) + eps), then * weight.
-                const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
-                const T rs = T(1) / std::sqrt(ms + static_cast<T>(e));
-                pr[r] = rs;
-                std::int64_t j = 0;
-                for (; j + vw <= width; j += vw) {
-                    B v = B::load_unaligned(xr + j) * B(rs);
-                    if (pw) v = v * B::load_unaligned(pw + j);
-                    v.store_unaligned(yr + j);
-                }
-                for (; j < width; ++j) yr[j] = pw ? (xr[j] * rs) * pw[j] : xr[j] * rs;
-            }
-        });
-    });
+    const Device dev = input.device();
+    Tensor out = detail::make_empty(input.shape(), dt, dev);
+    Tensor rstd = detail::make_empty(Shape{rows}, dt, dev);
+    kernels::rms_norm_forward(x, w, e, out, rstd);
     if (!detail::needs_grad({&input, &weight})) return out;
-    detail::record(
-        out, "MulBackward0", {&input, &weight},
-        [x, w, rstd, rows, width](const Tensor& grad, const detail::NeedsGrad& need) {
-            Tensor g = grad.contiguous();
-            const DType dt = x.dtype();
-            Tensor dx = need[0] ? detail::make_empty(x.shape(), dt) : Tensor();
-            Tensor dw = need[1] ? zeros(w.shape(), dt) : Tensor();
-            detail::dispatch_float(dt, "rms_norm", [&](auto tag) {
-                using T = decltype(tag);
-                const T* px = x.impl()->data<T>();
-                const T* pg = g.impl()->data<T>();
-                const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
-                const T* pr = rstd.impl()->data<T>();
-                const int nthreads = rows * width >= (1 << 16) ? omp_get_max_threads() : 1;
-                std::vector<T> part_w(need[1] ? static_cast<std::size_t>(nthreads * width) : 0, T(0));
-                parallel_rows(rows, width, [&](std::int64_t lo, std::int64_t hi, std::int64_t t, std::int64_t) {
-                    std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
-                    T* acc_w = need[1] ? part_w.data() + t * width : nullptr;
-                    for (std::int64_t r = lo; r < hi; ++r) {
-                        const T* xr = px + r * width;
-                        const T* gr = pg + r * width;
-                        const T rs = pr[r];
-                        for (std::int64_t j = 0; j < width; ++j) {
-                            xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
-                            dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                        }
-                        if (acc_w)
-                            for (std::int64_t j = 0; j < width; ++j)
-                                acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                        if (!dx.defined()) continue;
-                        // dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
-                        const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / static_cast<T>(width);
-                        T* dr = dx.impl()->data<T>() + r * width;
-                        for (std::int64_t j = 0; j < width; ++j) {
-                            auto ju = static_cast<std::size_t>(j);
-                            dr[j] = rs * (dxhat[ju] - xhat[ju] * mean_dx);
-                        }
-                    }
-                });
-                for (int t = 0; t < nthreads; ++t)
-                    for (std::int64_t j = 0; j < width; ++j)
-                        if (need[1]) dw.impl()->data<T>()[j] += part_w[static_cast<std::size_t>(t * width + j)];
-            });
-            return Grads{dx, dw};
-        });
+    detail::record(out, "MulBackward0", {&input, &weight},
+                   [x, w, rstd](const Tensor& grad, const detail::NeedsGrad& need) {
+                       Tensor g = grad.contiguous();
+                       const DType dt = x.dtype();
+                       const Device dev = x.device();
+                       Tensor dx = need[0] ? detail::make_empty(x.shape(), dt, dev) : Tensor();
+                       Tensor dw = need[1] ? detail::make_empty(w.shape(), dt, dev) : Tensor();
+                       kernels::rms_norm_backward(g, x, w, rstd, dx, dw);
+                       return Grads{dx, dw};
+                   });
     return out;
 }
 

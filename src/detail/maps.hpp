@@ -1,0 +1,37 @@
+// Op-side helpers for elementwise kernels: allocate the output, broadcast the operands as views, and
+// call the device's kernel. Nothing here records autograd.
+#pragma once
+
+#include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
+
+namespace xgrad::detail {
+
+/// `t` viewed with `shape` (which it broadcasts to): size-1 and missing dims get stride 0.
+inline Tensor broadcast_view(const Tensor& t, const Shape& shape) {
+    if (t.shape() == shape) return t;
+    const std::int64_t nd = shape.size(), off = nd - t.dim();
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(nd), 0);
+    for (std::int64_t d = 0; d < t.dim(); ++d)
+        if (t.size(d) != 1) strides[static_cast<std::size_t>(d + off)] = t.strides()[static_cast<std::size_t>(d)];
+    return make_view(t, shape, std::move(strides), t.storage_offset());
+}
+
+/// A new tensor of x's shape and dtype holding `op` applied to x.
+inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
+    Tensor out = make_empty(x.shape(), x.dtype(), x.device());
+    kernels::unary(op, x, out, a, b);
+    return out;
+}
+
+/// A new tensor of the broadcast shape holding `op` applied to x and y (of one dtype); `name`
+/// names the op in the error when the shapes do not broadcast.
+inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op, double a = 0,
+                         double b = 0) {
+    const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
+    Tensor out = make_empty(shape, x.dtype(), x.device());
+    kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);
+    return out;
+}
+
+}  // namespace xgrad::detail

@@ -1,0 +1,27 @@
+// The CPU's kernel table.
+#include "kernels/cpu/cpu.hpp"
+
+namespace xgrad::kernels::cpu {
+
+const Backend& backend() {
+    static const Backend table{
+        .unary = unary,
+        .binary = binary,
+        .copy = copy,
+        .fill = fill,
+        .axpy = axpy,
+        .sum_rows = sum_rows,
+        .var_rows = var_rows,
+        .extreme_rows = extreme_rows,
+        .first_hit_rows = first_hit_rows,
+        .matmul = matmul,
+        .layer_norm_forward = layer_norm_forward,
+        .layer_norm_backward = layer_norm_backward,
+        .rms_norm_forward = rms_norm_forward,
+        .rms_norm_backward = rms_norm_backward,
+        .adam_step = adam_step,
+    };
+    return table;
+}
+
+}  // namespace xgrad::kernels::cpu

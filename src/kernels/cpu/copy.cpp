@@ -1,0 +1,75 @@
+// CPU kernels that move data: strided copy with dtype conversion, fill, and dst += alpha * src.
+#include "detail/kernels.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/loop.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+void copy(const Tensor& src, const Tensor& dst) {
+    const std::int64_t n = dst.numel();
+    detail::dispatch(dst.dtype(), [&](auto dtag) {
+        using D = decltype(dtag);
+        D* out = static_cast<D*>(dst.impl()->storage->data);
+        detail::dispatch(src.dtype(), [&](auto stag) {
+            using S = decltype(stag);
+            const S* in = static_cast<const S*>(src.impl()->storage->data);
+            if (src.is_contiguous() && dst.is_contiguous()) {
+                const S* p = in + src.storage_offset();
+                D* q = out + dst.storage_offset();
+                parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                    for (std::int64_t i = lo; i < hi; ++i) q[i] = static_cast<D>(p[i]);
+                });
+                return;
+            }
+            const StridedGeometry<2> geo(dst.shape(), {&dst, &src});
+            parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                    D* q = out + off[0];
+                    const S* p = in + off[1];
+                    if (st[0] == 1 && st[1] == 1) {
+                        for (std::int64_t i = 0; i < count; ++i) q[i] = static_cast<D>(p[i]);
+                    } else {
+                        for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = static_cast<D>(p[i * st[1]]);
+                    }
+                });
+            });
+        });
+    });
+}
+
+void fill(const Tensor& dst, double value) {
+    detail::dispatch(dst.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T v = static_cast<T>(value);
+        T* base = static_cast<T*>(dst.impl()->storage->data);
+        const StridedGeometry<1> geo(dst.shape(), {&dst});
+        parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                T* q = base + off[0];
+                if (st[0] == 1)
+                    std::fill(q, q + count, v);
+                else
+                    for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = v;
+            });
+        });
+    });
+}
+
+void axpy(const Tensor& dst, const Tensor& src, double alpha) {
+    detail::dispatch(dst.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* o = dst.impl()->data<T>();
+        const T* x = src.impl()->data<T>();
+        parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            auto ov = detail::flat(o + lo, static_cast<std::size_t>(hi - lo));
+            auto xv = detail::flat(x + lo, static_cast<std::size_t>(hi - lo));
+            if (alpha == 1.0)
+                xt::noalias(ov) += xv;
+            else
+                xt::noalias(ov) += static_cast<T>(alpha) * xv;
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu

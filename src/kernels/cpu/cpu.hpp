@@ -1,0 +1,32 @@
+// The CPU kernels, one declaration per entry of kernels::Backend (see kernels/kernels.hpp).
+#pragma once
+
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/kernels.hpp"
+
+namespace xgrad::kernels::cpu {
+
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
+void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b);
+void copy(const Tensor& src, const Tensor& dst);
+void fill(const Tensor& dst, double value);
+void axpy(const Tensor& dst, const Tensor& src, double alpha);
+void sum_rows(const RowsView& v, const Tensor& out, bool mean);
+void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+void extreme_rows(const RowsView& v, const Tensor& out, bool max);
+void first_hit_rows(const RowsView& v, const Tensor& out);
+void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
+                        const Tensor& mean, const Tensor& rstd);
+void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd);
+void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd, const Tensor& dx,
+                       const Tensor& dweight);
+void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+               const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
+               double eps);
+
+/// The CPU's kernel table.
+const Backend& backend();
+
+}  // namespace xgrad::kernels::cpu

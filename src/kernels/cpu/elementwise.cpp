@@ -1,0 +1,342 @@
+// CPU elementwise kernels: contiguous blocks computed as xtensor/xsimd expressions; strided and
+// broadcast operands read in place (runs of the innermost dim, gathered into a small buffer only
+// when a run is not contiguous); large outputs split between threads.
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "detail/kernels.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/loop.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+using detail::flat;
+
+namespace {
+
+// GELU's constants as PyTorch writes them, used as prvalues (`T(kBeta)`) inside expressions.
+constexpr double kBeta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;  // sqrt(2 / pi)
+constexpr double kKappa = 0.044715;
+constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
+constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1 / sqrt(2 pi)
+
+/// Elements gathered per block when a run is strided.
+constexpr std::int64_t kBlock = 1024;
+
+[[noreturn]] void unsupported(const char* kind, int op, DType dtype) {
+    detail::fail("kernels",
+                 std::string(kind) + " op " + std::to_string(op) + " is not defined for " + to_string(dtype));
+}
+
+// ---- contiguous blocks ------------------------------------------------------------------------------
+
+template <typename T>
+void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, double b) {
+    const auto un = static_cast<std::size_t>(n);
+    auto y = flat(py, un);
+    if constexpr (std::is_integral_v<T>) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            const T v = px[i];
+            switch (op) {
+                case UnaryOp::kNeg:
+                    py[i] = -v;
+                    break;
+                case UnaryOp::kAbs:
+                    py[i] = v < 0 ? -v : v;
+                    break;
+                case UnaryOp::kAdd:
+                    py[i] = v + static_cast<T>(a);
+                    break;
+                case UnaryOp::kSub:
+                    py[i] = v - static_cast<T>(a);
+                    break;
+                case UnaryOp::kRsub:
+                    py[i] = static_cast<T>(a) - v;
+                    break;
+                case UnaryOp::kMul:
+                    py[i] = v * static_cast<T>(a);
+                    break;
+                case UnaryOp::kClamp:
+                    py[i] = std::min(std::max(v, static_cast<T>(a)), static_cast<T>(b));
+                    break;
+                default:
+                    unsupported("unary", static_cast<int>(op), kInt64);
+            }
+        }
+        return;
+    } else {
+        const auto x = flat(px, un);
+        switch (op) {
+            case UnaryOp::kNeg:
+                xt::noalias(y) = -x;
+                break;
+            case UnaryOp::kAbs:
+                xt::noalias(y) = xt::abs(x);
+                break;
+            case UnaryOp::kSqrt:
+                xt::noalias(y) = xt::sqrt(x);
+                break;
+            case UnaryOp::kRsqrt:
+                xt::noalias(y) = T(1) / xt::sqrt(x);
+                break;
+            case UnaryOp::kExp:
+                xt::noalias(y) = xt::exp(x);
+                break;
+            case UnaryOp::kLog:
+                xt::noalias(y) = xt::log(x);
+                break;
+            case UnaryOp::kTanh:
+                xt::noalias(y) = xt::tanh(x);
+                break;
+            case UnaryOp::kSigmoid:
+                xt::noalias(y) = T(1) / (T(1) + xt::exp(-x));
+                break;
+            // Written with where, not xt::maximum, so that NaN stays NaN as in PyTorch.
+            case UnaryOp::kRelu:
+                xt::noalias(y) = xt::where(x < T(0), T(0), x);
+                break;
+            case UnaryOp::kGelu:
+                xt::noalias(y) = x * T(0.5) * (T(1) + xt::erf(x * T(kInvSqrt2)));
+                break;
+            case UnaryOp::kGeluTanh:
+                xt::noalias(y) = T(0.5) * x * (T(1) + xt::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
+                break;
+            case UnaryOp::kSquare:
+                xt::noalias(y) = x * x;
+                break;
+            case UnaryOp::kCube:
+                xt::noalias(y) = x * x * x;
+                break;
+            case UnaryOp::kReciprocal:
+                xt::noalias(y) = T(1) / x;
+                break;
+            case UnaryOp::kPow:
+                if (a < 0)
+                    xt::noalias(y) = xt::where(xt::equal(x, T(0)), std::numeric_limits<T>::infinity(),
+                                               xt::pow(x, static_cast<T>(a)));
+                else
+                    xt::noalias(y) = xt::pow(x, static_cast<T>(a));
+                break;
+            case UnaryOp::kAdd:
+                xt::noalias(y) = x + static_cast<T>(a);
+                break;
+            case UnaryOp::kSub:
+                xt::noalias(y) = x - static_cast<T>(a);
+                break;
+            case UnaryOp::kRsub:
+                xt::noalias(y) = static_cast<T>(a) - x;
+                break;
+            case UnaryOp::kMul:
+                xt::noalias(y) = x * static_cast<T>(a);
+                break;
+            case UnaryOp::kDiv:
+                xt::noalias(y) = x / static_cast<T>(a);
+                break;
+            case UnaryOp::kClamp:
+                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays.
+                xt::noalias(y) = xt::where(xt::not_equal(x, x), x,
+                                           xt::minimum(xt::maximum(x, static_cast<T>(a)), static_cast<T>(b)));
+                break;
+        }
+    }
+}
+
+template <typename T>
+void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, double a, double b) {
+    const auto un = static_cast<std::size_t>(n);
+    if constexpr (std::is_integral_v<T>) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            const T x = px[i], y = pq[i];
+            switch (op) {
+                case BinaryOp::kAdd:
+                    po[i] = x + y;
+                    break;
+                case BinaryOp::kSub:
+                    po[i] = x - y;
+                    break;
+                case BinaryOp::kMul:
+                    po[i] = x * y;
+                    break;
+                case BinaryOp::kMaximum:
+                    po[i] = std::max(x, y);
+                    break;
+                case BinaryOp::kMinimum:
+                    po[i] = std::min(x, y);
+                    break;
+                default:
+                    unsupported("binary", static_cast<int>(op), kInt64);
+            }
+        }
+        return;
+    } else {
+        const auto x = flat(px, un);
+        const auto y = flat(pq, un);
+        auto o = flat(po, un);
+        constexpr T inf = std::numeric_limits<T>::infinity();
+        switch (op) {
+            case BinaryOp::kAdd:
+                xt::noalias(o) = x + y;
+                break;
+            case BinaryOp::kSub:
+                xt::noalias(o) = x - y;
+                break;
+            case BinaryOp::kMul:
+                xt::noalias(o) = x * y;
+                break;
+            case BinaryOp::kDiv:
+                xt::noalias(o) = x / y;
+                break;
+            case BinaryOp::kPow:
+                // xsimd's pow is exp(y log|x|): C's answers where that gives 0 or NaN.
+                xt::noalias(o) =
+                    xt::where(xt::equal(y, T(0)), T(1),
+                              xt::where(xt::equal(x, T(0)), xt::where(y < T(0), inf, T(0)), xt::pow(x, y)));
+                break;
+            case BinaryOp::kMaximum:
+                // xsimd's max returns the other operand for NaN; PyTorch's maximum propagates NaN.
+                xt::noalias(o) =
+                    xt::where(xt::not_equal(x, x), x, xt::where(xt::not_equal(y, y), y, xt::maximum(x, y)));
+                break;
+            case BinaryOp::kMinimum:
+                xt::noalias(o) =
+                    xt::where(xt::not_equal(x, x), x, xt::where(xt::not_equal(y, y), y, xt::minimum(x, y)));
+                break;
+            case BinaryOp::kAbsBackward:
+                xt::noalias(o) = x * xt::sign(y);
+                break;
+            case BinaryOp::kTanhBackward:
+                xt::noalias(o) = x * (T(1) - y * y);
+                break;
+            case BinaryOp::kSigmoidBackward:
+                xt::noalias(o) = x * y * (T(1) - y);
+                break;
+            // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
+            case BinaryOp::kReluBackward:
+                xt::noalias(o) = xt::where(y <= T(0), T(0), x);
+                break;
+            case BinaryOp::kGeluBackward:
+                // g * (Phi(x) + x phi(x))
+                xt::noalias(o) =
+                    x * (T(0.5) * (T(1) + xt::erf(y * T(kInvSqrt2))) + y * T(kInvSqrt2Pi) * xt::exp(T(-0.5) * y * y));
+                break;
+            case BinaryOp::kGeluTanhBackward: {
+                // t = tanh(beta (x + kappa x^3)); d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
+                std::vector<T> t(un);
+                auto tv = flat(t.data(), un);
+                xt::noalias(tv) = xt::tanh(T(kBeta) * (y + T(kKappa) * y * y * y));
+                xt::noalias(o) = x * (T(0.5) * (T(1) + tv) +
+                                      T(0.5) * y * (T(1) - tv * tv) * T(kBeta) * (T(1) + T(3 * kKappa) * y * y));
+                break;
+            }
+            case BinaryOp::kClampBackward:
+                xt::noalias(o) = xt::where(y >= static_cast<T>(a) && y <= static_cast<T>(b), x, T(0));
+                break;
+            case BinaryOp::kStdBackward:
+                xt::noalias(o) = xt::where(xt::equal(y, T(0)), T(0), x / (y * static_cast<T>(a)));
+                break;
+            case BinaryOp::kPowBaseGrad:
+                xt::noalias(o) = xt::where(xt::equal(y, T(0)), T(0), x);
+                break;
+            case BinaryOp::kPowLogBase:
+                xt::noalias(o) = xt::where(xt::equal(x, T(0)) && y >= T(0), T(0), xt::log(x));
+                break;
+            case BinaryOp::kMaxShare:
+                xt::noalias(o) = xt::where(xt::equal(x, y), T(0.5), xt::where(x < y, T(0), T(1)));
+                break;
+            case BinaryOp::kMinShare:
+                xt::noalias(o) = xt::where(xt::equal(x, y), T(0.5), xt::where(x > y, T(0), T(1)));
+                break;
+            case BinaryOp::kEqualOrBothNan:
+                xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
+                break;
+        }
+        (void)b;
+    }
+}
+
+/// A pointer to `count` contiguous elements of run data: the run itself when its stride is 1, else
+/// the elements gathered into `buf`.
+template <typename T>
+const T* contiguous_run(const T* base, std::int64_t off, std::int64_t stride, std::int64_t count, T* buf) {
+    if (stride == 1) return base + off;
+    if (stride == 0) {
+        std::fill(buf, buf + count, base[off]);
+    } else {
+        for (std::int64_t i = 0; i < count; ++i) buf[i] = base[off + i * stride];
+    }
+    return buf;
+}
+
+template <typename T>
+const T* base_of(const Tensor& t) {
+    return static_cast<const T*>(t.impl()->storage->data);
+}
+
+}  // namespace
+
+// ---- kernels -------------------------------------------------------------------------------------------
+
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
+    const std::int64_t n = out.numel();
+    detail::dispatch(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* po = out.impl()->data<T>();
+        if (x.is_contiguous()) {
+            const T* px = x.impl()->data<T>();
+            parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                unary_block<T>(op, px + lo, po + lo, hi - lo, a, b);
+            });
+            return;
+        }
+        const StridedGeometry<1> geo(out.shape(), {&x});
+        const T* px = base_of<T>(x);
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            T buf[kBlock];
+            std::int64_t i = lo;
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                const std::int64_t block = st[0] == 1 ? count : kBlock;
+                for (std::int64_t j = 0; j < count; j += block) {
+                    const std::int64_t c = std::min(block, count - j);
+                    unary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, buf), po + i + j, c, a, b);
+                }
+                i += count;
+            });
+        });
+    });
+}
+
+void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b) {
+    const std::int64_t n = out.numel();
+    detail::dispatch(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* po = out.impl()->data<T>();
+        if (x.is_contiguous() && y.is_contiguous() && x.shape() == out.shape() && y.shape() == out.shape()) {
+            const T* px = x.impl()->data<T>();
+            const T* py = y.impl()->data<T>();
+            parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b);
+            });
+            return;
+        }
+        const StridedGeometry<2> geo(out.shape(), {&x, &y});
+        const T* px = base_of<T>(x);
+        const T* py = base_of<T>(y);
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            T bx[kBlock], by[kBlock];
+            std::int64_t i = lo;
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                const std::int64_t block = st[0] == 1 && st[1] == 1 ? count : kBlock;
+                for (std::int64_t j = 0; j < count; j += block) {
+                    const std::int64_t c = std::min(block, count - j);
+                    binary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, bx),
+                                    contiguous_run(py, off[1] + j * st[1], st[1], c, by), po + i + j, c, a, b);
+                }
+                i += count;
+            });
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu

@@ -1,0 +1,264 @@
+// CPU LayerNorm and RMSNorm kernels: rows split into chunks run on the pool's threads, and
+// per-chunk partial sums for the weight and bias gradients, added in chunk order at the end.
+#include <cmath>
+#include <vector>
+#include <xsimd/xsimd.hpp>
+
+#include "detail/kernels.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+namespace {
+
+// ---- row primitives (xsimd) ----------------------------------------------------------------------
+
+template <typename T>
+T row_sum(const T* x, std::int64_t n) {
+    using B = xsimd::batch<T>;
+    constexpr auto w = static_cast<std::int64_t>(B::size);
+    B acc(T(0));
+    std::int64_t i = 0;
+    for (; i + w <= n; i += w) acc += B::load_unaligned(x + i);
+    T s = xsimd::hadd(acc);
+    for (; i < n; ++i) s += x[i];
+    return s;
+}
+
+/// Σ (x - c)²
+template <typename T>
+T row_sum_sq(const T* x, std::int64_t n, T c) {
+    using B = xsimd::batch<T>;
+    constexpr auto w = static_cast<std::int64_t>(B::size);
+    B acc(T(0)), cb(c);
+    std::int64_t i = 0;
+    for (; i + w <= n; i += w) {
+        B d = B::load_unaligned(x + i) - cb;
+        acc += d * d;
+    }
+    T s = xsimd::hadd(acc);
+    for (; i < n; ++i) s += (x[i] - c) * (x[i] - c);
+    return s;
+}
+
+/// Σ a·b
+template <typename T>
+T row_dot(const T* a, const T* b, std::int64_t n) {
+    using B = xsimd::batch<T>;
+    constexpr auto w = static_cast<std::int64_t>(B::size);
+    B acc(T(0));
+    std::int64_t i = 0;
+    for (; i + w <= n; i += w) acc += B::load_unaligned(a + i) * B::load_unaligned(b + i);
+    T s = xsimd::hadd(acc);
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+/// Runs `body(lo, hi, chunk)` over row ranges; `chunks` ranges when the work is large enough.
+template <typename F>
+void for_row_chunks(std::int64_t rows, int chunks, F&& body) {
+    parallel_for(0, chunks, 1, [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t c = c0; c < c1; ++c) body(rows * c / chunks, rows * (c + 1) / chunks, c);
+    });
+}
+
+/// How many row chunks a (rows × width) kernel is split into: a function of the shape alone, so the
+/// weight gradients (summed per chunk, then over chunks in order) do not depend on the thread count.
+int row_chunks(std::int64_t rows, std::int64_t width) {
+    constexpr std::int64_t kMaxChunks = 16;
+    if (rows * width < (1 << 16) || rows < 2) return 1;
+    return static_cast<int>(std::min(rows, kMaxChunks));
+}
+
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& out,
+                        const Tensor& mean, const Tensor& rstd) {
+    const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+        using T = decltype(tag);
+        using B = xsimd::batch<T>;
+        constexpr auto vw = static_cast<std::int64_t>(B::size);
+        const T* px = x.impl()->data<T>();
+        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+        const T* pb = b.defined() ? b.impl()->data<T>() : nullptr;
+        T* py = out.impl()->data<T>();
+        T* pm = mean.impl()->data<T>();
+        T* pr = rstd.impl()->data<T>();
+        for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = px + r * width;
+                T* yr = py + r * width;
+                // (x - mean) * rstd, written as PyTorch's CPU kernel does: x * rstd + (-rstd * mean).
+                if (width < 32 / static_cast<std::int64_t>(sizeof(T))) {
+                    // Rows narrower than one AVX2 register take PyTorch's scalar path, bit for bit:
+                    // Welford moments, then one fused multiply-add per element.
+                    T m = 0, m2 = 0;
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        const T d = xr[j] - m;
+                        m += d / static_cast<T>(j + 1);
+                        m2 += d * (xr[j] - m);
+                    }
+                    const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
+                    const T shift = -rs * m;
+                    pm[r] = m;
+                    pr[r] = rs;
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        T v = std::fma(xr[j], rs, shift);
+                        if (pw) v = v * pw[j];
+                        if (pb) v = v + pb[j];
+                        yr[j] = v;
+                    }
+                    continue;
+                }
+                const T m = row_sum(xr, width) / static_cast<T>(width);
+                const T var = row_sum_sq(xr, width, m) / static_cast<T>(width);
+                const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
+                const T shift = -rs * m;
+                pm[r] = m;
+                pr[r] = rs;
+                std::int64_t j = 0;
+                for (; j + vw <= width; j += vw) {
+                    B v = B::load_unaligned(xr + j) * B(rs) + B(shift);
+                    if (pw) v = v * B::load_unaligned(pw + j);
+                    if (pb) v = v + B::load_unaligned(pb + j);
+                    v.store_unaligned(yr + j);
+                }
+                for (; j < width; ++j) {
+                    T v = xr[j] * rs + shift;
+                    if (pw) v = v * pw[j];
+                    if (pb) v = v + pb[j];
+                    yr[j] = v;
+                }
+            }
+        });
+    });
+}
+
+void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& dx, const Tensor& dw, const Tensor& db) {
+    const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        const T* pg = g.impl()->data<T>();
+        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+        const T* pm = mean.impl()->data<T>();
+        const T* pr = rstd.impl()->data<T>();
+        const int chunks = row_chunks(rows, width);
+        // Per-chunk partial sums of dweight and dbias, added in chunk order at the end.
+        const auto part = static_cast<std::size_t>(chunks * width);
+        std::vector<T> part_w(dw.defined() ? part : 0, T(0)), part_b(db.defined() ? part : 0, T(0));
+        for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
+            std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+            T* acc_w = dw.defined() ? part_w.data() + c * width : nullptr;
+            T* acc_b = db.defined() ? part_b.data() + c * width : nullptr;
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = px + r * width;
+                const T* gr = pg + r * width;
+                const T rs = pr[r], shift = -pr[r] * pm[r];
+                for (std::int64_t j = 0; j < width; ++j) {
+                    xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
+                    dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
+                }
+                if (acc_w)
+                    for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
+                if (acc_b)
+                    for (std::int64_t j = 0; j < width; ++j) acc_b[j] += gr[j];
+                if (!dx.defined()) continue;
+                // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+                const T n = static_cast<T>(width);
+                const T mean_d = row_sum(dxhat.data(), width) / n;
+                const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / n;
+                T* dr = dx.impl()->data<T>() + r * width;
+                for (std::int64_t j = 0; j < width; ++j) {
+                    auto ju = static_cast<std::size_t>(j);
+                    dr[j] = rs * (dxhat[ju] - mean_d - xhat[ju] * mean_dx);
+                }
+            }
+        });
+        for (const auto& [part_sums, dst] : {std::pair{&part_w, &dw}, std::pair{&part_b, &db}}) {
+            if (!dst->defined()) continue;
+            T* d = dst->impl()->template data<T>();
+            std::fill(d, d + width, T(0));
+            for (int c = 0; c < chunks; ++c)
+                for (std::int64_t j = 0; j < width; ++j) d[j] += (*part_sums)[static_cast<std::size_t>(c * width + j)];
+        }
+    });
+}
+
+void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor& out, const Tensor& rstd) {
+    const std::int64_t rows = rstd.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
+        using T = decltype(tag);
+        using B = xsimd::batch<T>;
+        constexpr auto vw = static_cast<std::int64_t>(B::size);
+        const T* px = x.impl()->data<T>();
+        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+        T* py = out.impl()->data<T>();
+        T* pr = rstd.impl()->data<T>();
+        for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = px + r * width;
+                T* yr = py + r * width;
+                // As PyTorch's composite: x * rsqrt(mean(x²) + eps), then * weight.
+                const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
+                const T rs = T(1) / std::sqrt(ms + static_cast<T>(eps));
+                pr[r] = rs;
+                std::int64_t j = 0;
+                for (; j + vw <= width; j += vw) {
+                    B v = B::load_unaligned(xr + j) * B(rs);
+                    if (pw) v = v * B::load_unaligned(pw + j);
+                    v.store_unaligned(yr + j);
+                }
+                for (; j < width; ++j) yr[j] = pw ? (xr[j] * rs) * pw[j] : xr[j] * rs;
+            }
+        });
+    });
+}
+
+void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dx,
+                       const Tensor& dw) {
+    const std::int64_t rows = rstd.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        const T* pg = g.impl()->data<T>();
+        const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
+        const T* pr = rstd.impl()->data<T>();
+        const int chunks = row_chunks(rows, width);
+        std::vector<T> part_w(dw.defined() ? static_cast<std::size_t>(chunks * width) : 0, T(0));
+        for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
+            std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+            T* acc_w = dw.defined() ? part_w.data() + c * width : nullptr;
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = px + r * width;
+                const T* gr = pg + r * width;
+                const T rs = pr[r];
+                for (std::int64_t j = 0; j < width; ++j) {
+                    xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
+                    dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
+                }
+                if (acc_w)
+                    for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
+                if (!dx.defined()) continue;
+                // dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
+                const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / static_cast<T>(width);
+                T* dr = dx.impl()->data<T>() + r * width;
+                for (std::int64_t j = 0; j < width; ++j) {
+                    auto ju = static_cast<std::size_t>(j);
+                    dr[j] = rs * (dxhat[ju] - xhat[ju] * mean_dx);
+                }
+            }
+        });
+        if (dw.defined()) {
+            T* d = dw.impl()->data<T>();
+            std::fill(d, d + width, T(0));
+            for (int c = 0; c < chunks; ++c)
+                for (std::int64_t j = 0; j < width; ++j) d[j] += part_w[static_cast<std::size_t>(c * width + j)];
+        }
+    });
+}
+
+}  // namespace xgrad::kernels::cpu

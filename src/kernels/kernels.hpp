@@ -1,0 +1,171 @@
+// The one interface between ops and arithmetic: ops (forward and backward closures) call these,
+// and each call goes to the kernels of the output's device. A device is a table of plain function
+// pointers (Backend); `cpu/` fills one now, `cuda/` fills another when built. Adding a device adds
+// one file per kernel group and never touches an op's autograd code.
+//
+// Contract shared by every kernel: outputs are allocated by the caller (contiguous, on the device,
+// of the right dtype and shape); inputs may be any strided view (broadcast dims have stride 0) of
+// the same device; kernels never record autograd and never allocate tensors the caller sees.
+#pragma once
+
+#include <cstdint>
+
+#include "xgrad/tensor.hpp"
+
+namespace xgrad::kernels {
+
+/// Elementwise maps of one operand; `a` and `b` are the op's scalar arguments where it has them.
+enum class UnaryOp : std::uint8_t {
+    kNeg,
+    kAbs,
+    kSqrt,
+    kRsqrt,
+    kExp,
+    kLog,
+    kTanh,
+    kSigmoid,
+    kRelu,
+    kGelu,        // erf form
+    kGeluTanh,    // tanh approximation
+    kSquare,      // pow(x, 2)
+    kCube,        // pow(x, 3)
+    kReciprocal,  // pow(x, -1)
+    kPow,         // pow(x, a), with x ** a = inf at x == 0 for a < 0
+    kAdd,         // x + a
+    kSub,         // x - a
+    kRsub,        // a - x
+    kMul,         // x * a
+    kDiv,         // x / a
+    kClamp,       // min(max(x, a), b), NaN kept
+};
+
+/// Elementwise maps of two operands (forward ops and the backward formulas that need both).
+enum class BinaryOp : std::uint8_t {
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kPow,               // x ** y with C's x ** 0 == 1 and 0 ** y == inf for y < 0
+    kMaximum,           // NaN propagates
+    kMinimum,           // NaN propagates
+    kAbsBackward,       // g * sign(x)
+    kTanhBackward,      // g * (1 - o²), o = tanh(x)
+    kSigmoidBackward,   // g * o * (1 - o), o = sigmoid(x)
+    kReluBackward,      // o <= 0 ? 0 : g, o = relu(x)
+    kGeluBackward,      // g * (Phi(x) + x phi(x))
+    kGeluTanhBackward,  // g * d/dx gelu_tanh(x)
+    kClampBackward,     // a <= x <= b ? g : 0
+    kStdBackward,       // o == 0 ? 0 : g / (o * a)
+    kPowBaseGrad,       // y == 0 ? 0 : x (masks b * a^(b-1) where the exponent is 0)
+    kPowLogBase,        // x == 0 && y >= 0 ? 0 : log(x)
+    kMaxShare,          // x == y ? 0.5 : x < y ? 0 : 1 (maximum's gradient share)
+    kMinShare,          // x == y ? 0.5 : x > y ? 0 : 1
+    kEqualOrBothNan,    // x == y || (x, y both NaN) ? 1 : 0
+};
+
+/// How a reduction sees its input: `rows` results, each over `width` elements of `input`, which is
+/// contiguous with the reduced elements last (or first, as (width, rows), when `outer`).
+struct RowsView {
+    Tensor input;
+    std::int64_t rows = 1, width = 1;
+    bool outer = false;
+};
+
+/// The kernels of one device.
+struct Backend {
+    void (*unary)(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
+    void (*binary)(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b);
+    /// `dst` (any strides, same shape) = `src` converted to dst's dtype.
+    void (*copy)(const Tensor& src, const Tensor& dst);
+    void (*fill)(const Tensor& dst, double value);
+    /// `dst += alpha * src`, same shape, both contiguous (gradient accumulation, optimizers).
+    void (*axpy)(const Tensor& dst, const Tensor& src, double alpha);
+
+    /// Sums (or means) of each row, in PyTorch's order for floating types; `out` has `rows` elements.
+    void (*sum_rows)(const RowsView& v, const Tensor& out, bool mean);
+    /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`.
+    void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+    /// Largest (or smallest) element of each row; NaN propagates.
+    void (*extreme_rows)(const RowsView& v, const Tensor& out, bool max);
+    /// Keeps only the first non-zero of each row of `v.input` (rows × width), writing `out`.
+    void (*first_hit_rows)(const RowsView& v, const Tensor& out);
+
+    /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m); batch dims already broadcast.
+    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, double beta);
+
+    /// LayerNorm over rows of x (rows × width, contiguous): out, and per-row mean and rstd.
+    void (*layer_norm_forward)(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
+                               const Tensor& mean, const Tensor& rstd);
+    /// Its backward: writes each defined one of dx, dweight, dbias.
+    void (*layer_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+    void (*rms_norm_forward)(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd);
+    void (*rms_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                              const Tensor& dx, const Tensor& dweight);
+
+    /// One Adam/AdamW step on a parameter, its gradient and state, as PyTorch 1.13's single-tensor
+    /// update (same operations in the same order). `max_exp_avg_sq` is defined with amsgrad.
+    void (*adam_step)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
+                      double bias_correction2_sqrt, double eps);
+};
+
+/// The kernels of `device`; throws when xgrad was built without that device.
+const Backend& backend(Device device);
+
+// One inline forwarder per kernel, dispatching on the device of the output.
+
+inline void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a = 0, double b = 0) {
+    backend(out.device()).unary(op, x, out, a, b);
+}
+inline void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a = 0, double b = 0) {
+    backend(out.device()).binary(op, x, y, out, a, b);
+}
+inline void copy(const Tensor& src, const Tensor& dst) {
+    backend(dst.device()).copy(src, dst);
+}
+inline void fill(const Tensor& dst, double value) {
+    backend(dst.device()).fill(dst, value);
+}
+inline void axpy(const Tensor& dst, const Tensor& src, double alpha) {
+    backend(dst.device()).axpy(dst, src, alpha);
+}
+inline void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
+    backend(out.device()).sum_rows(v, out, mean);
+}
+inline void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
+    backend(out.device()).var_rows(v, out, correction, take_sqrt);
+}
+inline void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
+    backend(out.device()).extreme_rows(v, out, max);
+}
+inline void first_hit_rows(const RowsView& v, const Tensor& out) {
+    backend(out.device()).first_hit_rows(v, out);
+}
+inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0) {
+    backend(out.device()).matmul(a, b, out, beta);
+}
+inline void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
+                               const Tensor& mean, const Tensor& rstd) {
+    backend(out.device()).layer_norm_forward(x, weight, bias, eps, out, mean, rstd);
+}
+inline void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+    backend(x.device()).layer_norm_backward(grad, x, weight, mean, rstd, dx, dweight, dbias);
+}
+inline void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd) {
+    backend(out.device()).rms_norm_forward(x, weight, eps, out, rstd);
+}
+inline void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                              const Tensor& dx, const Tensor& dweight) {
+    backend(x.device()).rms_norm_backward(grad, x, weight, rstd, dx, dweight);
+}
+inline void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
+                      double bias_correction2_sqrt, double eps) {
+    backend(param.device())
+        .adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, step_size, bias_correction2_sqrt,
+                   eps);
+}
+
+}  // namespace xgrad::kernels

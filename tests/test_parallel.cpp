@@ -1,0 +1,60 @@
+// Checks xgrad::set_num_threads: the setting itself, and that kernels split between threads give
+// the same bits as on one thread (sums keep PyTorch's order; rows and elements are split, not sums).
+#include <doctest/doctest.h>
+
+#include "golden.hpp"
+
+#include <functional>
+#include <vector>
+
+#include "xgrad/xgrad.hpp"
+
+using xgrad::Tensor;
+namespace F = xgrad::nn::functional;
+
+namespace {
+
+/// Every kernel family on inputs large enough to be split between threads.
+std::vector<std::vector<double>> run_all() {
+    xgrad::manual_seed(7);
+    Tensor x = xgrad::randn({300, 700}).requires_grad_(true);
+    Tensor row = xgrad::randn({700});
+    Tensor col = xgrad::randn({300, 1});
+    Tensor w = xgrad::randn({700}).requires_grad_(true), b = xgrad::randn({700}).requires_grad_(true);
+    Tensor y = (x * row + col).tanh() - x.transpose(0, 1).contiguous().transpose(0, 1).exp() * 0.01;
+    Tensor ln = F::layer_norm(y, xgrad::Shape{700}, w, b, 1e-5);
+    Tensor rms = F::rms_norm(y, xgrad::Shape{700}, w, 1e-6);
+    Tensor loss = (ln * rms).sum() + y.var(-1, true, false).sum() + y.mean(0).sum();
+    loss.backward();
+    std::vector<std::vector<double>> out;
+    for (const Tensor& t : {loss, ln, rms, x.grad(), w.grad(), b.grad()})
+        out.push_back(t.to(xgrad::kFloat64).to_vector<double>());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("set_num_threads and get_num_threads") {
+    const int before = xgrad::get_num_threads();
+    CHECK(before >= 1);
+    xgrad::set_num_threads(3);
+    CHECK(xgrad::get_num_threads() == 3);
+    golden::check_throws([] { xgrad::set_num_threads(0); }, {"set_num_threads", "at least 1", "0"});
+    CHECK(xgrad::get_num_threads() == 3);
+    xgrad::set_num_threads(before);
+}
+
+TEST_CASE("results do not depend on the number of threads") {
+    xgrad::set_num_threads(1);
+    auto one = run_all();
+    for (int threads : {2, 3}) {
+        xgrad::set_num_threads(threads);
+        auto many = run_all();
+        REQUIRE(many.size() == one.size());
+        for (std::size_t i = 0; i < one.size(); ++i) {
+            CAPTURE(threads);
+            CAPTURE(i);
+            CHECK(many[i] == one[i]);
+        }
+    }
+}
