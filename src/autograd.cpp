@@ -96,15 +96,20 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     return r.shape() == shape ? r : r.reshape(shape);
 }
 
-/// Adds `g` into a leaf's grad: the first gradient is copied (it may alias another tensor), later
-/// ones accumulate in place, as PyTorch's AccumulateGrad does.
-static void accumulate(TensorImpl& leaf, const Tensor& g) {
-    Tensor gg = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
-    if (!leaf.grad.defined()) {
-        leaf.grad = gg.shape() == leaf.shape ? gg.clone() : gg.expand(leaf.shape).clone();
-    } else {
-        leaf.grad.add_(gg);
+/// Adds `g` into a leaf's grad, as PyTorch's AccumulateGrad: the first gradient becomes the leaf's
+/// grad without a copy when nothing else can see it (no other handle or view of its storage), and
+/// is copied otherwise (it may alias another tensor); later ones accumulate in place.
+static void accumulate(TensorImpl& leaf, Tensor g) {
+    if (g.dtype() != leaf.dtype) g = g.to(leaf.dtype);
+    if (leaf.grad.defined()) {
+        leaf.grad.add_(g);
+        return;
     }
+    const bool exclusive = g.impl().use_count() == 1 && g.impl()->storage.use_count() == 1;
+    if (exclusive && g.shape() == leaf.shape && g.is_contiguous() && !g.requires_grad())
+        leaf.grad = std::move(g);
+    else
+        leaf.grad = g.shape() == leaf.shape ? g.clone() : g.expand(leaf.shape).clone();
 }
 
 }  // namespace detail
@@ -171,6 +176,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
         Tensor g = std::move(node->pending);
         node->pending = Tensor();
         std::vector<Tensor> grads = node->backward(g, node->needs);
+        g = Tensor();  // a gradient passed through unchanged is then owned by `grads` alone
         for (std::size_t k = 0; k < node->next.size() && k < grads.size(); ++k) {
             const Edge& e = node->next[k];
             if (!e.defined() || !grads[k].defined()) continue;
@@ -178,7 +184,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
                 Tensor& slot = e.fn->pending;
                 slot = slot.defined() ? slot + grads[k] : std::move(grads[k]);
             } else {
-                accumulate(*e.leaf, grads[k]);
+                accumulate(*e.leaf, std::move(grads[k]));
             }
         }
         if (!retain_graph) {
