@@ -103,6 +103,11 @@ struct Backend {
     void (*rms_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                               const Tensor& dx, const Tensor& dweight);
 
+    /// Softmax (or log_softmax when `log`) over the last dim of contiguous x, into out.
+    void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
+    /// Its backward from the forward's output: dx = out · (g - Σ g·out), or g - exp(out) Σ g for log.
+    void (*softmax_backward_rows)(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
+
     /// One Adam/AdamW step on a parameter, its gradient and state, as PyTorch 1.13's single-tensor
     /// update (same operations in the same order). `max_exp_avg_sq` is defined with amsgrad.
     void (*adam_step)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -159,6 +164,12 @@ inline void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, 
 inline void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                               const Tensor& dx, const Tensor& dweight) {
     backend(x.device()).rms_norm_backward(grad, x, weight, rstd, dx, dweight);
+}
+inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
+    backend(out.device()).softmax_rows(x, out, log);
+}
+inline void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log) {
+    backend(dx.device()).softmax_backward_rows(grad, out, dx, log);
 }
 inline void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                       const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,

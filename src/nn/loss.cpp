@@ -6,6 +6,7 @@
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
 #include "xgrad/factory.hpp"
 
@@ -237,44 +238,46 @@ Tensor cross_entropy_probs(const Tensor& input, const Tensor& target, const nn::
 
 // ---- softmax ----------------------------------------------------------------------------------------
 
-Tensor log_softmax(const Tensor& input, std::int64_t dim) {
-    detail::check_defined(input, "log_softmax");
-    if (!input.is_floating_point())
-        fail("log_softmax", "needs a floating-point tensor, got " + to_string(input.dtype()));
-    const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), "log_softmax");
+namespace {
+
+/// Softmax or log_softmax along `dim` through the fused row kernels: the dim is moved last (a
+/// copy only when it is not already last and contiguous), and the result comes back in `input`'s shape.
+Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
+    const char* op = log ? "log_softmax" : "softmax";
+    detail::check_defined(input, op);
+    if (!input.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(input.dtype()));
+    const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), op);
+    const bool last = input.dim() == 0 || d == input.dim() - 1;
+    // (..., width) rows with the softmax dim last.
+    auto to_rows = [d, last](const Tensor& t) { return last ? t.contiguous() : t.transpose(d, -1).contiguous(); };
+    auto from_rows = [d, last](const Tensor& t) { return last ? t : t.transpose(d, -1).contiguous(); };
     Tensor out;
     {
         NoGradGuard no_grad;
-        Tensor x = input.dim() == 0 ? input.reshape(Shape{1}) : input;
-        Tensor shifted = x - x.max(d, true);  // the largest logit becomes 0
-        out = (shifted - shifted.exp().sum(d, true).log()).reshape(input.shape());
+        Tensor x = to_rows(input.detach());
+        Tensor y = detail::make_empty(x.shape(), x.dtype(), x.device());
+        kernels::softmax_rows(x, y, log);
+        out = from_rows(y);
     }
     if (detail::needs_grad({&input}))
-        detail::record(out, "LogSoftmaxBackward0", {&input},
-                       [out_ = out.detach(), d](const Tensor& g, const NeedsGrad&) {
-                           if (out_.dim() == 0) return Grads{zeros_like(g)};
-                           return Grads{g - out_.exp() * g.sum(d, true)};  // softmax · Σg, subtracted from g
+        detail::record(out, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&input},
+                       [out_ = out.detach(), to_rows, from_rows, log](const Tensor& g, const NeedsGrad&) {
+                           Tensor o = to_rows(out_), gr = to_rows(g);
+                           Tensor dx = detail::make_empty(o.shape(), o.dtype(), o.device());
+                           kernels::softmax_backward_rows(gr, o, dx, log);
+                           return Grads{from_rows(dx)};
                        });
     return out;
 }
 
+}  // namespace
+
+Tensor log_softmax(const Tensor& input, std::int64_t dim) {
+    return softmax_impl(input, dim, /*log=*/true);
+}
+
 Tensor softmax(const Tensor& input, std::int64_t dim) {
-    detail::check_defined(input, "softmax");
-    if (!input.is_floating_point()) fail("softmax", "needs a floating-point tensor, got " + to_string(input.dtype()));
-    const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), "softmax");
-    Tensor out;
-    {
-        NoGradGuard no_grad;
-        Tensor x = input.dim() == 0 ? input.reshape(Shape{1}) : input;
-        Tensor e = (x - x.max(d, true)).exp();
-        out = (e / e.sum(d, true)).reshape(input.shape());
-    }
-    if (detail::needs_grad({&input}))
-        detail::record(out, "SoftmaxBackward0", {&input}, [out_ = out.detach(), d](const Tensor& g, const NeedsGrad&) {
-            if (out_.dim() == 0) return Grads{zeros_like(g)};
-            return Grads{out_ * (g - (g * out_).sum(d, true))};
-        });
-    return out;
+    return softmax_impl(input, dim, /*log=*/false);
 }
 
 // ---- regression losses --------------------------------------------------------------------------------

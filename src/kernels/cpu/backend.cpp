@@ -19,6 +19,8 @@ const Backend& backend() {
         .layer_norm_backward = layer_norm_backward,
         .rms_norm_forward = rms_norm_forward,
         .rms_norm_backward = rms_norm_backward,
+        .softmax_rows = softmax_rows,
+        .softmax_backward_rows = softmax_backward_rows,
         .adam_step = adam_step,
     };
     return table;

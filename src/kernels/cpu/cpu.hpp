@@ -22,6 +22,8 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weig
 void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd);
 void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd, const Tensor& dx,
                        const Tensor& dweight);
+void softmax_rows(const Tensor& x, const Tensor& out, bool log);
+void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
                double eps);

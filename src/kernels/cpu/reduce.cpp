@@ -7,6 +7,7 @@
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/sum_order.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -23,124 +24,6 @@ T row_sum(const T* x, std::int64_t n) {
     T s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += x[i];
     return s;
-}
-
-// ---- PyTorch's summation order ------------------------------------------------------------------
-// PyTorch's CPU sum (the cascade sum of its AVX2 kernels) adds float32 and float64 in their own
-// precision, in an order fixed by the shape. xgrad adds in the same order, so sums and means are
-// bit-identical to PyTorch's: the notebooks print means of normalised rows, which are pure rounding
-// noise (2.4835e-09) and depend on every bit. Exact for one reduction of up to 32768 elements;
-// beyond that PyTorch may split the work between threads. Other layouts than "reduced dims last"
-// or "reduced dims first" are summed in the inner order after a permutation.
-
-/// Elements of one AVX2 register: the width of PyTorch's vector accumulators.
-template <typename T>
-constexpr int kLanes = static_cast<int>(32 / sizeof(T));
-
-/// W accumulators added lane by lane, like one vector register.
-template <typename T, int W>
-struct Lanes {
-    T v[W] = {};
-    Lanes& operator+=(const Lanes& o) {
-        for (int i = 0; i < W; ++i) v[i] += o.v[i];
-        return *this;
-    }
-    static Lanes load(const T* p) {
-        Lanes l;
-        for (int i = 0; i < W; ++i) l.v[i] = p[i];
-        return l;
-    }
-};
-
-std::int64_t ceil_log2(std::int64_t x) {
-    std::int64_t r = 0;
-    while ((std::int64_t{1} << r) < x) ++r;
-    return r;
-}
-
-/// Sums `size` rows of N accumulators (`get(i, k)`: row i, column k) in a cascade: partial sums move
-/// up one of four levels every 2^power rows, so that only numbers of similar magnitude are added.
-template <typename Acc, int N, typename Get>
-std::array<Acc, N> cascade_sum(std::int64_t size, Get&& get) {
-    constexpr int levels = 4;
-    const std::int64_t power = std::max<std::int64_t>(4, ceil_log2(size) / levels);
-    const std::int64_t step = std::int64_t{1} << power, mask = step - 1;
-    std::array<std::array<Acc, N>, levels> acc{};
-    std::int64_t i = 0;
-    while (i + step <= size) {
-        for (std::int64_t j = 0; j < step; ++j, ++i)
-            for (int k = 0; k < N; ++k) acc[0][k] += get(i, k);
-        for (int j = 1; j < levels; ++j) {
-            for (int k = 0; k < N; ++k) {
-                acc[j][k] += acc[j - 1][k];
-                acc[j - 1][k] = Acc{};
-            }
-            if ((i & (mask << (j * power))) != 0) break;
-        }
-    }
-    for (; i < size; ++i)
-        for (int k = 0; k < N; ++k) acc[0][k] += get(i, k);
-    for (int j = 1; j < levels; ++j)
-        for (int k = 0; k < N; ++k) acc[0][k] += acc[j][k];
-    return acc[0];
-}
-
-/// A row of `size` elements (`get(i)`) as four interleaved cascades, the tail added to the first,
-/// then the four combined in order.
-template <typename Acc, typename Get>
-Acc interleaved_sum(std::int64_t size, Get&& get) {
-    const std::int64_t quads = size / 4;
-    auto part = cascade_sum<Acc, 4>(quads, [&](std::int64_t i, int k) { return get(i * 4 + k); });
-    for (std::int64_t i = quads * 4; i < size; ++i) part[0] += get(i);
-    for (int k = 1; k < 4; ++k) part[0] += part[k];
-    return part[0];
-}
-
-/// The sum of a contiguous row, in PyTorch's order: vector accumulators for rows of at least one
-/// register, the scalar tail first and then the lanes in order; a scalar cascade for shorter rows.
-template <typename T>
-T inner_sum(const T* x, std::int64_t n) {
-    constexpr int W = kLanes<T>;
-    if (n < W) return interleaved_sum<T>(n, [&](std::int64_t i) { return x[i]; });
-    const std::int64_t vectors = n / W;
-    auto lanes = interleaved_sum<Lanes<T, W>>(vectors, [&](std::int64_t i) { return Lanes<T, W>::load(x + i * W); });
-    T total = 0;
-    for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
-    for (int k = 0; k < W; ++k) total += lanes.v[k];
-    return total;
-}
-
-/// Column sums of a contiguous (rows × cols) block, in PyTorch's order for reductions over leading
-/// dimensions: blocks of four registers of columns share a cascade, then single registers, then
-/// single columns; with fewer columns than a register, groups of four scalar columns.
-template <typename T>
-void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
-    constexpr int W = kLanes<T>;
-    using L = Lanes<T, W>;
-    if (cols == 1) {  // PyTorch sees a contiguous inner reduction here
-        out[0] = inner_sum(x, rows);
-        return;
-    }
-    std::int64_t j = 0;
-    auto column = [&](std::int64_t c) {
-        return interleaved_sum<T>(rows, [&](std::int64_t i) { return x[i * cols + c]; });
-    };
-    if (cols >= W) {
-        for (; j + 4 * W <= cols; j += 4 * W) {
-            auto s = cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) { return L::load(x + i * cols + j + k * W); });
-            for (int k = 0; k < 4; ++k) std::copy(s[k].v, s[k].v + W, out + j + k * W);
-        }
-        for (; j + W <= cols; j += W) {
-            L s = interleaved_sum<L>(rows, [&](std::int64_t i) { return L::load(x + i * cols + j); });
-            std::copy(s.v, s.v + W, out + j);
-        }
-    } else {
-        for (; j + 3 < cols; j += 4) {
-            auto s = cascade_sum<T, 4>(rows, [&](std::int64_t i, int k) { return x[i * cols + j + k]; });
-            std::copy(s.begin(), s.end(), out + j);
-        }
-    }
-    for (; j < cols; ++j) out[j] = column(j);
 }
 
 /// Σ (x - mean)² over a row, in double with independent accumulators (a chain of dependent adds

@@ -1,0 +1,86 @@
+// CPU softmax and log_softmax over the last dim of contiguous rows, forward and backward, in the
+// composite's arithmetic: shifted = x - max, then exp and a sum in PyTorch's order.
+#include <cmath>
+#include <vector>
+
+#include "detail/kernels.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/sum_order.hpp"
+
+namespace xgrad::kernels::cpu {
+
+namespace {
+
+std::int64_t rows_per_chunk(std::int64_t width) {
+    return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(width, 1));
+}
+
+}  // namespace
+
+void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
+    const std::int64_t width = x.dim() == 0 ? 1 : x.size(-1), rows = width == 0 ? 0 : x.numel() / width;
+    detail::dispatch_float(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* po = out.impl()->data<T>();
+        parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
+            std::vector<T> e(static_cast<std::size_t>(width));
+            const auto n = static_cast<std::size_t>(width);
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = px + r * width;
+                T* yr = po + r * width;
+                T m = xr[0];
+                for (std::int64_t j = 1; j < width; ++j) {
+                    if (xr[j] != xr[j]) {  // NaN wins, as in max()
+                        m = xr[j];
+                        break;
+                    }
+                    m = std::max(m, xr[j]);
+                }
+                auto shifted = detail::flat(yr, n);  // the largest logit becomes 0
+                xt::noalias(shifted) = detail::flat(xr, n) - m;
+                auto ev = detail::flat(e.data(), n);
+                xt::noalias(ev) = xt::exp(shifted);
+                const T s = inner_sum(e.data(), width);
+                if (log)
+                    xt::noalias(shifted) = shifted - std::log(s);
+                else
+                    xt::noalias(shifted) = ev / s;
+            }
+        });
+    });
+}
+
+void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log) {
+    const std::int64_t width = out.dim() == 0 ? 1 : out.size(-1), rows = width == 0 ? 0 : out.numel() / width;
+    detail::dispatch_float(out.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = grad.impl()->data<T>();
+        const T* po = out.impl()->data<T>();
+        T* pd = dx.impl()->data<T>();
+        parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
+            std::vector<T> t(static_cast<std::size_t>(width));
+            const auto n = static_cast<std::size_t>(width);
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const auto g = detail::flat(pg + r * width, n);
+                const auto o = detail::flat(po + r * width, n);
+                auto d = detail::flat(pd + r * width, n);
+                auto tv = detail::flat(t.data(), n);
+                if (log) {
+                    // g - softmax · Σg
+                    const T s = inner_sum(pg + r * width, width);
+                    xt::noalias(tv) = xt::exp(o);
+                    xt::noalias(d) = g - tv * s;
+                } else {
+                    // out · (g - Σ(g · out))
+                    xt::noalias(tv) = g * o;
+                    const T s = inner_sum(t.data(), width);
+                    xt::noalias(d) = o * (g - s);
+                }
+            }
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu
