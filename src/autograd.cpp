@@ -3,8 +3,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <new>
 #include <sstream>
 
+#include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 
@@ -57,13 +59,14 @@ static void delete_node(Node* node) {
     while (!pending.empty()) {
         Node* n = pending.back();
         pending.pop_back();
-        delete n;
+        n->~Node();
+        pool_free(n, sizeof(Node));
     }
     queue = nullptr;
 }
 
-static void attach(Tensor& out, const char* name, std::vector<Edge> next, BackwardFn backward) {
-    std::shared_ptr<Node> node(new Node, delete_node);
+static void attach(Tensor& out, const char* name, decltype(Node::next) next, BackwardFn backward) {
+    std::shared_ptr<Node> node(new (pool_alloc(sizeof(Node))) Node, delete_node, PoolAllocator<Node>());
     node->name = name;
     for (const Edge& e : next) node->needs.push_back(e.defined());
     node->next = std::move(next);
@@ -73,14 +76,14 @@ static void attach(Tensor& out, const char* name, std::vector<Edge> next, Backwa
 }
 
 void record(Tensor& out, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
-    std::vector<Edge> next;
+    decltype(Node::next) next;
     next.reserve(inputs.size());
     for (const Tensor* t : inputs) next.push_back(edge_to(*t));
     attach(out, name, std::move(next), std::move(backward));
 }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-    std::vector<Edge> next;
+    decltype(Node::next) next;
     next.reserve(inputs.size());
     for (const Tensor& t : inputs) next.push_back(edge_to(t));
     attach(out, name, std::move(next), std::move(backward));

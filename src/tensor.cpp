@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "detail/kernels.hpp"
+#include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
@@ -150,8 +151,8 @@ bool TensorImpl::is_contiguous() const {
     return true;
 }
 
-std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
-    std::vector<std::int64_t> strides(static_cast<std::size_t>(shape.size()));
+Strides contiguous_strides(const Shape& shape) {
+    Strides strides(static_cast<std::size_t>(shape.size()), 0);
     std::int64_t s = 1;
     for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
         strides[static_cast<std::size_t>(d)] = s;
@@ -163,16 +164,17 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
 Tensor make_empty(const Shape& shape, DType dtype, Device device) {
     for (auto d : shape)
         if (d < 0) fail("empty", "negative dimension in shape " + to_string(shape));
-    auto impl = std::make_shared<TensorImpl>();
-    impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype), device);
+    auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
+    impl->storage = std::allocate_shared<Storage>(
+        PoolAllocator<Storage>(), static_cast<std::size_t>(shape.numel()) * element_size(dtype), device);
     impl->strides = contiguous_strides(shape);
     impl->shape = shape;
     impl->dtype = dtype;
     return Tensor(std::move(impl));
 }
 
-Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset) {
-    auto impl = std::make_shared<TensorImpl>();
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset) {
+    auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
     impl->storage = base.impl()->storage;
     impl->shape = std::move(shape);
     impl->strides = std::move(strides);
@@ -258,7 +260,7 @@ Device Tensor::device() const {
     detail::check_defined(*this, "device");
     return impl_->storage->device;
 }
-const std::vector<std::int64_t>& Tensor::strides() const {
+const Strides& Tensor::strides() const {
     detail::check_defined(*this, "strides");
     return impl_->strides;
 }

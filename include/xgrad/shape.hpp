@@ -34,6 +34,134 @@ inline constexpr Device kCUDA = Device::kCUDA;  ///< An NVIDIA GPU; needs a CUDA
 /// "cpu" or "cuda".
 std::string to_string(Device device);
 
+namespace detail {
+
+/// A list of int64 values kept inline up to six (the shapes and strides of nearly every tensor),
+/// on the heap beyond: creating a tensor then costs no allocation for its geometry.
+class DimVector {
+public:
+    static constexpr std::size_t kInline = 6;  ///< Values held without a heap allocation.
+
+    DimVector() = default;
+    /// From a braced list.
+    DimVector(std::initializer_list<std::int64_t> values) { assign(values.begin(), values.size()); }
+    /// From a vector (implicit, so code written for vectors keeps working).
+    DimVector(const std::vector<std::int64_t>& values) { assign(values.data(), values.size()); }  // NOLINT
+    /// `n` copies of `value`.
+    DimVector(std::size_t n, std::int64_t value) {
+        reserve(n);
+        for (std::size_t i = 0; i < n; ++i) data()[i] = value;
+        size_ = n;
+    }
+    /// Copies.
+    DimVector(const DimVector& other) { assign(other.data(), other.size_); }
+    /// Moves; the source is left empty.
+    DimVector(DimVector&& other) noexcept { take(other); }
+    /// Copies.
+    DimVector& operator=(const DimVector& other) {
+        if (this != &other) {
+            size_ = 0;
+            assign(other.data(), other.size_);
+        }
+        return *this;
+    }
+    /// Moves; the source is left empty.
+    DimVector& operator=(DimVector&& other) noexcept {
+        if (this != &other) {
+            release();
+            take(other);
+        }
+        return *this;
+    }
+    ~DimVector() { release(); }
+
+    /// Number of values.
+    std::size_t size() const { return size_; }
+    /// True when there are none.
+    bool empty() const { return size_ == 0; }
+    /// The values, contiguous.
+    std::int64_t* data() { return heap_ ? heap_ : inline_; }
+    /// The values, contiguous.
+    const std::int64_t* data() const { return heap_ ? heap_ : inline_; }
+    /// Value `i`.
+    std::int64_t& operator[](std::size_t i) { return data()[i]; }
+    /// Value `i`.
+    const std::int64_t& operator[](std::size_t i) const { return data()[i]; }
+    /// First value.
+    const std::int64_t* begin() const { return data(); }
+    /// Past the last value.
+    const std::int64_t* end() const { return data() + size_; }
+    /// First value.
+    std::int64_t* begin() { return data(); }
+    /// Past the last value.
+    std::int64_t* end() { return data() + size_; }
+    /// Last value.
+    std::int64_t back() const { return data()[size_ - 1]; }
+    /// Last value.
+    std::int64_t& back() { return data()[size_ - 1]; }
+    /// Appends a value.
+    void push_back(std::int64_t v) {
+        reserve(size_ + 1);
+        data()[size_++] = v;
+    }
+    /// Removes the last value.
+    void pop_back() { --size_; }
+    /// The values as a vector.
+    operator std::vector<std::int64_t>() const { return {begin(), end()}; }  // NOLINT: implicit on purpose
+    /// Equal when the same values in the same order.
+    friend bool operator==(const DimVector& a, const DimVector& b) {
+        if (a.size_ != b.size_) return false;
+        for (std::size_t i = 0; i < a.size_; ++i)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
+    /// Equal to a vector of the same values.
+    friend bool operator==(const DimVector& a, const std::vector<std::int64_t>& b) { return a == DimVector(b); }
+
+private:
+    void reserve(std::size_t n) {
+        if (n <= capacity_) return;
+        std::size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
+        auto* p = new std::int64_t[cap];
+        for (std::size_t i = 0; i < size_; ++i) p[i] = data()[i];
+        delete[] heap_;
+        heap_ = p;
+        capacity_ = cap;
+    }
+    void assign(const std::int64_t* values, std::size_t n) {
+        reserve(n);
+        for (std::size_t i = 0; i < n; ++i) data()[i] = values[i];
+        size_ = n;
+    }
+    void take(DimVector& other) {
+        size_ = other.size_;
+        if (other.heap_) {
+            heap_ = other.heap_;
+            capacity_ = other.capacity_;
+            other.heap_ = nullptr;
+            other.capacity_ = kInline;
+        } else {
+            for (std::size_t i = 0; i < size_; ++i) inline_[i] = other.inline_[i];
+        }
+        other.size_ = 0;
+    }
+    void release() {
+        delete[] heap_;
+        heap_ = nullptr;
+        capacity_ = kInline;
+        size_ = 0;
+    }
+
+    std::int64_t inline_[kInline];
+    std::int64_t* heap_ = nullptr;
+    std::size_t size_ = 0, capacity_ = kInline;
+};
+
+}  // namespace detail
+
+/// The strides of a tensor, in elements (PyTorch's `t.stride()`): a short list of int64.
+using Strides = detail::DimVector;
+
 /// The sizes of a tensor, one per dimension; prints as PyTorch's `torch.Size([2, 5])`.
 ///
 /// ```cpp
@@ -59,8 +187,8 @@ public:
     std::int64_t& operator[](std::int64_t i) { return dims_[static_cast<std::size_t>(i)]; }
     /// Product of the sizes (1 for a 0-d shape).
     std::int64_t numel() const;
-    /// The sizes as a vector.
-    const std::vector<std::int64_t>& vec() const { return dims_; }
+    /// The sizes as a vector (a copy).
+    std::vector<std::int64_t> vec() const { return dims_; }
     /// Iterators over the sizes.
     auto begin() const { return dims_.begin(); }
     /// Iterators over the sizes.

@@ -53,7 +53,7 @@ public:
     /// Device the storage lives on.
     Device device() const;
     /// Strides in elements, one per dimension.
-    const std::vector<std::int64_t>& strides() const;
+    const Strides& strides() const;
     /// Offset of the first element in the storage, in elements.
     std::int64_t storage_offset() const;
     /// True when the elements are laid out densely in row-major order.

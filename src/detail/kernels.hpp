@@ -48,7 +48,7 @@ auto flat(T* p, std::size_t n) {
 
 /// Visits every element of a strided view in row-major order: `f(flat_index, storage_offset)`.
 template <typename F>
-void for_each_offset(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset, F&& f) {
+void for_each_offset(const Shape& shape, const Strides& strides, std::int64_t offset, F&& f) {
     const std::int64_t nd = shape.size();
     const std::int64_t n = shape.numel();
     if (n == 0) return;

@@ -5,10 +5,13 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "pool.hpp"  // relative: tests include this header by path
 #include "xgrad/autograd.hpp"
 #include "xgrad/shape.hpp"
 #include "xgrad/tensor.hpp"
@@ -37,7 +40,7 @@ struct Node;
 struct TensorImpl {
     std::shared_ptr<Storage> storage;
     Shape shape;
-    std::vector<std::int64_t> strides;
+    Strides strides;
     std::int64_t offset = 0;
     DType dtype = kFloat32;
     bool requires_grad = false;
@@ -80,12 +83,94 @@ struct NeedsGrad {
 };
 
 /// Maps the gradient of a node's output to the gradients of its inputs (undefined where not needed).
-using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad, const NeedsGrad& needs)>;
+///
+/// A move-only callable like std::function, but closures of up to kInline bytes (two saved tensors
+/// and two shapes) live inside it: recording an op then allocates nothing for its closure.
+class BackwardFn {
+public:
+    static constexpr std::size_t kInline = 176;
+
+    BackwardFn() = default;
+    BackwardFn(std::nullptr_t) {}  // NOLINT: as std::function
+    template <typename F, typename D = std::decay_t<F>,
+              typename = std::enable_if_t<!std::is_same_v<D, BackwardFn> && !std::is_same_v<D, std::nullptr_t>>>
+    BackwardFn(F&& f) {  // NOLINT: implicit from any closure, as std::function
+        if constexpr (sizeof(D) <= kInline && alignof(D) <= alignof(std::max_align_t) &&
+                      std::is_nothrow_move_constructible_v<D>) {
+            new (buf_) D(std::forward<F>(f));
+            ops_ = &kInlineOps<D>;
+        } else {
+            D* p = new (pool_alloc(sizeof(D))) D(std::forward<F>(f));
+            *reinterpret_cast<D**>(buf_) = p;
+            ops_ = &kHeapOps<D>;
+        }
+    }
+    BackwardFn(BackwardFn&& other) noexcept { take(other); }
+    BackwardFn& operator=(BackwardFn&& other) noexcept {
+        if (this != &other) {
+            reset();
+            take(other);
+        }
+        return *this;
+    }
+    BackwardFn& operator=(std::nullptr_t) noexcept {
+        reset();
+        return *this;
+    }
+    BackwardFn(const BackwardFn&) = delete;
+    BackwardFn& operator=(const BackwardFn&) = delete;
+    ~BackwardFn() { reset(); }
+
+    explicit operator bool() const { return ops_ != nullptr; }
+    std::vector<Tensor> operator()(const Tensor& grad, const NeedsGrad& needs) const {
+        return ops_->call(const_cast<unsigned char*>(buf_), grad, needs);
+    }
+
+private:
+    struct Ops {
+        std::vector<Tensor> (*call)(void*, const Tensor&, const NeedsGrad&);
+        void (*move)(void* from, void* to) noexcept;  // also destroys `from`
+        void (*destroy)(void*) noexcept;
+    };
+    template <typename D>
+    static constexpr Ops kInlineOps{
+        [](void* b, const Tensor& g, const NeedsGrad& n) { return (*static_cast<D*>(b))(g, n); },
+        [](void* from, void* to) noexcept {
+            new (to) D(std::move(*static_cast<D*>(from)));
+            static_cast<D*>(from)->~D();
+        },
+        [](void* b) noexcept { static_cast<D*>(b)->~D(); },
+    };
+    template <typename D>
+    static constexpr Ops kHeapOps{
+        [](void* b, const Tensor& g, const NeedsGrad& n) { return (**static_cast<D**>(b))(g, n); },
+        [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
+        [](void* b) noexcept {
+            D* p = *static_cast<D**>(b);
+            p->~D();
+            pool_free(p, sizeof(D));
+        },
+    };
+
+    void take(BackwardFn& other) noexcept {
+        if (!other.ops_) return;
+        other.ops_->move(other.buf_, buf_);
+        ops_ = other.ops_;
+        other.ops_ = nullptr;
+    }
+    void reset() noexcept {
+        if (ops_) ops_->destroy(buf_);
+        ops_ = nullptr;
+    }
+
+    alignas(std::max_align_t) unsigned char buf_[kInline];
+    const Ops* ops_ = nullptr;
+};
 
 /// One recorded operation: its PyTorch name, where its input gradients go, and how to compute them.
 struct Node {
     const char* name = "";
-    std::vector<Edge> next;
+    std::vector<Edge, PoolAllocator<Edge>> next;
     NeedsGrad needs;
     BackwardFn backward;
     bool released = false;  // backward ran without retain_graph; the saved tensors are gone
@@ -95,11 +180,11 @@ struct Node {
 };
 
 // ---- construction -------------------------------------------------------------------------------
-std::vector<std::int64_t> contiguous_strides(const Shape& shape);
+Strides contiguous_strides(const Shape& shape);
 /// A new contiguous tensor with uninitialised storage.
 Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU);
 /// A new view of `base`'s storage with the given geometry (no autograd record).
-Tensor make_view(const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset);
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
 
 /// Makes every handle to `t` see `src`'s contents, shape and dtype (modules converting or
 /// materialising parameters in place, so optimizers holding handles follow).

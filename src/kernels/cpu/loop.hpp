@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cstdint>
-#include <vector>
 
 #include "detail/tensor_impl.hpp"
 
@@ -58,7 +57,7 @@ struct StridedGeometry {
         for (int k = 0; k < N; ++k)
             inner_stride[static_cast<std::size_t>(k)] = strides[static_cast<std::size_t>(k)].back();
         // The multi-index of `lo` and each operand's offset there.
-        std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+        Strides idx(static_cast<std::size_t>(nd), 0);
         std::array<std::int64_t, N> off = offsets;
         std::int64_t rest = lo;
         for (std::int64_t d = nd - 1; d >= 0; --d) {
