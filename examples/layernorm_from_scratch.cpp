@@ -64,10 +64,10 @@ int main() {
     std::cout << ">>> print(out_norm)\n" << out_norm << "\n";
     Tensor mean_norm = out_norm.mean(-1, /*keepdim=*/true);
     Tensor variance_norm = out_norm.var(-1, /*unbiased=*/true, /*keepdim=*/true);
-    // The means are rounding noise, a few float32 ulps. The notebook printed 1.9868e-08 for the
-    // second row; PyTorch 1.13 (and xgrad, which sums in its order) prints -9.9341e-09 from the
-    // same seed. The difference lies in the last bits of the Linear outputs, which depend on the
-    // BLAS the notebook ran with; the first row, 2.4835e-09, agrees.
+    // The means are rounding noise, a few float32 ulps, which depend on the last bits of the Linear
+    // outputs and so on the BLAS that computed them. The notebook printed 2.4835e-09 and 1.9868e-08;
+    // from the same seed, PyTorch 1.13 on Debian's OpenBLAS prints 7.4506e-09 and -9.9341e-09, and
+    // so does xgrad, which makes the same OpenBLAS calls and sums in PyTorch's order.
     std::cout << ">>> print(\" mean : \",mean_norm)\n"
               << " mean :  " << mean_norm << "\n";
     std::cout << ">>> print(\"var : \", variance_norm)\n"

@@ -1,6 +1,10 @@
-// Matrix products: a blocked CPU GEMM and torch.matmul's rules for 1-D, 2-D and batched operands.
-#include <algorithm>
+// torch.matmul on 1-D, 2-D and batched operands, reduced to the products PyTorch 1.13 runs (dot, mv,
+// mm, bmm) with its backward formulas for them, so that values and gradients come out of the same
+// BLAS calls as PyTorch's. The arithmetic is in kernels/cpu/matmul.cpp.
+#include "detail/linalg.hpp"
+
 #include <stdexcept>
+#include <utility>
 
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
@@ -12,55 +16,167 @@ using detail::fail;
 using detail::NeedsGrad;
 using Grads = std::vector<Tensor>;
 
+namespace detail {
+
 namespace {
 
-/// `x` (..., n, k) · `y` (..., k, m) for same-dtype operands whose batch shapes are `batch`
-/// (already broadcast, as views), into a new contiguous tensor.
-Tensor batched_gemm(const Tensor& x, const Tensor& y, const Shape& batch, const Shape& out_shape) {
-    (void)batch;
-    Tensor out = detail::make_empty(out_shape, x.dtype(), x.device());
+Shape with(Shape s, std::initializer_list<std::int64_t> tail) {
+    for (std::int64_t d : tail) s.push_back(d);
+    return s;
+}
+
+Tensor mv(const Tensor& a, const Tensor& x) {
+    Tensor out = make_empty(Shape{a.size(0)}, a.dtype());
+    kernels::mv(a, x, out);
+    return out;
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+    Tensor out = make_empty(Shape{}, a.dtype());
+    kernels::dot(a, b, out);
+    return out;
+}
+
+/// `x` (..., n, k) · `y` (..., k, m) over one batch shape, as PyTorch's bmm.
+Tensor bmm(const Tensor& x, const Tensor& y) {
+    Shape s = x.shape();
+    s[s.size() - 1] = y.size(-1);
+    Tensor out = make_empty(s, x.dtype());
     kernels::matmul(x, y, out);
     return out;
 }
 
-[[noreturn]] void shape_error(const Tensor& a, const Tensor& b, std::int64_t ka, std::int64_t kb) {
-    fail("matmul", "shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " cannot be multiplied (" +
-                       std::to_string(ka) + " != " + std::to_string(kb) + ")");
+/// PyTorch's MvBackward0: the outer product g·xᵀ (single products, exact) and aᵀ·g.
+Grads mv_backward(const Tensor& g, const Tensor& a, const Tensor& x, bool need_a, bool need_x) {
+    return {need_a ? g.unsqueeze(1) * x : Tensor(), need_x ? mv(a.t(), g) : Tensor()};
 }
 
-/// `a` (..., n, k) times `b` (..., k, m), batch dimensions broadcast; not recorded.
-Tensor matmul_nd(const Tensor& a, const Tensor& b) {
-    const std::int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
-    Shape batch_a(std::vector<std::int64_t>(a.shape().begin(), a.shape().end() - 2));
-    Shape batch_b(std::vector<std::int64_t>(b.shape().begin(), b.shape().end() - 2));
+/// torch 1.13 folds the batch of a ≥3-D operand into matrix rows (one mm or mv instead of a batch of
+/// them) when the other operand has 1 or 2 dims; not a 3-D operand whose matrices are transposed
+/// in a batch-major layout (permute(0, 2, 1)), which bmm reads in place.
+bool should_fold(const Tensor& t, std::int64_t other_dim) {
+    if (t.dim() < 3 || other_dim > 2) return false;
+    const auto& st = t.strides();
+    return !(t.dim() == 3 && other_dim == 2 && st[2] != 1 && st[0] == t.size(1) * t.size(2));
+}
+
+/// A ≥3-D operand times a 1-D or 2-D one, folded: the ≥3-D operand t1 (its matrix dims in the
+/// product's order) becomes one tall matrix (a copy unless its batch folds into its rows as a view)
+/// and one mv or mm runs. When b is the ≥3-D operand, PyTorch computes the transposed product
+/// bᵀ·aᵀ, then copies it back transposed.
+Product folded(const Tensor& a, const Tensor& b) {
+    const bool transpose = b.dim() > a.dim();
+    const Tensor t1 = transpose ? b.transpose(-1, -2) : a;
+    const Tensor t2 = transpose && a.dim() == 2 ? a.t() : transpose ? a : b;
+    const Shape lead(std::vector<std::int64_t>(t1.shape().begin(), t1.shape().end() - 1));  // (..., r)
+    const Tensor x = t1.reshape(Shape{lead.numel(), t1.size(-1)});
+    // The gradients of (x, t2) are those of (a, b), reshaped and transposed back.
+    auto to_ab = [transpose, s1 = t1.shape(), a_t = transpose && a.dim() == 2](Grads g) {
+        if (g[0].defined()) g[0] = g[0].reshape(s1);
+        if (!transpose) return g;
+        if (g[1].defined() && a_t) g[1] = g[1].t();
+        return Grads{g[1], g[0].defined() ? g[0].transpose(-1, -2) : Tensor()};
+    };
+    if (t2.dim() == 1) {
+        auto backward = [=](const Tensor& g, const NeedsGrad& n) {
+            const Tensor gz = g.reshape(Shape{x.size(0)});
+            return to_ab(mv_backward(gz, x, t2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
+        };
+        return {mv(x, t2).view(lead), backward};
+    }
+    const Tensor z = mm(x, t2).view(with(lead, {t2.size(1)}));
+    auto backward = [=](const Tensor& g, const NeedsGrad& n) {
+        const Tensor gz = (transpose ? g.transpose(-1, -2) : g).reshape(Shape{x.size(0), t2.size(1)});
+        return to_ab(mm_backward(gz, x, t2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
+    };
+    return {transpose ? z.transpose(-1, -2).contiguous() : z, backward};
+}
+
+/// Batched operands: both expanded to the broadcast batch shape, one product per matrix (bmm). The
+/// expanded views go to the kernel as they are; PyTorch copies a broadcast operand first, which
+/// changes no bits (BLAS's results do not depend on the operands' layout).
+Product batched(const Tensor& a, const Tensor& b) {
+    const std::int64_t n = a.dim() > 1 ? a.size(-2) : 1, k = a.size(-1), p = b.dim() > 1 ? b.size(-1) : 1;
+    auto batch_of = [](const Tensor& t) {
+        const std::int64_t matrix_dims = std::min<std::int64_t>(t.dim(), 2);
+        return Shape(std::vector<std::int64_t>(t.shape().begin(), t.shape().end() - matrix_dims));
+    };
     Shape batch;
     try {
-        batch = detail::broadcast_shapes(batch_a, batch_b, "matmul");
+        batch = broadcast_shapes(batch_of(a), batch_of(b), "matmul");
     } catch (const std::invalid_argument&) {
         fail("matmul", "the batch dimensions of shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) +
                            " cannot be broadcast together");
     }
+    const Tensor x = a.expand(with(batch, {n, k}));                                    // (..., n, k)
+    const Tensor y = (b.dim() == 1 ? b.unsqueeze(1) : b).expand(with(batch, {k, p}));  // (..., k, p)
+    const Tensor z = bmm(x, y);                                                        // (..., n, p)
     Shape out_shape = batch;
-    out_shape.push_back(n);
-    out_shape.push_back(m);
-    NoGradGuard no_grad;
-    DType t = detail::promote(a.dtype(), b.dtype());
-    Tensor x = a.to(t), y = b.to(t);
-    if (y.dim() == 2 && x.dim() > 2 && x.is_contiguous()) {
-        // Fold x's batch into rows: one large GEMM.
-        const std::int64_t rows = batch.numel() * n;
-        Tensor x2 = detail::make_view(x, Shape{rows, k}, {k, 1}, x.storage_offset());
-        return batched_gemm(x2, y, Shape{}, Shape{rows, m}).view(out_shape);
-    }
-    Shape sa = batch, sb = batch;
-    sa.push_back(n);
-    sa.push_back(k);
-    sb.push_back(k);
-    sb.push_back(m);
-    return batched_gemm(x.shape() == sa ? x : x.expand(sa), y.shape() == sb ? y : y.expand(sb), batch, out_shape);
+    if (a.dim() > 1) out_shape.push_back(n);
+    if (b.dim() > 1) out_shape.push_back(p);
+    // PyTorch's BmmBackward0, then each gradient summed over the dims its operand was broadcast along.
+    auto backward = [x, y, sa = a.shape(), sb = b.shape(), sz = z.shape()](const Tensor& g, const NeedsGrad& n) {
+        const Tensor gz = g.reshape(sz);
+        Grads r(2);
+        if (n[0]) r[0] = sum_to(bmm(gz, y.transpose(-1, -2)), sa);
+        if (n[1]) {
+            const Tensor gy = bmm(x.transpose(-1, -2), gz);  // (..., k, p)
+            r[1] = sum_to(sb.size() == 1 ? gy.squeeze(-1) : gy, sb);
+        }
+        return r;
+    };
+    return {z.view(out_shape), backward};
 }
 
 }  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+    Tensor out = make_empty(Shape{a.size(0), b.size(1)}, a.dtype());
+    kernels::matmul(a, b, out);
+    return out;
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+    Tensor out = bias.expand(Shape{a.size(0), b.size(1)}).clone();
+    kernels::matmul(a, b, out, /*beta=*/1.0);
+    return out;
+}
+
+Grads mm_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b) {
+    // g·bᵀ and aᵀ·g; for an operand stored column-major PyTorch computes its gradient transposed
+    // (b·gᵀ)ᵀ or (gᵀ·a)ᵀ, which swaps the operands' roles in BLAS, and so some roundings.
+    auto column_major = [](const Tensor& t) { return t.strides()[0] == 1 && t.strides()[1] == t.size(0); };
+    Grads r(2);
+    if (need_a) r[0] = column_major(a) ? mm(b, g.t()).t() : mm(g, b.t());
+    if (need_b) r[1] = column_major(b) ? mm(g.t(), a).t() : mm(a.t(), g);
+    return r;
+}
+
+Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
+    NoGradGuard no_grad;
+    const Tensor a = a_in.detach(), b = b_in.detach();
+    const std::int64_t da = a.dim(), db = b.dim();
+    if (da == 1 && db == 1)
+        return {dot(a, b), [a, b](const Tensor& g, const NeedsGrad& n) {
+                    return Grads{n[0] ? g * b : Tensor(), n[1] ? g * a : Tensor()};
+                }};
+    if (da == 2 && db == 1)
+        return {mv(a, b), [a, b](const Tensor& g, const NeedsGrad& n) { return mv_backward(g, a, b, n[0], n[1]); }};
+    if (da <= 2 && db == 2) {  // mm; a vector on the left is a one-row matrix
+        const Tensor x = da == 1 ? a.unsqueeze(0) : a;
+        const Tensor z = mm(x, b);
+        auto backward = [x, b, vector = da == 1](const Tensor& g, const NeedsGrad& n) {
+            Grads r = mm_backward(vector ? g.unsqueeze(0) : g, x, b, n[0], n[1]);
+            if (vector && r[0].defined()) r[0] = r[0].squeeze(0);
+            return r;
+        };
+        return {da == 1 ? z.squeeze(0) : z, backward};
+    }
+    if (should_fold(a, db) || should_fold(b, da)) return folded(a, b);
+    return batched(a, b);
+}
+
+}  // namespace detail
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
     detail::check_defined(a, "matmul");
@@ -69,41 +185,24 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         fail("matmul", "both arguments need at least 1 dimension, got shapes " + to_string(a.shape()) + " and " +
                            to_string(b.shape()));
     const std::int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
-    if (ka != kb) shape_error(a, b, ka, kb);
-
-    // A 1-D operand is a row (left) or column (right) vector whose new dimension is dropped again;
-    // one node records the whole product, named as PyTorch names the 1-D and 2-D cases.
-    Tensor a2, b2;
+    if (ka != kb)
+        fail("matmul", "shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " cannot be multiplied (" +
+                           std::to_string(ka) + " != " + std::to_string(kb) + ")");
+    detail::Product p;
     {
         NoGradGuard no_grad;
-        a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
-        b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
-    }
-    Tensor full = matmul_nd(a2, b2);  // (..., n, m)
-    Tensor out = full;
-    {
-        NoGradGuard no_grad;
-        if (b.dim() == 1) out = out.squeeze(-1);
-        if (a.dim() == 1) out = out.squeeze(b.dim() == 1 ? -1 : -2);
+        const DType t = detail::promote(a.dtype(), b.dtype());
+        p = detail::matmul_product(a.to(t), b.to(t));
     }
     if (detail::needs_grad({&a, &b})) {
+        // One node records the whole product, named as PyTorch names the 1-D and 2-D cases.
         const char* name = a.dim() == 1 && b.dim() == 1   ? "DotBackward0"
                            : b.dim() == 1 && a.dim() == 2 ? "MvBackward0"
                            : a.dim() <= 2 && b.dim() <= 2 ? "MmBackward0"
                                                           : "BmmBackward0";
-        detail::record(out, name, {&a, &b},
-                       [a2 = a2.detach(), b2 = b2.detach(), sa = a.shape(), sb = b.shape(), sf = full.shape()](
-                           const Tensor& g, const NeedsGrad& need) {
-                           // d(A·B) = dA·B + A·dB: gA = g·Bᵀ, gB = Aᵀ·g, summed over broadcast batch dims.
-                           auto as = [](const Tensor& t, const Shape& s) { return t.shape() == s ? t : t.reshape(s); };
-                           Tensor gf = as(g, sf);  // (..., n, m)
-                           Grads r(2);
-                           if (need[0]) r[0] = as(detail::sum_to(matmul_nd(gf, b2.transpose(-1, -2)), a2.shape()), sa);
-                           if (need[1]) r[1] = as(detail::sum_to(matmul_nd(a2.transpose(-1, -2), gf), b2.shape()), sb);
-                           return r;
-                       });
+        detail::record(p.out, name, {&a, &b}, std::move(p.backward));
     }
-    return out;
+    return p.out;
 }
 
 Tensor Tensor::matmul(const Tensor& other) const {

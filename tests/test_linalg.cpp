@@ -1,8 +1,12 @@
 // Checks matmul in all of torch.matmul's cases against PyTorch's values and gradients, and its errors.
+#include <cblas.h>
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +26,20 @@ bool has(const std::string& name) {
     return golden::load(kFile).count(name) != 0;
 }
 
+/// Whether this process's OpenBLAS runs the kernels PyTorch's ran on when gen_linalg.py wrote the
+/// golden file (its `# blas <kernels> <threads>` line), and, if `threads_too`, as many threads.
+/// Then xgrad's products are PyTorch's bit for bit; elsewhere they agree to rounding.
+bool same_blas(bool threads_too) {
+    std::ifstream in(golden::dir() + "/" + kFile);
+    std::string line, hash, tag, kernels;
+    int threads = 0;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        if (ls >> hash >> tag >> kernels >> threads && hash == "#" && tag == "blas") break;
+    }
+    return kernels == openblas_get_corename() && (!threads_too || threads == omp_get_max_threads());
+}
+
 /// Applies `fn` to the golden leaves of `name.dtype` and compares value, grad_fn name and the gradients
 /// of (out * w).sum() with PyTorch's, then runs gradcheck.
 void check_case(const std::string& name, const std::string& dtype, const Fn& fn, const std::string& grad_fn) {
@@ -31,8 +49,10 @@ void check_case(const std::string& name, const std::string& dtype, const Fn& fn,
     for (int i = 0; has(key + ".in" + std::to_string(i)); ++i)
         ins.push_back(golden::get(kFile, key + ".in" + std::to_string(i)).clone().requires_grad_());
     REQUIRE(ins.size() == 2);
-    // float32 products sum k rounded terms in another order than PyTorch's BLAS.
-    const double rtol = dtype == "float32" ? 1e-5 : 1e-12, atol = dtype == "float32" ? 1e-5 : 1e-12;
+    // The same OpenBLAS calls as PyTorch's (and the same loop for small batched matrices), single-threaded
+    // at these sizes: bit for bit on the same kernels; else float32 sums rounded in another order.
+    const bool exact = same_blas(/*threads_too=*/false);
+    const double rtol = exact ? 0 : dtype == "float32" ? 1e-5 : 1e-12, atol = rtol;
     Tensor out = fn(ins);
     golden::check_close(out, golden::get(kFile, key + ".out"), key + " value", rtol, atol);
     CHECK(out.grad_fn_name() == grad_fn);
@@ -116,14 +136,40 @@ TEST_CASE("a 64x128 by 128x96 float32 product matches PyTorch and a float64 prod
     Tensor w = xgrad::from_vector(lcg(64 * 96, 3), {64, 96});
     Tensor out = xgrad::matmul(a, b);
     out.backward(w);
-    // Terms of size ~1 summed 128 times: float32 rounding leaves errors of ~128 * 6e-8 * |term|.
-    const double rtol = 1e-4, atol = 1e-4;
-    golden::check_close(sample(out), golden::get(kFile, "big.out"), "big value", rtol, atol);
-    golden::check_close(sample(a.grad()), golden::get(kFile, "big.g0"), "big grad a", rtol, atol);
-    golden::check_close(sample(b.grad()), golden::get(kFile, "big.g1"), "big grad b", rtol, atol);
+    // Exact on the same OpenBLAS kernels and thread count (OpenBLAS splits products this large
+    // between its threads, which changes some roundings); else terms of size ~1 summed 128 times
+    // differ by float32 rounding, ~128 * 6e-8 * |term|.
+    const double tol = same_blas(/*threads_too=*/true) ? 0 : 1e-4;
+    golden::check_close(sample(out), golden::get(kFile, "big.out"), "big value", tol, tol);
+    golden::check_close(sample(a.grad()), golden::get(kFile, "big.g0"), "big grad a", tol, tol);
+    golden::check_close(sample(b.grad()), golden::get(kFile, "big.g1"), "big grad b", tol, tol);
     // Every element, against the same product in float64.
     Tensor ref = xgrad::matmul(a.detach().to(xgrad::kFloat64), b.detach().to(xgrad::kFloat64)).to(xgrad::kFloat32);
-    golden::check_close(out, ref, "big vs float64", rtol, atol);
+    golden::check_close(out, ref, "big vs float64", 1e-4, 1e-4);
+}
+
+TEST_CASE("F::linear's output and gradients match PyTorch's, bit for bit on the same OpenBLAS") {
+    // 1000 input features span several of OpenBLAS's k-blocks, where PyTorch's two ways differ: a
+    // 2-D input is one addmm (the bias in the output first, each block's products added onto it), a
+    // 4-D one a matmul, then + bias.
+    Tensor x = xgrad::from_vector(lcg(8 * 1000, 4), {8, 1000});
+    Tensor weight = xgrad::from_vector(lcg(24 * 1000, 5), {24, 1000});
+    Tensor bias = xgrad::from_vector(lcg(24, 6), {24});
+    Tensor w = xgrad::from_vector(lcg(8 * 24, 7), {8, 24});
+    const double tol = same_blas(/*threads_too=*/false) ? 0 : 1e-4;
+    for (const auto& [name, shape] : {std::pair{"linear2d", Shape{8, 1000}}, {"linear4d", Shape{2, 2, 2, 1000}}}) {
+        INFO(name);
+        Tensor xi = x.reshape(shape).clone().requires_grad_(), W = weight.clone().requires_grad_();
+        Tensor b = bias.clone().requires_grad_();
+        Tensor out = xgrad::nn::functional::linear(xi, W, b);
+        CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, name));
+        out.backward(w.reshape(out.shape()));
+        const std::string n = name;
+        golden::check_close(out, golden::get(kFile, n + ".out"), "value", tol, tol);
+        golden::check_close(xi.grad().slice(-1, {}, {}, 50), golden::get(kFile, n + ".gx"), "grad of x", tol, tol);
+        golden::check_close(W.grad().slice(1, {}, {}, 50), golden::get(kFile, n + ".gw"), "grad of weight", tol, tol);
+        golden::check_close(b.grad(), golden::get(kFile, n + ".gb"), "grad of bias", tol, tol);
+    }
 }
 
 TEST_CASE("matmul of empty operands gives zeros") {

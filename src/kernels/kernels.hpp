@@ -90,8 +90,13 @@ struct Backend {
     /// Keeps only the first non-zero of each row of `v.input` (rows × width), writing `out`.
     void (*first_hit_rows)(const RowsView& v, const Tensor& out);
 
-    /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m); batch dims already broadcast.
+    /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m); batch dims already broadcast,
+    /// transposed operands read through their strides (PyTorch's mm/addmm/bmm).
     void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, double beta);
+    /// out (n) = a (n, k) · x (k), as PyTorch's mv.
+    void (*mv)(const Tensor& a, const Tensor& x, const Tensor& out);
+    /// out (0-d) = a (k) · b (k), as PyTorch's dot.
+    void (*dot)(const Tensor& a, const Tensor& b, const Tensor& out);
 
     /// LayerNorm over rows of x (rows × width, contiguous): out, and per-row mean and rstd.
     void (*layer_norm_forward)(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
@@ -149,6 +154,12 @@ inline void first_hit_rows(const RowsView& v, const Tensor& out) {
 }
 inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0) {
     backend(out.device()).matmul(a, b, out, beta);
+}
+inline void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
+    backend(out.device()).mv(a, x, out);
+}
+inline void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
+    backend(out.device()).dot(a, b, out);
 }
 inline void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
                                const Tensor& mean, const Tensor& rstd) {

@@ -1,6 +1,9 @@
 // torch.nn.functional's layer functions: linear, relu, gelu, dropout.
 #include "xgrad/nn/functional.hpp"
 
+#include <utility>
+
+#include "detail/linalg.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/ops.hpp"
@@ -23,27 +26,49 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))
         fail("linear", "bias of shape " + to_string(bias.shape()) + " does not match weight of shape " +
                            to_string(weight.shape()));
+    // As PyTorch's F.linear: a 2-D input with a bias is one addmm (the bias copied into the output,
+    // then BLAS adds x·Wᵀ to it, reading W transposed in place), and so is a contiguous 3-D input
+    // viewed as 2-D; anything else is matmul(x, Wᵀ), then + bias. One node records the whole layer,
+    // named as PyTorch names its output's grad_fn.
+    const bool fused = bias.defined() && (input.dim() == 2 || (input.dim() == 3 && input.is_contiguous()));
     Tensor out;
+    detail::BackwardFn backward;
     {
-        NoGradGuard no_grad;  // one node for the whole layer, recorded below
-        out = matmul(input, weight.t());
-        if (bias.defined()) out = out + bias;
+        NoGradGuard no_grad;
+        DType t = detail::promote(input.dtype(), weight.dtype());
+        if (bias.defined()) t = detail::promote(t, bias.dtype());
+        const Tensor x = input.detach().to(t), wt = weight.detach().to(t).t();  // (..., in), (in, out)
+        const Tensor b = bias.defined() ? bias.detach().to(t) : Tensor();
+        if (fused) {
+            const Tensor x2 = x.dim() == 3 ? x.view(Shape{-1, x.size(-1)}) : x;  // (N, in)
+            const Tensor out2 = detail::addmm(b, x2, wt);                        // (N, out)
+            out = x.dim() == 3 ? out2.view(Shape{x.size(0), x.size(1), wt.size(1)}) : out2;
+            backward = [x2, wt, sx = x.shape(), sb = b.shape()](const Tensor& g, const detail::NeedsGrad& n) {
+                const Tensor g2 = g.dim() == 2 ? g : g.reshape(Shape{x2.size(0), wt.size(1)});  // (N, out)
+                Grads r = detail::mm_backward(g2, x2, wt, n[0], n[1]);
+                if (r[0].defined() && sx.size() != 2) r[0] = r[0].reshape(sx);
+                if (r[1].defined()) r[1] = r[1].t();
+                r.push_back(n[2] ? detail::sum_to(g2, sb) : Tensor());
+                return r;
+            };
+        } else {
+            detail::Product p = detail::matmul_product(x, wt);
+            out = b.defined() ? p.out + b : p.out;
+            backward = [bw = std::move(p.backward), sb = b.defined() ? b.shape() : Shape{}, has_bias = b.defined()](
+                           const Tensor& g, const detail::NeedsGrad& n) {
+                Grads r = bw(g, n);  // inputs 0 and 1 are x and Wᵀ
+                if (r[1].defined()) r[1] = r[1].t();
+                r.push_back(has_bias && n[2] ? detail::sum_to(g, sb) : Tensor());
+                return r;
+            };
+        }
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    const char* name = input.dim() == 1   ? (bias.defined() ? "AddBackward0" : "SqueezeBackward1")
+    const char* name = input.dim() == 1   ? (bias.defined() ? "AddBackward0" : "SqueezeBackward3")
                        : input.dim() == 2 ? (bias.defined() ? "AddmmBackward0" : "MmBackward0")
-                                          : (bias.defined() ? "ViewBackward0" : "UnsafeViewBackward0");
-    detail::record(out, name, {&input, &weight, &bias},
-                   [x = input.detach(), w = weight.detach(), has_bias = bias.defined()](const Tensor& g,
-                                                                                        const detail::NeedsGrad& n) {
-                       const std::int64_t in = w.size(1), outf = w.size(0);
-                       Tensor g2 = g.reshape(Shape{-1, outf});  // (N, out)
-                       Grads r(3);
-                       if (n[0]) r[0] = matmul(g, w).reshape(x.shape());
-                       if (n[1]) r[1] = matmul(g2.t(), x.reshape(Shape{-1, in}));
-                       if (n[2] && has_bias) r[2] = g2.sum(0);
-                       return r;
-                   });
+                       : bias.defined()   ? (fused ? "ViewBackward0" : "AddBackward0")
+                                          : "UnsafeViewBackward0";
+    detail::record(out, name, {&input, &weight, &bias}, std::move(backward));
     return out;
 }
 

@@ -15,6 +15,8 @@ const Backend& backend() {
         .extreme_rows = extreme_rows,
         .first_hit_rows = first_hit_rows,
         .matmul = matmul,
+        .mv = mv,
+        .dot = dot,
         .layer_norm_forward = layer_norm_forward,
         .layer_norm_backward = layer_norm_backward,
         .rms_norm_forward = rms_norm_forward,

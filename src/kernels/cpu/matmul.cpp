@@ -1,109 +1,271 @@
-// CPU matrix products: a blocked GEMM (to be replaced by BLAS) looped over broadcast batches.
+// CPU matrix products on OpenBLAS (CBLAS), each call made the way PyTorch 1.13's CPU kernels make it.
+//
+// Debian's PyTorch runs its float products on the same OpenBLAS (libblas.so.3 is OpenBLAS through
+// Debian's alternatives), so the same call gives the same bits. What decides the bits, as measured
+// with OpenBLAS 0.3.21: which operand plays BLAS's A (its kernels are not symmetric in A and B),
+// the sizes, and how many threads share the work; not the transpose flags or leading dimensions,
+// which only change how the operands are packed. So the operand roles follow PyTorch's
+// addmm_impl_cpu_ and addmv_impl_cpu, and OpenBLAS's thread count follows OpenMP's, as it does in
+// PyTorch's process (both read OMP_NUM_THREADS).
 #include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+#include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
-#include "detail/kernels.hpp"
-#include "kernels/cpu/parallel.hpp"
+#include "detail/tensor_impl.hpp"
 
 namespace xgrad::kernels::cpu {
 
 namespace {
 
-/// Runs `body(i)` for i in [0, n), on OpenMP threads when `parallel` (entering no parallel region
-/// otherwise: that costs a futex round trip even when it would run on one thread).
-template <typename F>
-void for_rows(std::int64_t n, bool parallel, F&& body) {
-    if (parallel) {
-        parallel_for(0, n, 1, [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t i = lo; i < hi; ++i) body(i);
-        });
-    } else {
-        for (std::int64_t i = 0; i < n; ++i) body(i);
+std::atomic<int> g_blas_threads{0};  // what OpenBLAS was last told; 0: never
+
+/// Gives OpenBLAS xgrad's thread count (xgrad::set_num_threads) when that changed since the last product.
+void follow_thread_count() {
+    const int n = num_threads();
+    if (n != g_blas_threads.load(std::memory_order_relaxed)) set_blas_threads(n);
+}
+
+/// A strided matrix view: element (i, j) is p[i·rs + j·cs].
+template <typename T>
+struct Mat {
+    const T* p;
+    std::int64_t rows, cols, rs, cs;
+    const T& operator()(std::int64_t i, std::int64_t j) const { return p[i * rs + j * cs]; }
+    Mat t() const { return {p, cols, rows, cs, rs}; }
+};
+
+template <typename T>
+Mat<T> matrix(const Tensor& t) {  // the last two dims of t, at its storage offset
+    const auto& st = t.strides();
+    const std::size_t d = st.size();
+    return {t.impl()->data<T>(), t.size(-2), t.size(-1), st[d - 2], st[d - 1]};
+}
+
+bool fits_int(std::initializer_list<std::int64_t> v) {
+    return std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x <= INT_MAX; });
+}
+
+// ---- BLAS, column-major, alpha = 1 ----------------------------------------------------------------
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+    cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda, const double* b,
+          int ldb, double beta, double* c, int ldc) {
+    cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+void gemv(CBLAS_TRANSPOSE t, int m, int n, const float* a, int lda, const float* x, int incx, float* y) {
+    cblas_sgemv(CblasColMajor, t, m, n, 1.0f, a, lda, x, incx, 0.0f, y, 1);
+}
+void gemv(CBLAS_TRANSPOSE t, int m, int n, const double* a, int lda, const double* x, int incx, double* y) {
+    cblas_dgemv(CblasColMajor, t, m, n, 1.0, a, lda, x, incx, 0.0, y, 1);
+}
+float blas_dot(int n, const float* x, int incx, const float* y, int incy) {
+    return cblas_sdot(n, x, incx, y, incy);
+}
+double blas_dot(int n, const double* x, int incx, const double* y, int incy) {
+    return cblas_ddot(n, x, incx, y, incy);
+}
+
+// ---- gemm -----------------------------------------------------------------------------------------
+
+/// c (n×m, contiguous) = a·b + beta·c, every sum in order over k, one multiply then one add per
+/// term: PyTorch's bmm kernel for small matrices, and exact for int64.
+template <typename T>
+void loop_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
+    const std::int64_t n = a.rows, k = a.cols, m = b.cols;
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < m; ++j) {
+            T acc = 0;
+            for (std::int64_t p = 0; p < k; ++p) acc += a(i, p) * b(p, j);
+            T& r = c[i * m + j];
+            r = beta == T(0) ? acc : r * beta + acc;
+        }
+}
+
+/// One operand of a column-major BLAS product, as PyTorch casts it: read in place when it is
+/// column-major (no transpose) or row-major (transposed); otherwise copied into `copy`, row-major
+/// when `copy_row_major` (PyTorch copies the tensor it was given, in that tensor's orientation).
+template <typename T>
+struct Operand {
+    const T* p;
+    CBLAS_TRANSPOSE trans;
+    std::int64_t ld;
+};
+
+template <typename T>
+Operand<T> blas_operand(Mat<T> x, bool copy_row_major, std::vector<T>& copy) {
+    if (x.rs == 1 && x.cs >= std::max<std::int64_t>(1, x.rows)) return {x.p, CblasNoTrans, x.cs};
+    if (x.cs == 1 && x.rs >= std::max<std::int64_t>(1, x.cols)) return {x.p, CblasTrans, x.rs};
+    copy.resize(static_cast<std::size_t>(x.rows * x.cols));
+    for (std::int64_t i = 0; i < x.rows; ++i)
+        for (std::int64_t j = 0; j < x.cols; ++j)
+            copy[static_cast<std::size_t>(copy_row_major ? i * x.cols + j : i + j * x.rows)] = x(i, j);
+    if (copy_row_major) return {copy.data(), CblasTrans, std::max<std::int64_t>(1, x.cols)};
+    return {copy.data(), CblasNoTrans, std::max<std::int64_t>(1, x.rows)};
+}
+
+/// c (n×m, contiguous) = a (n×k) · b (k×m) + beta·c in one BLAS gemm, operands in PyTorch's roles.
+/// BLAS is column-major: for a row-major c it computes cᵀ = bᵀ·aᵀ (b is BLAS's A); a single column
+/// (m == 1) is column-major already, and then a is BLAS's A.
+template <typename T>
+void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
+    const bool transpose_c = b.cols != 1;
+    const Mat<T> x = transpose_c ? b.t() : a, y = transpose_c ? a.t() : b;  // c' (M×N) = x (M×K) · y (K×N)
+    const std::int64_t M = x.rows, N = y.cols, K = x.cols;
+    std::vector<T> copy_x, copy_y;
+    const Operand<T> ox = blas_operand(x, !transpose_c, copy_x), oy = blas_operand(y, !transpose_c, copy_y);
+    if (!fits_int({M, N, K, ox.ld, oy.ld})) return loop_gemm(a, b, c, beta);  // PyTorch's own loop, too
+    follow_thread_count();
+    gemm(ox.trans, oy.trans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), ox.p,
+         static_cast<int>(ox.ld), oy.p, static_cast<int>(oy.ld), beta, c, static_cast<int>(M));
+}
+
+template <typename T>
+void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta) {
+    const std::int64_t nd = out.dim(), n = out.size(-2), m = out.size(-1), k = a.size(-1);
+    if (out.numel() == 0) return;
+    T* c = out.impl()->data<T>();
+    if (k == 0) {  // empty sums
+        for (std::int64_t i = 0; i < out.numel(); ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
+        return;
+    }
+    const Mat<T> ma = matrix<T>(a), mb = matrix<T>(b);
+    // PyTorch's bmm sums small matrices (under 400 multiply-adds) in a plain loop; mm always calls BLAS.
+    const bool loop = !std::is_floating_point_v<T> || (nd > 2 && n * k * m < 400);
+    const auto& sa = a.strides();
+    const auto& sb = b.strides();
+    const std::int64_t nbatch = out.numel() / (n * m);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd - 2), 0);
+    std::int64_t off_a = 0, off_b = 0;
+    for (std::int64_t bi = 0; bi < nbatch; ++bi) {
+        Mat<T> x = ma, y = mb;
+        x.p += off_a;
+        y.p += off_b;
+        if (loop)
+            loop_gemm(x, y, c + bi * n * m, beta);
+        else if constexpr (std::is_floating_point_v<T>)
+            blas_gemm(x, y, c + bi * n * m, beta);
+        for (std::int64_t d = nd - 3; d >= 0; --d) {  // odometer over the batch dims
+            const auto du = static_cast<std::size_t>(d);
+            off_a += sa[du];
+            off_b += sb[du];
+            if (++idx[du] < out.size(d)) break;
+            off_a -= sa[du] * idx[du];
+            off_b -= sb[du] * idx[du];
+            idx[du] = 0;
+        }
     }
 }
 
-/// C (n×m, contiguous) = A (n×k) · B (k×m), where A[i,p] = a[i·sa0 + p·sa1] and B[p,j] = b[p·sb0 + j·sb1].
-///
-/// Each C[i,j] adds its k products in order p = 0..k-1, whichever loop form runs:
-/// - B row-major: the j loop is innermost (it vectorises), p is blocked so a panel of B stays in cache;
-/// - B column-major (a transposed weight, as in x·Wᵀ) and small: dot products along contiguous p;
-/// - anything else: B is first copied row-major.
+// ---- gemv and dot ---------------------------------------------------------------------------------
+
 template <typename T>
-void gemm(const T* a, std::int64_t sa0, std::int64_t sa1, const T* b, std::int64_t sb0, std::int64_t sb1, T* c,
-          std::int64_t n, std::int64_t k, std::int64_t m) {
-    const bool parallel = n > 1 && n * k * m > (1 << 18);
-    if (sb1 == 1 || m == 1) {
-        std::fill(c, c + n * m, T(0));
-        constexpr std::int64_t kb = 256;
-        for_rows(n, parallel, [&](std::int64_t i) {
-            T* crow = c + i * m;
-            for (std::int64_t p0 = 0; p0 < k; p0 += kb) {
-                const std::int64_t p1 = std::min(k, p0 + kb);
-                for (std::int64_t p = p0; p < p1; ++p) {
-                    const T av = a[i * sa0 + p * sa1];
-                    const T* brow = b + p * sb0;
-                    for (std::int64_t j = 0; j < m; ++j) crow[j] += av * brow[j];
-                }
-            }
-        });
-        return;
+void mv_impl(const Tensor& a, const Tensor& x, const Tensor& out) {
+    const std::int64_t n = a.size(0), k = a.size(1);
+    T* y = out.impl()->data<T>();
+    const Mat<T> ma = matrix<T>(a);
+    const T* px = x.impl()->data<T>();
+    std::int64_t incx = x.strides()[0];
+    auto loop = [&] {
+        for (std::int64_t i = 0; i < n; ++i) {
+            T acc = 0;
+            for (std::int64_t p = 0; p < k; ++p) acc += ma(i, p) * px[p * incx];
+            y[i] = acc;
+        }
+    };
+    if constexpr (!std::is_floating_point_v<T>) {
+        return loop();
+    } else {
+        if (n == 0 || k == 0) return loop();
+        // PyTorch's addmv: a column-major matrix as it is, a row-major one transposed, anything else
+        // copied row-major; then its gemv sets the leading dimension of a single column.
+        std::vector<T> copy;
+        CBLAS_TRANSPOSE trans = CblasTrans;
+        std::int64_t M = k, N = n, lda = ma.rs;
+        const T* pa = ma.p;
+        if (ma.rs == 1 && (k == 1 || ma.cs >= std::max<std::int64_t>(1, n))) {
+            trans = CblasNoTrans;
+            M = n;
+            N = k;
+            lda = ma.cs;
+        } else if (!(ma.cs == 1 && (n == 1 || ma.rs >= std::max<std::int64_t>(1, k)))) {
+            copy.resize(static_cast<std::size_t>(n * k));
+            for (std::int64_t i = 0; i < n; ++i)
+                for (std::int64_t p = 0; p < k; ++p) copy[static_cast<std::size_t>(i * k + p)] = ma(i, p);
+            pa = copy.data();
+            lda = k;
+        }
+        if (N == 1) lda = M;
+        std::vector<T> xcopy;
+        if (incx <= 0) {  // a broadcast vector (PyTorch would take its own loop here)
+            xcopy.assign(static_cast<std::size_t>(k), px[0]);
+            px = xcopy.data();
+            incx = 1;
+        }
+        if (!fits_int({M, N, lda, incx})) return loop();
+        follow_thread_count();
+        gemv(trans, static_cast<int>(M), static_cast<int>(N), pa, static_cast<int>(lda), px, static_cast<int>(incx), y);
     }
-    if (sb0 == 1 && n * k * m <= (1 << 16)) {
-        for_rows(n, false, [&](std::int64_t i) {
-            for (std::int64_t j = 0; j < m; ++j) {
-                const T* bcol = b + j * sb1;
-                T acc = T(0);
-                for (std::int64_t p = 0; p < k; ++p) acc += a[i * sa0 + p * sa1] * bcol[p];
-                c[i * m + j] = acc;
-            }
-        });
-        return;
+}
+
+template <typename T>
+void dot_impl(const Tensor& a, const Tensor& b, const Tensor& out) {
+    const std::int64_t n = a.size(0);
+    const T *pa = a.impl()->data<T>(), *pb = b.impl()->data<T>();
+    std::int64_t inca = a.strides()[0], incb = b.strides()[0];
+    if (n == 1) inca = incb = 1;  // as PyTorch's dot
+    T* r = out.impl()->data<T>();
+    if constexpr (std::is_floating_point_v<T>) {
+        if (fits_int({n, inca, incb})) {
+            follow_thread_count();
+            *r = blas_dot(static_cast<int>(n), pa, static_cast<int>(inca), pb, static_cast<int>(incb));
+            return;
+        }
     }
-    std::vector<T> packed(static_cast<std::size_t>(k * m));
-    for (std::int64_t p = 0; p < k; ++p)
-        for (std::int64_t j = 0; j < m; ++j) packed[static_cast<std::size_t>(p * m + j)] = b[p * sb0 + j * sb1];
-    gemm(a, sa0, sa1, packed.data(), m, std::int64_t{1}, c, n, k, m);
+    T acc = 0;
+    for (std::int64_t i = 0; i < n; ++i) acc += pa[i * inca] * pb[i * incb];
+    *r = acc;
+}
+
+/// Calls `f(T{})` with T the C++ type of `dtype`.
+template <typename F>
+void dispatch(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::kFloat32:
+            return f(float{});
+        case DType::kFloat64:
+            return f(double{});
+        case DType::kInt64:
+            return f(std::int64_t{});
+    }
 }
 
 }  // namespace
 
-void set_blas_threads(int) {}
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta) {
+    dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta)); });
+}
 
-void matmul(const Tensor& x, const Tensor& y, const Tensor& out, double beta) {
-    const std::int64_t n = x.size(-2), k = x.size(-1), m = y.size(-1);
-    Shape batch(std::vector<std::int64_t>(out.shape().begin(), out.shape().end() - 2));
-    detail::dispatch(x.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T* base_a = static_cast<const T*>(x.impl()->storage->data);
-        const T* base_b = static_cast<const T*>(y.impl()->storage->data);
-        T* pc = out.impl()->data<T>();
-        std::vector<T> tmp(beta != 0.0 ? static_cast<std::size_t>(n * m) : 0);
-        const auto& st_a = x.strides();
-        const auto& st_b = y.strides();
-        const std::int64_t nd = x.dim(), nb = batch.numel();
-        std::vector<std::int64_t> idx(static_cast<std::size_t>(batch.size()), 0);
-        for (std::int64_t bi = 0; bi < nb; ++bi) {
-            std::int64_t off_a = x.storage_offset(), off_b = y.storage_offset();
-            for (std::int64_t d = 0; d < batch.size(); ++d) {
-                off_a += idx[static_cast<std::size_t>(d)] * st_a[static_cast<std::size_t>(d)];
-                off_b += idx[static_cast<std::size_t>(d)] * st_b[static_cast<std::size_t>(d)];
-            }
-            T* c = beta != 0.0 ? tmp.data() : pc + bi * n * m;
-            gemm(base_a + off_a, st_a[static_cast<std::size_t>(nd - 2)], st_a[static_cast<std::size_t>(nd - 1)],
-                 base_b + off_b, st_b[static_cast<std::size_t>(nd - 2)], st_b[static_cast<std::size_t>(nd - 1)], c, n,
-                 k, m);
-            if (beta != 0.0)
-                for (std::int64_t i = 0; i < n * m; ++i)
-                    pc[bi * n * m + i] = static_cast<T>(beta) * pc[bi * n * m + i] + tmp[static_cast<std::size_t>(i)];
-            for (std::int64_t d = batch.size() - 1; d >= 0; --d) {
-                auto du = static_cast<std::size_t>(d);
-                if (++idx[du] < batch[d]) break;
-                idx[du] = 0;
-            }
-        }
-    });
+void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
+    dispatch(out.dtype(), [&](auto tag) { mv_impl<decltype(tag)>(a, x, out); });
+}
+
+void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
+    dispatch(out.dtype(), [&](auto tag) { dot_impl<decltype(tag)>(a, b, out); });
+}
+
+void set_blas_threads(int n) {
+    openblas_set_num_threads(n);
+    g_blas_threads.store(n, std::memory_order_relaxed);
 }
 
 }  // namespace xgrad::kernels::cpu
