@@ -12,7 +12,7 @@
 // and GB/s rows with `limit_gbs` (the triad bandwidth at the run's thread count or fewer), both the
 // fast end (p90) of their measurements.
 // Human-readable lines come in between. Times are medians over many repetitions after a warm-up,
-// because this machine is noisy; with one thread they are the thread's CPU time, which time spent
+// because this machine is noisy; with one thread they are the process's CPU time, which time spent
 // preempted does not inflate, with more threads wall time.
 //
 // Accounting (bench_core.py counts the same): a GFLOP/s row counts 2 flops per multiply-add of the
@@ -66,19 +66,21 @@ Stats stats_of(std::vector<double> v) {
     return {at(0.5), at(0.1), at(0.9)};
 }
 
-/// Threads of this run (OMP_NUM_THREADS or XGRAD_BENCH_THREADS), and the clock that times it: the
-/// calling thread's CPU time when everything runs on this one thread (so that time spent descheduled,
-/// while other processes share the cores, is not counted), else wall time.
-int g_threads = 1;
-bool g_thread_clock = true;
+/// What times a measurement: wall time, or CPU time (which time spent descheduled, while other
+/// processes share the cores, does not inflate) of this thread or of the whole process.
+enum class Timer { kWall, kThreadCpu, kProcessCpu };
 
-double now_seconds(bool thread_clock) {
-    if (thread_clock) {
-        timespec ts{};
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    }
-    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+/// Threads of this run (OMP_NUM_THREADS or XGRAD_BENCH_THREADS), and the timer of its workloads: with
+/// one thread the process's CPU time, which also counts any helper thread a library starts anyway (an
+/// OpenBLAS pool that ignores the setting, say), else wall time.
+int g_threads = 1;
+Timer g_timer = Timer::kProcessCpu;
+
+double now_seconds(Timer timer) {
+    if (timer == Timer::kWall) return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    timespec ts{};
+    clock_gettime(timer == Timer::kThreadCpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 /// How long to measure: `warmup` unmeasured calls, then at least `min_reps` measured ones and more
@@ -90,14 +92,14 @@ struct Reps {
 };
 
 /// Seconds per call of `fn`, one value per sample.
-std::vector<double> measure(const std::function<void()>& fn, Reps r, bool thread_clock = g_thread_clock) {
+std::vector<double> measure(const std::function<void()>& fn, Reps r, Timer timer = g_timer) {
     for (int i = 0; i < r.warmup; ++i) fn();
     std::vector<double> per_call;
     const auto start = Clock::now();
     while (static_cast<int>(per_call.size()) < r.max_reps) {
-        const double t0 = now_seconds(thread_clock);
+        const double t0 = now_seconds(timer);
         for (int i = 0; i < r.batch; ++i) fn();
-        per_call.push_back((now_seconds(thread_clock) - t0) / r.batch);
+        per_call.push_back((now_seconds(timer) - t0) / r.batch);
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         if (static_cast<int>(per_call.size()) >= r.min_reps && elapsed >= r.min_seconds) break;
     }
@@ -287,16 +289,29 @@ void bench_limits() {
     volatile float m = 0.999999f, a = 1e-6f;
     const std::int64_t iters = 4'000'000;
     const double flops = 2.0 * k.lanes * k.chains * static_cast<double>(iters);
-    auto seconds = measure([&] { g_sink = k.loop(iters, m, a); }, {1, 15, 0.3, 200}, /*thread_clock=*/true);
+    auto seconds = measure([&] { g_sink = k.loop(iters, m, a); }, {1, 15, 0.3, 200}, Timer::kThreadCpu);
     std::printf("fma: %s, %d chains of %d lanes\n", k.isa, k.chains, k.lanes);
     report_rate("fma_peak_1t", seconds, flops, 1e9, "GFLOP/s");
     const double fma_fast = fast_rate(seconds, flops, 1e9);
 
-    // DRAM: the triad on 16M-float arrays (64 MiB each, far larger than the caches), 12 bytes per
-    // element as the elementwise rows count them, with ordinary stores (whose write-allocate read is
-    // not counted, as in those rows) and with non-temporal stores (which skip it). The limit at T
-    // threads is the faster of either at T threads or fewer: T threads can always leave some idle.
-    const std::int64_t n = 16 << 20;
+    const std::int64_t n = 16 << 20;  // 64 MiB of float32, far larger than the caches
+    // What an output costs when its memory is new to the process: malloc, write, free of 64 MiB, which
+    // glibc maps and unmaps each time, so every page faults in (on a VM each fault can cost many µs).
+    // Not a limit: it shows why a library that does not reuse large blocks falls far below the triad.
+    auto fresh = [&] {
+        void* p = std::malloc(static_cast<std::size_t>(n) * sizeof(float));
+        float* volatile q = static_cast<float*>(p);
+        std::memset(q, 1, static_cast<std::size_t>(n) * sizeof(float));
+        g_sink = q[n / 2];
+        std::free(p);
+    };
+    report_rate("fresh_pages_1t", measure(fresh, {1, 5, 0.3, 100}, Timer::kThreadCpu), kF * static_cast<double>(n), 1e9,
+                "GB/s");
+
+    // DRAM: the triad on three such arrays, 12 bytes per element as the elementwise rows count them,
+    // with ordinary stores (whose write-allocate read is not counted, as in those rows) and with
+    // non-temporal stores (which skip it). The limit at T threads is the faster of either at T threads
+    // or fewer: T threads can always leave some idle.
     const double bytes = 3.0 * kF * static_cast<double>(n);
     AlignedFloats va(n, 0.0f), vb(n, 1.0f), vc(n, 2.0f);
     const int procs = omp_get_num_procs();
@@ -320,25 +335,12 @@ void bench_limits() {
                     kernel(va.data + lo, vb.data + lo, vc.data + lo, 0.5f, hi - lo);
                 }
             };
-            auto s = measure(run, {3, 20, t == 1 ? 0.3 : 0.6, 400}, /*thread_clock=*/t == 1);
+            auto s = measure(run, {3, 20, t == 1 ? 0.3 : 0.6, 400}, t == 1 ? Timer::kThreadCpu : Timer::kWall);
             report_rate(std::string(nt_stores ? "dram_triad_nt_" : "dram_triad_") + std::to_string(t) + "t", s, bytes,
                         1e9, "GB/s");
             if (t <= g_threads) bw_fast = std::max(bw_fast, fast_rate(s, bytes, 1e9));
         }
     }
-    // What an output costs when its memory is new to the process: malloc, write, free of 64 MiB, which
-    // glibc maps and unmaps each time, so every page faults in (on a VM each fault can cost many µs).
-    // Not a limit: it shows why a library that does not reuse large blocks falls far below the triad.
-    auto fresh = [&] {
-        void* p = std::malloc(static_cast<std::size_t>(n) * sizeof(float));
-        float* volatile q = static_cast<float*>(p);
-        std::memset(q, 1, static_cast<std::size_t>(n) * sizeof(float));
-        g_sink = q[n / 2];
-        std::free(p);
-    };
-    report_rate("fresh_pages_1t", measure(fresh, {1, 5, 0.3, 100}, /*thread_clock=*/true), kF * static_cast<double>(n),
-                1e9, "GB/s");
-
     std::printf("%-26s %10.2f GFLOP/s (p90 of fma_peak_1t x %d thread(s))\n", "limit_gflops", fma_fast * g_threads,
                 g_threads);
     result("limit_gflops", fma_fast * g_threads, "GFLOP/s");
@@ -629,12 +631,12 @@ void bench_mlp() {
         "MLP training step: 784-512-512-10, LayerNorm after each hidden layer, batch 256, "
         "cross-entropy, Adam");
     Mlp mlp;
-    const double wall0 = now_seconds(false), cpu0 = cpu_seconds_of_process();
+    const double wall0 = now_seconds(Timer::kWall), cpu0 = cpu_seconds_of_process();
     Tensor loss;
     for (int i = 0; i < 3; ++i) loss = mlp.step();
     const float loss3 = loss.item<float>();
     Stats t = stats_of(measure([&] { mlp.step(); }, {0, 10, 2.0, 1000}));
-    const double wall = now_seconds(false) - wall0, cpu = cpu_seconds_of_process() - cpu0;
+    const double wall = now_seconds(Timer::kWall) - wall0, cpu = cpu_seconds_of_process() - cpu0;
     Stats rate{1 / t.median, 1 / t.p90, 1 / t.p10};
     std::printf("%-26s %10.2f steps/s (p10 %.2f, p90 %.2f; median %.3f ms)\n", "mlp_step", rate.median, rate.p10,
                 rate.p90, t.median * 1e3);
@@ -671,7 +673,7 @@ int main(int argc, char** argv) {
     // set_num_threads yet; its parallel loops are OpenMP's.
     if (const char* t = std::getenv("XGRAD_BENCH_THREADS")) omp_set_num_threads(std::max(1, std::atoi(t)));
     g_threads = omp_get_max_threads();
-    g_thread_clock = g_threads == 1;
+    g_timer = g_threads == 1 ? Timer::kProcessCpu : Timer::kWall;
     if (argc >= 2 && std::strcmp(argv[1], "mlp-rss-child") == 0) return mlp_rss_child();
 
     // Optional filter: the groups named on the command line (limits tiny norm linear mm ew mlp mem,
@@ -685,7 +687,7 @@ int main(int argc, char** argv) {
         return false;
     };
     std::printf("xgrad bench: float32, %d OpenMP thread(s) of %d cores, timed by %s, code built for %s\n", g_threads,
-                omp_get_num_procs(), g_thread_clock ? "thread CPU time" : "wall time", kBuiltFor);
+                omp_get_num_procs(), g_threads == 1 ? "process CPU time" : "wall time", kBuiltFor);
     result("threads", g_threads, "count");
     if (wanted("limits")) bench_limits();
     if (wanted("tiny")) bench_tiny_step();

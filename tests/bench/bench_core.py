@@ -28,8 +28,8 @@ def stats_of(values):
     return at(0.5), at(0.1), at(0.9)
 
 
-# Thread CPU time when PyTorch runs on this one thread (time spent preempted is not counted), else
-# wall time, as bench_core.cpp chooses.
+# The process's CPU time when PyTorch runs on one thread (time spent preempted is not counted, and a
+# helper thread that runs anyway is), else wall time, as bench_core.cpp chooses.
 clock = time.perf_counter
 
 
@@ -329,12 +329,12 @@ def main():
         torch.set_num_threads(args.threads)
     global clock
     threads = torch.get_num_threads()
-    clock = time.thread_time if threads == 1 else time.perf_counter
+    clock = time.process_time if threads == 1 else time.perf_counter
     if args.which == ["mlp-rss-child"]:
         mlp_rss_child()
         return
     print("PyTorch %s bench: float32, %d intra-op thread(s), timed by %s"
-          % (torch.__version__, threads, "thread CPU time" if threads == 1 else "wall time"))
+          % (torch.__version__, threads, "process CPU time" if threads == 1 else "wall time"))
     result("threads", threads, "count")
     wanted = lambda what: what in args.which if args.which else what != "sweep"  # noqa: E731
     # The inputs of the forward-only rows do not require grad, so no graph is recorded, as in bench_core.cpp.

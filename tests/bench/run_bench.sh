@@ -8,7 +8,9 @@
 #   --out DIR: keep both raw outputs there (xgrad.txt, torch.txt), for bench_docs.sh.
 # Environment: XGRAD_BENCH_PYTHON (default /usr/bin/python3, the interpreter that has torch);
 #              XGRAD_BENCH_THREADS: threads for both sides (default 1). xgrad gets it as OMP_NUM_THREADS
-#              (its parallel loops are OpenMP's), PyTorch as torch.set_num_threads. One thread is the
+#              (its parallel loops are OpenMP's), PyTorch as torch.set_num_threads, and both as
+#              OPENBLAS_NUM_THREADS: PyTorch's BLAS here is OpenBLAS, whose pool otherwise takes every
+#              core whatever torch.set_num_threads says (seen: "1-thread" GEMM on 2 cores). One thread is the
 #              default because on a small shared machine a busy core stalls every OpenMP barrier for a
 #              whole scheduler slice (seen: PyTorch's elementwise ops stuck at 8 ms with 2 threads).
 #              XGRAD_BENCH_MALLOC: "hugepages" (the default) runs both sides with
@@ -33,7 +35,7 @@ if [ $# -eq 0 ] && [ -n "${XGRAD_BENCH_ONLY:-}" ]; then
 fi
 python=${XGRAD_BENCH_PYTHON:-/usr/bin/python3}
 export XGRAD_BENCH_THREADS=${XGRAD_BENCH_THREADS:-1}
-export OMP_NUM_THREADS=$XGRAD_BENCH_THREADS
+export OMP_NUM_THREADS=$XGRAD_BENCH_THREADS OPENBLAS_NUM_THREADS=$XGRAD_BENCH_THREADS
 malloc=${XGRAD_BENCH_MALLOC:-hugepages}
 case $malloc in
     hugepages) export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1 ;;
