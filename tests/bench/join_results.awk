@@ -68,6 +68,7 @@ function scaling(k, xgrad,    a, b) {
 }
 
 function num(v) { return v == "" ? "-" : sprintf("%.4g", v) }
+function fixed2(v) { return v == "" ? "-" : sprintf("%.2f", v) }
 function pnum(v) { return v == "" ? "-" : sprintf("%.0f", v) }
 function spread(m, lo, hi) { return (lo == m && hi == m) ? sprintf("%.5g", m) : sprintf("%.4g [%.4g %.4g]", m, lo, hi) }
 function yes(ok) { return ok ? "yes" : "no" }
@@ -131,7 +132,7 @@ function md_table(    i, k, g, r, cells, lim, p) {
             cells = cells " " num(xm[r, k]) " | " num(tm[r, k]) " | " (ratio(r, k) == "" ? "-" : sprintf("%.2f", ratio(r, k))) " | " lim " |"
         }
         p = scaling(k, 1)
-        cells = cells " " (p == "" ? "-" : sprintf("%.2f / %s", p, num(scaling(k, 0)))) " |"
+        cells = cells " " (p == "" ? "-" : sprintf("%.2f / %s", p, fixed2(scaling(k, 0)))) " |"
         printf "| `%s` | %s |%s %s |\n", k, unit[k], cells, goals(k, 2)
     }
 }
