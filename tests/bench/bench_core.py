@@ -1,13 +1,19 @@
-# The PyTorch twin of bench_core.cpp: the same benchmarks, values and output format, for the ratio.
+# The PyTorch twin of bench_core.cpp: the same workloads, sizes, values, accounting and output format.
 #
-# Usage: /usr/bin/python3 bench_core.py [--threads N] [tiny] [ew] [mm] [mem]
-# Prints readable lines and `RESULT name median p10 p90 unit` lines, as bench_core.cpp does.
+# Usage: /usr/bin/python3 bench_core.py [--threads N] [tiny] [norm] [linear] [mm] [ew] [mlp] [mem] [sweep]
+# Prints readable lines, `RESULT name median p10 p90 unit` and `SWEEP series size seconds` lines, as
+# bench_core.cpp does (which also measures the machine's limits and states the goals). RMSNorm is
+# PyTorch 1.13's composite, x * rsqrt(mean(x^2) + eps) * w: 1.13 has no F.rms_norm.
 import argparse
+import os
+import resource
+import subprocess
 import sys
 import time
 
 try:
     import torch
+    import torch.nn.functional as F
 except ImportError:
     print("bench_core.py: torch is not importable with %s; no PyTorch figures" % sys.executable)
     sys.exit(0)
@@ -22,8 +28,8 @@ def stats_of(values):
     return at(0.5), at(0.1), at(0.9)
 
 
-# Thread CPU time when PyTorch runs on this one thread (time spent preempted is not counted), else
-# wall time, as bench_core.cpp chooses.
+# The process's CPU time when PyTorch runs on one thread (time spent preempted is not counted, and a
+# helper thread that runs anyway is), else wall time, as bench_core.cpp chooses.
 clock = time.perf_counter
 
 
@@ -44,23 +50,30 @@ def measure(fn, warmup, min_reps, min_seconds, max_reps, batch=1):
 
 
 def result(name, s, unit):
+    if not isinstance(s, tuple):
+        s = (s,) * 3
     print("RESULT %s %.6g %.6g %.6g %s" % (name, s[0], s[1], s[2], unit), flush=True)
 
 
 def report_rate(name, seconds, work, scale, unit):
     t = stats_of(seconds)
     r = (work / t[0] / scale, work / t[2] / scale, work / t[1] / scale)
-    print("%-22s %10.2f %-8s (p10 %.2f, p90 %.2f; median %.3f ms, %d reps)"
+    print("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; median %.3f ms, %d reps)"
           % (name, r[0], unit, r[1], r[2], t[0] * 1e3, len(seconds)))
     result(name, r, unit)
 
 
-def rss_mib():
+def status_mib(field="VmRSS"):
+    """VmRSS (resident now) or VmHWM (peak resident) of this process in MiB, from /proc/self/status."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return float(line.split()[1]) / 1024.0
     return -1.0
+
+
+def rss_mib():
+    return status_mib("VmRSS")
 
 
 def pattern(count, salt, scale):
@@ -69,7 +82,17 @@ def pattern(count, salt, scale):
     return ((k.double() - 11.0) / 11.0 * scale).float()
 
 
-# ---- (1) the tiny training step ----------------------------------------------------------------
+def pattern_tensor(shape, salt, scale):
+    n = 1
+    for s in shape:
+        n *= s
+    return pattern(n, salt, scale).reshape(shape)
+
+
+FB = 4.0  # bytes per float32
+
+
+# ---- the tiny training step ----------------------------------------------------------------------
 
 class TinyNet:
     def __init__(self):
@@ -98,10 +121,10 @@ LR = 0.01
 
 def bench_tiny_step():
     net = TinyNet()
-    samples = measure(lambda: net.step(LR), warmup=2000, min_reps=100, min_seconds=3.0,
+    samples = measure(lambda: net.step(LR), warmup=2000, min_reps=100, min_seconds=2.0,
                       max_reps=100000, batch=100)
     s = stats_of([x * 1e6 for x in samples])
-    print("%-22s %10.2f %-8s (p10 %.2f, p90 %.2f; %d samples of 100 steps)"
+    print("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; %d samples of 100 steps)"
           % ("tiny_step", s[0], "us/step", s[1], s[2], len(samples)))
     result("tiny_step", s, "us")
 
@@ -116,75 +139,221 @@ def bench_memory():
             rss_1k = rss_mib()
             loss_1k = loss.item()
     rss_100k = rss_mib()
-    print("%-22s %10.2f MiB after 10^3 steps, %.2f MiB after 10^5 (growth %.2f MiB)"
+    print("%-26s %10.2f MiB after 10^3 steps, %.2f MiB after 10^5 (growth %.2f MiB)"
           % ("rss", rss_1k, rss_100k, rss_100k - rss_1k))
-    print("%-22s %.8g after 10^3 steps, %.8g after 10^5" % ("tiny_loss", loss_1k, loss.item()))
-    result("rss_1e3_steps", (rss_1k,) * 3, "MiB")
-    result("rss_1e5_steps", (rss_100k,) * 3, "MiB")
-    result("rss_growth", (rss_100k - rss_1k,) * 3, "MiB")
-    result("tiny_loss_1e3", (loss_1k,) * 3, "loss")
-    result("tiny_loss_1e5", (loss.item(),) * 3, "loss")
+    print("%-26s %.8g after 10^3 steps, %.8g after 10^5" % ("tiny_loss", loss_1k, loss.item()))
+    result("rss_1e3_steps", rss_1k, "MiB")
+    result("rss_1e5_steps", rss_100k, "MiB")
+    result("rss_growth", rss_100k - rss_1k, "MiB")
+    result("tiny_loss_1e3", loss_1k, "loss")
+    result("tiny_loss_1e5", loss.item(), "loss")
 
 
-# ---- (2) elementwise and (3) reductions on 1024x1500 float32 -----------------------------------
+# ---- LayerNorm and RMSNorm -------------------------------------------------------------------------
 
-ROWS, COLS = 1024, 1500
-N = ROWS * COLS
-F = 4.0
+LN_EPS, RMS_EPS = 1e-5, 1e-6
 
 
-def bench_bytes(name, nbytes, fn):
-    report_rate(name, measure(fn, warmup=5, min_reps=30, min_seconds=0.5, max_reps=400), nbytes, 1e9, "GB/s")
+def rms_norm_composite(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * w
 
 
-def bench_elementwise_and_reductions():
-    a = pattern(N, 6, 2.0).reshape(ROWS, COLS)
-    b = pattern(N, 7, 2.0).reshape(ROWS, COLS)
-    bench_bytes("add", 3 * N * F, lambda: a + b)
-    bench_bytes("mul", 3 * N * F, lambda: a * b)
-    bench_bytes("exp", 2 * N * F, lambda: a.exp())
-    bench_bytes("relu", 2 * N * F, lambda: a.relu())
-    bench_bytes("mul2_add1", 2 * N * F, lambda: a * 2.0 + 1.0)
-    bench_bytes("sum_dim", (N + ROWS) * F, lambda: a.sum(-1))
-    bench_bytes("mean_dim", (N + ROWS) * F, lambda: a.mean(-1))
-    bench_bytes("var_dim", (N + ROWS) * F, lambda: a.var(-1))
-    bench_bytes("sum_all", (N + 1) * F, lambda: a.sum())
+def norm_case(rms, backward, rows, cols):
+    """The call and the bytes of one normalisation workload, as norm_case() in bench_core.cpp."""
+    n, c = float(rows * cols), float(cols)
+    x = pattern_tensor((rows, cols), 10, 1.0)
+    w = pattern_tensor((cols,), 11, 0.5).add(1.0)
+    b = pattern_tensor((cols,), 12, 0.1)
+    dy = pattern_tensor((rows, cols), 13, 1.0)
+    if not backward:
+        if rms:
+            return (lambda: rms_norm_composite(x, w)), (2 * n + c) * FB
+        return (lambda: F.layer_norm(x, (cols,), w, b, LN_EPS)), (2 * n + 2 * c) * FB
+    for t in (x, w, b):
+        t.requires_grad_()
+
+    def fwd_bwd():
+        y = rms_norm_composite(x, w) if rms else F.layer_norm(x, (cols,), w, b, LN_EPS)
+        y.backward(dy)
+        x.grad = w.grad = b.grad = None
+
+    return fwd_bwd, ((5 * n + 3 * c) if rms else (5 * n + 5 * c)) * FB
 
 
-# ---- (4) matmul 1024x2048 . 2048x1500 ------------------------------------------------------------
+def bench_norms():
+    for rows, cols in ((1024, 1500), (16384, 768)):
+        for rms in (False, True):
+            for backward in (False, True):
+                name = "%s_%s_%dx%d" % ("rmsnorm" if rms else "layernorm",
+                                        "fwdbwd" if backward else "fwd", rows, cols)
+                fn, nbytes = norm_case(rms, backward, rows, cols)
+                report_rate(name, measure(fn, 3, 7, 0.4, 1000), nbytes, 1e9, "GB/s")
+
+
+def sweep_norms():
+    for rms in (False, True):
+        rows = 256
+        while rows <= 16384:
+            fn, _ = norm_case(rms, True, rows, 768)
+            t = stats_of(measure(fn, 2, 5, 0.25, 1000))
+            print("SWEEP %s %d %.6g" % ("rmsnorm_fwdbwd" if rms else "layernorm_fwdbwd", rows, t[0]),
+                  flush=True)
+            rows *= 2
+
+
+# ---- Linear and matmul ---------------------------------------------------------------------------
+
+def bench_linear():
+    n, k, m = 1024, 2048, 1500
+    torch.manual_seed(0)
+    fc = torch.nn.Linear(k, m)
+    x = pattern_tensor((n, k), 14, 1.0)
+    dy = pattern_tensor((n, m), 15, 0.01)
+    flops = 2.0 * n * k * m
+    with torch.no_grad():
+        report_rate("linear_fwd", measure(lambda: fc(x), 1, 4, 0.8, 200), flops, 1e9, "GFLOP/s")
+    x.requires_grad_()
+
+    def fwd_bwd():
+        fc(x).backward(dy)
+        x.grad = fc.weight.grad = fc.bias.grad = None
+
+    report_rate("linear_fwdbwd", measure(fwd_bwd, 1, 3, 1.0, 200), 3 * flops, 1e9, "GFLOP/s")
+
 
 def bench_matmul():
-    n, k, m = 1024, 2048, 1500
-    a = pattern(n * k, 8, 1.0).reshape(n, k)
-    b = pattern(k * m, 9, 1.0).reshape(k, m)
-    seconds = measure(lambda: torch.matmul(a, b), warmup=1, min_reps=5, min_seconds=4.0, max_reps=30)
-    report_rate("matmul", seconds, 2.0 * n * k * m, 1e9, "GFLOP/s")
+    n = 64
+    while n <= 2048:
+        a = pattern_tensor((n, n), 8, 1.0)
+        b = pattern_tensor((n, n), 9, 1.0)
+        seconds = measure(lambda: torch.matmul(a, b), 1 if n >= 1024 else 3, 3, 0.5, 2000)
+        report_rate("matmul_%d" % n, seconds, 2.0 * n ** 3, 1e9, "GFLOP/s")
+        print("SWEEP matmul %d %.6g" % (n, stats_of(seconds)[0]))
+        n *= 2
+    a = pattern_tensor((32, 256, 256), 8, 1.0)
+    b = pattern_tensor((32, 256, 256), 9, 1.0)
+    report_rate("bmm_32x256", measure(lambda: torch.matmul(a, b), 2, 3, 0.5, 2000),
+                2.0 * 32 * 256 ** 3, 1e9, "GFLOP/s")
+
+
+# ---- elementwise and reductions on 4096x4096 (16M) float32 -------------------------------------
+
+def bench_elementwise_and_reductions():
+    rows, cols = 4096, 4096
+    n = float(rows * cols)
+    a = pattern_tensor((rows, cols), 6, 2.0)
+    b = pattern_tensor((rows, cols), 7, 2.0)
+    row = pattern_tensor((cols,), 16, 1.0)
+
+    def moved(name, nbytes, fn):
+        report_rate(name, measure(fn, 2, 5, 0.4, 400), nbytes, 1e9, "GB/s")
+
+    moved("add", 3 * n * FB, lambda: a + b)
+    moved("mul", 3 * n * FB, lambda: a * b)
+    moved("exp", 2 * n * FB, lambda: a.exp())
+    moved("tanh", 2 * n * FB, lambda: a.tanh())
+    moved("gelu", 2 * n * FB, lambda: F.gelu(a))
+    moved("add_row", (2 * n + cols) * FB, lambda: a + row)
+    moved("sum_dim", (n + rows) * FB, lambda: a.sum(-1))
+    moved("var_dim", (n + rows) * FB, lambda: a.var(-1))
+    moved("sum_all", (n + 1) * FB, lambda: a.sum())
+
+
+# ---- the MLP training step -----------------------------------------------------------------------
+
+class Mlp:
+    """784-512-512-10, LayerNorm after each hidden Linear, batch 256, cross-entropy, Adam (lr 1e-3)."""
+
+    def __init__(self):
+        torch.manual_seed(0)
+        nn = torch.nn
+        self.model = nn.Sequential(nn.Linear(784, 512), nn.LayerNorm(512), nn.ReLU(), nn.Linear(512, 512),
+                                   nn.LayerNorm(512), nn.ReLU(), nn.Linear(512, 10))
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.x = pattern_tensor((256, 784), 17, 1.0)
+        self.labels = (torch.arange(256, dtype=torch.int64) * 7 + 3) % 10
+
+    def step(self):
+        self.opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.model(self.x), self.labels)
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+def cpu_seconds_of_process():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def mlp_rss_child():
+    start = rss_mib()
+    mlp = Mlp()
+    for _ in range(20):
+        mlp.step()
+    peak = status_mib("VmHWM")  # not ru_maxrss, which Linux carries over an exec (see bench_core.cpp)
+    print("%-26s %10.2f MiB (%.2f MiB above the %.2f MiB at the process's start)"
+          % ("mlp_peak_rss", peak, peak - start, start))
+    result("mlp_peak_rss", peak, "MiB")
+    result("mlp_rss_growth", peak - start, "MiB")
+
+
+def bench_mlp(threads):
+    mlp = Mlp()
+    wall0, cpu0 = time.perf_counter(), cpu_seconds_of_process()
+    for _ in range(3):
+        loss = mlp.step()
+    loss3 = loss.item()
+    t = stats_of(measure(mlp.step, 0, 10, 2.0, 1000))
+    wall, cpu = time.perf_counter() - wall0, cpu_seconds_of_process() - cpu0
+    rate = (1 / t[0], 1 / t[2], 1 / t[1])
+    print("%-26s %10.2f steps/s (p10 %.2f, p90 %.2f; median %.3f ms)"
+          % ("mlp_step", rate[0], rate[1], rate[2], t[0] * 1e3))
+    result("mlp_step", rate, "steps/s")
+    print("%-26s %10.2f (process CPU %.2f s over %.2f s of wall time)" % ("mlp_cpu_per_wall", cpu / wall, cpu, wall))
+    result("mlp_cpu_per_wall", cpu / wall, "cpu/wall")
+    result("mlp_loss_3", loss3, "loss")
+    # Peak RSS in a fresh process (this one has run other benchmarks): the interpreter and torch included.
+    sys.stdout.flush()
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--threads", str(threads), "mlp-rss-child"],
+                   check=False)
 
 
 def main():
     parser = argparse.ArgumentParser(description="PyTorch twin of xgrad's bench_core")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch.set_num_threads (default: PyTorch's own choice)")
-    parser.add_argument("which", nargs="*", help="tiny, ew, mm, mem (default: all)")
+    parser.add_argument("which", nargs="*", help="tiny norm linear mm ew mlp mem sweep (default: all but sweep)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     global clock
     threads = torch.get_num_threads()
-    clock = time.thread_time if threads == 1 else time.perf_counter
+    clock = time.process_time if threads == 1 else time.perf_counter
+    if args.which == ["mlp-rss-child"]:
+        mlp_rss_child()
+        return
     print("PyTorch %s bench: float32, %d intra-op thread(s), timed by %s"
-          % (torch.__version__, threads, "thread CPU time" if threads == 1 else "wall time"))
-    result("threads", (threads,) * 3, "count")
-    wanted = lambda what: not args.which or what in args.which  # noqa: E731
-    # Inputs of (2)-(4) do not require grad, so no graph is recorded there, as in bench_core.cpp.
+          % (torch.__version__, threads, "process CPU time" if threads == 1 else "wall time"))
+    result("threads", threads, "count")
+    wanted = lambda what: what in args.which if args.which else what != "sweep"  # noqa: E731
+    # The inputs of the forward-only rows do not require grad, so no graph is recorded, as in bench_core.cpp.
     if wanted("tiny"):
         bench_tiny_step()
-    if wanted("ew"):
-        bench_elementwise_and_reductions()
+    if wanted("norm"):
+        bench_norms()
+    if wanted("linear"):
+        bench_linear()
     if wanted("mm"):
         bench_matmul()
+    if wanted("ew"):
+        bench_elementwise_and_reductions()
+    if wanted("mlp"):
+        bench_mlp(threads)
     if wanted("mem"):
         bench_memory()
+    if wanted("sweep"):
+        sweep_norms()
 
 
 if __name__ == "__main__":

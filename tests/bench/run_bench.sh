@@ -1,55 +1,82 @@
 #!/usr/bin/env bash
-# Runs xgrad's bench_core, then its PyTorch twin with as many threads, and prints the comparison.
+# Runs xgrad's bench_core, then its PyTorch twin with as many threads, and prints the joined table.
 #
-# Usage: run_bench.sh BENCH_CORE_EXE BENCH_CORE_PY [tiny] [ew] [mm] [mem]
+# Usage: run_bench.sh [--out DIR] BENCH_CORE_EXE BENCH_CORE_PY [GROUP...]
+#   GROUP: limits tiny norm linear mm ew mlp mem sweep (default: all but sweep; the machine's limits
+#          are always measured). Without GROUP arguments, XGRAD_BENCH_ONLY (e.g. "norm mm") picks them,
+#          so that `XGRAD_BENCH_ONLY=norm meson compile -C build bench` runs a subset.
+#   --out DIR: keep both raw outputs there (xgrad.txt, torch.txt), for bench_docs.sh.
 # Environment: XGRAD_BENCH_PYTHON (default /usr/bin/python3, the interpreter that has torch);
 #              XGRAD_BENCH_THREADS: threads for both sides (default 1). xgrad gets it as OMP_NUM_THREADS
-#              (only its matmul is threaded), PyTorch as torch.set_num_threads. One thread is the
+#              (its parallel loops are OpenMP's), PyTorch as torch.set_num_threads, and both as
+#              OPENBLAS_NUM_THREADS: PyTorch's BLAS here is OpenBLAS, whose pool otherwise takes every
+#              core whatever torch.set_num_threads says (seen: "1-thread" GEMM on 2 cores). One thread is the
 #              default because on a small shared machine a busy core stalls every OpenMP barrier for a
 #              whole scheduler slice (seen: PyTorch's elementwise ops stuck at 8 ms with 2 threads).
+#              XGRAD_BENCH_MALLOC: "hugepages" (the default) runs both sides with
+#              GLIBC_TUNABLES=glibc.malloc.hugetlb=1, so that glibc asks for transparent huge pages as a
+#              Debian machine with THP "always" gives them; "default" leaves the environment alone. On a
+#              VM where every 4 KiB page fault costs µs (see fresh_pages_1t), a library that returns its
+#              large blocks to the system (PyTorch 1.13 on CPU) otherwise spends most of its time
+#              faulting memory back in, and the comparison measures the VM more than the library.
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
+keep=
+if [ "${1:-}" = --out ]; then
+    keep=$2
+    shift 2
+fi
 exe=$1 py=$2
 shift 2
+if [ $# -eq 0 ] && [ -n "${XGRAD_BENCH_ONLY:-}" ]; then
+    read -r -a only <<< "$XGRAD_BENCH_ONLY"
+    set -- "${only[@]}"
+fi
 python=${XGRAD_BENCH_PYTHON:-/usr/bin/python3}
-export OMP_NUM_THREADS=${XGRAD_BENCH_THREADS:-1}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-
-echo "== xgrad ($exe)"
-"$exe" "$@" | tee "$out/xgrad.txt"
-threads=$(awk '$1 == "RESULT" && $2 == "threads" { print $3 }' "$out/xgrad.txt")
-
-echo
-if "$python" -c 'import torch' 2>/dev/null; then
-    echo "== PyTorch ($python, torch.set_num_threads($threads))"
-    "$python" "$py" --threads "$threads" "$@" | tee "$out/torch.txt"
+export XGRAD_BENCH_THREADS=${XGRAD_BENCH_THREADS:-1}
+export OMP_NUM_THREADS=$XGRAD_BENCH_THREADS OPENBLAS_NUM_THREADS=$XGRAD_BENCH_THREADS
+malloc=${XGRAD_BENCH_MALLOC:-hugepages}
+case $malloc in
+    hugepages) export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1 ;;
+    default) ;;
+    *) echo "run_bench.sh: XGRAD_BENCH_MALLOC is hugepages or default, not $malloc" >&2; exit 2 ;;
+esac
+if [ -n "$keep" ]; then
+    out=$keep
+    mkdir -p "$out"
 else
-    echo "== PyTorch: torch is not importable with $python; xgrad's figures only"
-    : > "$out/torch.txt"
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
 fi
 
-# Joins the RESULT lines by name. "xgrad ×" says how many times better xgrad is: PyTorch's time
-# over xgrad's for times, xgrad's rate over PyTorch's for rates; memory and losses are shown as is.
+# Each group runs in a fresh process on each side (no group inherits another's heap or caches); the
+# machine's limits first, which the "% limit" column needs.
+groups=(limits)
+for g in "${@:-tiny norm linear mm ew mlp mem}"; do
+    for w in $g; do
+        [ "$w" = limits ] || groups+=("$w")
+    done
+done
+
+echo "== xgrad ($exe, groups: ${groups[*]}; threads $XGRAD_BENCH_THREADS; malloc: $malloc${GLIBC_TUNABLES:+, GLIBC_TUNABLES=$GLIBC_TUNABLES})"
+: > "$out/xgrad.txt"
+for g in "${groups[@]}"; do
+    "$exe" "$g" | tee -a "$out/xgrad.txt"
+done
+threads=$(awk '$1 == "RESULT" && $2 == "threads" { print $3; exit }' "$out/xgrad.txt")
+
 echo
-awk '
-    FNR == 1 { file++ }
-    $1 != "RESULT" { next }
-    file == 1 { order[++n] = $2; xm[$2] = $3; xlo[$2] = $4; xhi[$2] = $5; unit[$2] = $6 }
-    file == 2 { tm[$2] = $3; tlo[$2] = $4; thi[$2] = $5 }
-    END {
-        printf "%-15s %-8s %24s %24s %9s\n", "benchmark", "unit", "xgrad median [p10 p90]", "PyTorch median [p10 p90]", "xgrad ×"
-        for (i = 1; i <= n; i++) {
-            k = order[i]; u = unit[k]
-            x = sprintf("%.4g [%.4g %.4g]", xm[k], xlo[k], xhi[k])
-            if (xlo[k] == xm[k] && xhi[k] == xm[k]) x = sprintf("%.5g", xm[k])
-            t = "-"; r = "-"
-            if (k in tm) {
-                t = sprintf("%.4g [%.4g %.4g]", tm[k], tlo[k], thi[k])
-                if (tlo[k] == tm[k] && thi[k] == tm[k]) t = sprintf("%.5g", tm[k])
-                if (u == "us" && xm[k] > 0) r = sprintf("%.2f", tm[k] / xm[k])
-                else if ((u == "GB/s" || u == "GFLOP/s") && tm[k] > 0) r = sprintf("%.2f", xm[k] / tm[k])
-            }
-            printf "%-15s %-8s %24s %24s %9s\n", k, u, x, t, r
-        }
-    }' "$out/xgrad.txt" "$out/torch.txt"
+: > "$out/torch.txt"
+if "$python" -c 'import torch' 2>/dev/null; then
+    echo "== PyTorch ($python, torch.set_num_threads($threads))"
+    for g in "${groups[@]}"; do
+        [ "$g" = limits ] || "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
+    done
+else
+    echo "== PyTorch: torch is not importable with $python; xgrad's figures only"
+fi
+
+echo
+echo "MALLOC $malloc ${GLIBC_TUNABLES:-}" >> "$out/xgrad.txt"
+awk -v x="$out/xgrad.txt" -v t="$out/torch.txt" -f "$here/join_results.awk"
