@@ -480,8 +480,10 @@ TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
     xgrad::manual_seed(8);
     for (auto dt : kDtypes) {
         CAPTURE(xgrad::to_string(dt));
-        // Narrow rows (the CPU's scalar path), one warp, many warps, and more than 64 rows per chunk.
-        for (Shape shape : {Shape{5, 3}, Shape{4, 7, 32}, Shape{3, 1000}, Shape{300, 40}, Shape{2, 0}}) {
+        // Narrow rows (the CPU's scalar path), one warp, many warps, several chunks of rows, more than
+        // 256 chunks of 64 rows, and no rows.
+        for (Shape shape :
+             {Shape{5, 3}, Shape{4, 7, 32}, Shape{3, 1000}, Shape{300, 40}, Shape{20000, 8}, Shape{2, 0}}) {
             CAPTURE(xgrad::to_string(shape));
             const std::int64_t width = shape[shape.size() - 1];
             const Tensor x = randn(shape, dt) * 2.0 + 0.5, w = randn({width}, dt), b = randn({width}, dt);

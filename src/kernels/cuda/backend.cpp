@@ -161,7 +161,7 @@ void layer_norm_forward_entry(const Tensor& x, const Tensor& w, const Tensor& b,
     check_floating(x, "layer_norm");
     const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
     cuda::layer_norm_forward(scalar(x.dtype()), ptr(x), ptr(w), ptr(b), eps, ptr(out), ptr(mean), ptr(rstd), rows,
-                             width, x.device().index());
+                             width);
 }
 
 void layer_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,

@@ -53,7 +53,7 @@ void first_hit_rows(Scalar t, const void* in, void* out, std::int64_t rows, std:
 
 // ---- norm.cu: rows × width contiguous; weight and bias may be null ------------------------------------
 void layer_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,
-                        void* mean, void* rstd, std::int64_t rows, std::int64_t width, int device);
+                        void* mean, void* rstd, std::int64_t rows, std::int64_t width);
 void layer_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
                          const void* rstd, void* dx, void* dweight, void* dbias, std::int64_t rows, std::int64_t width,
                          int device);

@@ -111,18 +111,21 @@ __global__ void norm_backward_dx_kernel(const T* g, const T* x, const T* w, cons
 
 // ---- backward: dweight and dbias as column sums over rows ---------------------------------------------
 
-/// Rows per chunk of the partial column sums, and the threads down a column within a block.
+/// Rows per chunk of the partial column sums (at least; more when there would be more than
+/// kMaxChunks chunks, which bounds the partial sums' memory and the grid's y size), and the threads
+/// down a column within a block.
 constexpr i64 kChunkRows = 64;
+constexpr i64 kMaxChunks = 256;
 constexpr int kColumnThreads = 8;
 
 /// Block (column tile bx, chunk by): partial sums over the chunk's rows of g * xhat (and of g) for
 /// 32 columns, into part_w[by][c] (part_b[by][c]).
 template <typename T, bool kLayer>
 __global__ void norm_backward_partial_kernel(const T* g, const T* x, const T* mean, const T* rstd, double* part_w,
-                                             double* part_b, i64 rows, i64 width) {
+                                             double* part_b, i64 rows, i64 width, i64 chunk_rows) {
     __shared__ double shared_w[kColumnThreads][33], shared_b[kColumnThreads][33];
     const i64 c = blockIdx.x * i64{32} + threadIdx.x;
-    const i64 r0 = blockIdx.y * kChunkRows, r1 = r0 + kChunkRows < rows ? r0 + kChunkRows : rows;
+    const i64 r0 = blockIdx.y * chunk_rows, r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
     double sw = 0, sb = 0;
     if (c < width) {
         for (i64 r = r0 + threadIdx.y; r < r1; r += kColumnThreads) {
@@ -171,12 +174,14 @@ void weight_grads(const T* g, const T* x, const T* mean, const T* rstd, T* dw, T
         if (db) fill(std::is_same_v<T, float> ? Scalar::kFloat32 : Scalar::kFloat64, db, walk, 0.0);
         return;
     }
-    const i64 chunks = (rows + kChunkRows - 1) / kChunkRows;
+    const i64 spread = (rows + kMaxChunks - 1) / kMaxChunks;
+    const i64 chunk_rows = spread > kChunkRows ? spread : kChunkRows;
+    const i64 chunks = (rows + chunk_rows - 1) / chunk_rows;
     const auto part_bytes = static_cast<std::size_t>(chunks * width) * sizeof(double);
     Scratch part_w(dw ? part_bytes : 0, device), part_b(db ? part_bytes : 0, device);
     const dim3 grid(static_cast<unsigned>((width + 31) / 32), static_cast<unsigned>(chunks));
-    norm_backward_partial_kernel<T, kLayer>
-        <<<grid, dim3(32, kColumnThreads)>>>(g, x, mean, rstd, part_w.as<double>(), part_b.as<double>(), rows, width);
+    norm_backward_partial_kernel<T, kLayer><<<grid, dim3(32, kColumnThreads)>>>(
+        g, x, mean, rstd, part_w.as<double>(), part_b.as<double>(), rows, width, chunk_rows);
     check_launch("norm backward kernel");
     if (dw) sum_chunks_kernel<T><<<blocks_for(width), kThreads>>>(part_w.as<double>(), dw, chunks, width);
     if (db) sum_chunks_kernel<T><<<blocks_for(width), kThreads>>>(part_b.as<double>(), db, chunks, width);
@@ -186,7 +191,7 @@ void weight_grads(const T* g, const T* x, const T* mean, const T* rstd, T* dw, T
 }  // namespace
 
 void layer_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,
-                        void* mean, void* rstd, std::int64_t rows, std::int64_t width, int) {
+                        void* mean, void* rstd, std::int64_t rows, std::int64_t width) {
     if (rows == 0) return;
     dispatch_float(t, "layer_norm", [&](auto tag) {
         using T = decltype(tag);
