@@ -127,7 +127,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
         if (numel() != 1)
             fail("backward", "grad can be implicitly created only for one-element outputs, but the output has shape " +
                                  to_string(shape()) + "; pass a gradient");
-        seed = ones(shape(), dtype());
+        seed = ones_like(*this);
     } else if (seed.shape() != shape()) {
         fail("backward",
              "the gradient has shape " + to_string(seed.shape()) + " but the output has shape " + to_string(shape()));
@@ -230,7 +230,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
         if (!y.requires_grad()) break;  // nothing depends on the inputs: analytic Jacobian is zero
         Tensor seed = zeros(y.shape(), kFloat64);
         seed.data_ptr<double>()[o] = 1.0;
-        y.backward(seed);
+        y.backward(seed.to(y.device()));
         for (std::size_t i = 0; i < xs.size(); ++i) {
             if (!check[i] || !xs[i].grad().defined()) continue;
             analytic[i][static_cast<std::size_t>(o)] = xs[i].grad().to_vector<double>();
@@ -241,14 +241,21 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     NoGradGuard no_grad;
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (!check[i]) continue;
-        double* p = xs[i].data_ptr<double>();
+        // A device input is perturbed in a host copy, copied back before each evaluation.
+        const bool on_host = xs[i].device().is_cpu();
+        Tensor host = on_host ? xs[i] : xs[i].to(kCPU);
+        double* p = host.data_ptr<double>();
+        auto set = [&](std::int64_t e, double v) {
+            p[e] = v;
+            if (!on_host) xs[i].copy_(host);
+        };
         for (std::int64_t e = 0; e < xs[i].numel(); ++e) {
             const double orig = p[e];
-            p[e] = orig + eps;
+            set(e, orig + eps);
             std::vector<double> plus = fn(xs).to_vector<double>();
-            p[e] = orig - eps;
+            set(e, orig - eps);
             std::vector<double> minus = fn(xs).to_vector<double>();
-            p[e] = orig;
+            set(e, orig);
             for (std::int64_t o = 0; o < n_out; ++o) {
                 auto ou = static_cast<std::size_t>(o);
                 double numeric = (plus[ou] - minus[ou]) / (2 * eps);

@@ -24,6 +24,7 @@ namespace {
 std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op) {
     detail::check_defined(a, op);
     detail::check_defined(b, op);
+    detail::check_same_device(a, b, op);
     DType t = detail::promote(a.dtype(), b.dtype());
     return {a.to(t), b.to(t)};
 }
@@ -194,7 +195,7 @@ Tensor Tensor::pow(double e) const {
     // PyTorch's special exponents, exact (or as exact as sqrt) where exp(e log x) is not; and C's
     // x ** 0 == 1, 0 ** e == inf for e < 0, which xsimd's pow gets wrong.
     Tensor x = floating(*this);
-    Tensor out = e == 0.0    ? ones(shape(), x.dtype())
+    Tensor out = e == 0.0    ? ones_like(x)
                  : e == 2.0  ? map_unary(x, UnaryOp::kSquare)
                  : e == 3.0  ? map_unary(x, UnaryOp::kCube)
                  : e == 0.5  ? map_unary(x, UnaryOp::kSqrt)

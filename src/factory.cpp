@@ -5,6 +5,7 @@
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 
 namespace xgrad {
 
@@ -12,14 +13,16 @@ using detail::fail;
 
 namespace {
 
-/// A new contiguous tensor for the factory `op`, which names itself when the shape is invalid.
+/// A new contiguous tensor for the factory `op`, which names itself when the shape or the device is invalid.
 Tensor make(const char* op, const Shape& shape, const TensorOptions& options) {
     for (auto d : shape)
         if (d < 0) fail(op, "negative dimension " + std::to_string(d) + " in shape " + to_string(shape));
-    return detail::make_empty(shape, options.dtype(), options.device());
+    return detail::make_empty(shape, options.dtype(), detail::resolve_device(options.device(), op));
 }
 
+/// Values are written on the host; a tensor for another device is then copied there.
 Tensor finish(Tensor t, const TensorOptions& options) {
+    if (!options.device().is_cpu()) t = t.to(options.device());
     if (options.requires_grad()) t.requires_grad_(true);
     return t;
 }
@@ -80,7 +83,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
     if (static_cast<std::int64_t>(values.size()) != shape.numel())
         fail("from_vector", std::to_string(values.size()) + " values cannot fill a tensor of shape " +
                                 to_string(shape) + " (" + std::to_string(shape.numel()) + " elements)");
-    Tensor out = make("from_vector", shape, options);
+    Tensor out = make("from_vector", shape, options.device(kCPU));
     detail::dispatch(options.dtype(), [&](auto tag) {
         using D = decltype(tag);
         D* p = out.impl()->data<D>();
@@ -93,18 +96,25 @@ template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOpti
 template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
 
 Tensor empty(const Shape& shape, TensorOptions options) {
-    return finish(make("empty", shape, options), options);
+    Tensor out = make("empty", shape, options);
+    if (options.requires_grad()) out.requires_grad_(true);
+    return out;
 }
 
-/// full, with `op` naming the factory the user called.
+/// full, with `op` naming the factory the user called; filled by the device's kernel off the CPU.
 static Tensor fill(const char* op, const Shape& shape, double value, const TensorOptions& options) {
     Tensor out = make(op, shape, options);
-    detail::dispatch(options.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        auto o = detail::flat(out.impl()->data<T>(), static_cast<std::size_t>(shape.numel()));
-        o.fill(static_cast<T>(value));
-    });
-    return finish(out, options);
+    if (out.device().is_cpu()) {
+        detail::dispatch(options.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            auto o = detail::flat(out.impl()->data<T>(), static_cast<std::size_t>(shape.numel()));
+            o.fill(static_cast<T>(value));
+        });
+    } else {
+        kernels::fill(out, value);
+    }
+    if (options.requires_grad()) out.requires_grad_(true);
+    return out;
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
@@ -133,23 +143,28 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
     return from_doubles(values, Shape{n}, options);
 }
 
+/// Options with other's dtype and device, as PyTorch's *_like factories.
+static TensorOptions options_of(const Tensor& other) {
+    return TensorOptions(other.dtype()).device(other.device());
+}
+
 Tensor zeros_like(const Tensor& other) {
-    return zeros(other.shape(), other.dtype());
+    return zeros(other.shape(), options_of(other));
 }
 Tensor zeros_like(const Tensor& other, TensorOptions options) {
     return zeros(other.shape(), options);
 }
 Tensor ones_like(const Tensor& other) {
-    return ones(other.shape(), other.dtype());
+    return ones(other.shape(), options_of(other));
 }
 Tensor ones_like(const Tensor& other, TensorOptions options) {
     return ones(other.shape(), options);
 }
 Tensor full_like(const Tensor& other, double value) {
-    return full(other.shape(), value, other.dtype());
+    return full(other.shape(), value, options_of(other));
 }
 Tensor empty_like(const Tensor& other) {
-    return empty(other.shape(), other.dtype());
+    return empty(other.shape(), options_of(other));
 }
 
 }  // namespace xgrad

@@ -181,6 +181,7 @@ Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
     detail::check_defined(a, "matmul");
     detail::check_defined(b, "matmul");
+    detail::check_same_device(a, b, "matmul");
     if (a.dim() == 0 || b.dim() == 0)
         fail("matmul", "both arguments need at least 1 dimension, got shapes " + to_string(a.shape()) + " and " +
                            to_string(b.shape()));

@@ -280,7 +280,7 @@ std::string to_string(const Tensor& tensor) {
     const std::string prefix = "tensor(";
     const auto indent = static_cast<std::int64_t>(prefix.size());
     std::vector<std::string> suffixes;
-    if (tensor.device() != kCPU) suffixes.push_back("device='" + to_string(tensor.device()) + ":0'");
+    if (tensor.device() != kCPU) suffixes.push_back("device='" + to_string(tensor.device()) + "'");  // cuda:0
 
     std::string body;
     if (tensor.numel() == 0) {

@@ -25,6 +25,7 @@
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
 
 namespace xgrad {
@@ -240,7 +241,6 @@ void normal_fill(T* d, std::int64_t n, T mean, T std, Generator& g) {
 /// PyTorch refuses in-place writes that would corrupt a graph; so does xgrad (see Tensor::fill_).
 void check_writable(const Tensor& t, const char* op) {
     detail::check_defined(t, op);
-    if (t.device() != kCPU) fail(op, "only CPU tensors can be filled with random values");
     if (!is_grad_enabled()) return;
     if (t.is_leaf() && t.requires_grad())
         fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
@@ -301,16 +301,30 @@ Tensor empty_like_layout(const Tensor& other, DType dtype) {
     return detail::make_view(out, other.shape(), std::move(strides), 0);
 }
 
+/// A CPU tensor to draw into (every generator is a CPU generator); finish() moves it to the device
+/// the options name, after checking here that it exists.
 Tensor make_random(const Shape& shape, const TensorOptions& options, const char* op) {
     for (auto d : shape)
         if (d < 0) fail(op, "negative dimension in shape " + to_string(shape));
-    if (options.device() != kCPU) fail(op, "only CPU generators exist; create the tensor on kCPU and move it");
+    detail::resolve_device(options.device(), op);
     return detail::make_empty(shape, options.dtype(), kCPU);
 }
 
 Tensor finish(Tensor t, const TensorOptions& options) {
+    if (!options.device().is_cpu()) t = t.to(options.device());
     if (options.requires_grad()) t.requires_grad_(true);
     return t;
+}
+
+/// Random values are drawn on the CPU by PyTorch's CPU generator, then copied to the tensor's
+/// device: a CUDA tensor gets the very numbers a CPU tensor would (PyTorch's CUDA generator would
+/// give others).
+template <typename F>
+Tensor& fill_on_host(Tensor& self, F&& fill) {
+    Tensor host = empty_like_layout(self, self.dtype());
+    fill(host);
+    kernels::copy(host, self);
+    return self;
 }
 
 void check_floating(DType dtype, const char* op) {
@@ -327,6 +341,7 @@ Tensor& uniform_(Tensor& self, double from, double to, Generator* gen) {
     if (!(from <= to))
         fail("uniform_", "expects to return a [from, to) range, but found from=" + std::to_string(from) +
                              " > to=" + std::to_string(to));
+    if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { uniform_(h, from, to, gen); });
     Generator& g = pick(gen);
     detail::dispatch_float(self.dtype(), "uniform_", [&](auto tag) {
         using T = decltype(tag);
@@ -345,6 +360,7 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* gen) {
     check_writable(self, "normal_");
     check_floating(self.dtype(), "normal_");
     if (!(std >= 0.0)) fail("normal_", "expects std >= 0.0, but found std " + std::to_string(std));
+    if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { normal_(h, mean, std, gen); });
     Generator& g = pick(gen);
     detail::dispatch_float(self.dtype(), "normal_", [&](auto tag) {
         using T = decltype(tag);
@@ -362,6 +378,7 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* gen) {
 Tensor& bernoulli_(Tensor& self, double p, Generator* gen) {
     check_writable(self, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0)) fail("bernoulli_", "expects p to be in [0, 1], but got p=" + std::to_string(p));
+    if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { bernoulli_(h, p, gen); });
     Generator& g = pick(gen);
     detail::dispatch(self.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -375,6 +392,7 @@ Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen
     if (from >= to)
         fail("random_", "expects 'from' to be less than 'to', but got from=" + std::to_string(from) +
                             " >= to=" + std::to_string(to));
+    if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { random_(h, from, to, gen); });
     Generator& g = pick(gen);
     const std::uint64_t range = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
     detail::dispatch(self.dtype(), [&](auto tag) {
@@ -449,14 +467,14 @@ Tensor rand_like(const Tensor& other, Generator* gen) {
     detail::check_defined(other, "rand_like");
     check_floating(other.dtype(), "rand_like");
     Tensor t = empty_like_layout(other, other.dtype());
-    return uniform_(t, 0.0, 1.0, gen);
+    return uniform_(t, 0.0, 1.0, gen).to(other.device());
 }
 
 Tensor randn_like(const Tensor& other, Generator* gen) {
     detail::check_defined(other, "randn_like");
     check_floating(other.dtype(), "randn_like");
     Tensor t = empty_like_layout(other, other.dtype());
-    return normal_(t, 0.0, 1.0, gen);
+    return normal_(t, 0.0, 1.0, gen).to(other.device());
 }
 
 Tensor bernoulli(const Tensor& p, Generator* gen) {
@@ -475,13 +493,13 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
             *o = uniform_value<T>(g, T(0), T(1)) < probs[static_cast<std::size_t>(i)] ? T(1) : T(0);
         });
     });
-    return out;
+    return out.to(p.device());
 }
 
 Tensor bernoulli(const Tensor& input, double p, Generator* gen) {
     detail::check_defined(input, "bernoulli");
     Tensor out = detail::make_empty(input.shape(), input.dtype());  // contiguous, as torch.bernoulli's
-    return bernoulli_(out, p, gen);
+    return bernoulli_(out, p, gen).to(input.device());
 }
 
 }  // namespace xgrad

@@ -86,7 +86,7 @@ Tensor view_op(const Tensor& self, Shape shape, std::vector<std::int64_t> stride
 
 /// Gradient of a view that picks part of `shape`: zeros, with `g` written into the picked part.
 Tensor scatter_into(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& pick) {
-    Tensor full = zeros(shape, g.dtype());
+    Tensor full = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
     Tensor part = pick(full);
     part.copy_(g);
     return full;
@@ -301,6 +301,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     DType dtype = first.dtype();
     std::int64_t total = 0;
     for (const auto& t : tensors) {
+        detail::check_same_device(first, t, "cat");
         dtype = detail::promote(dtype, t.dtype());
         bool ok = t.dim() == first.dim();
         for (std::int64_t i = 0; ok && i < t.dim(); ++i) ok = i == d || t.size(i) == first.size(i);
@@ -311,7 +312,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
     Shape shape = first.shape();
     shape[d] = total;
-    Tensor out = detail::make_empty(shape, dtype);
+    Tensor out = detail::make_empty(shape, dtype, first.device());
     std::vector<std::int64_t> sizes;
     {
         NoGradGuard no_grad;

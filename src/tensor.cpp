@@ -13,6 +13,9 @@
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
+#ifdef XGRAD_WITH_CUDA
+#include "kernels/cuda/runtime.hpp"
+#endif
 
 namespace xgrad {
 
@@ -43,7 +46,12 @@ std::ostream& operator<<(std::ostream& os, DType dtype) {
 }
 
 std::string to_string(Device device) {
-    return device == kCPU ? "cpu" : "cuda";
+    if (device.is_cpu()) return "cpu";
+    return device.has_index() ? "cuda:" + std::to_string(device.index()) : "cuda";
+}
+
+std::ostream& operator<<(std::ostream& os, Device device) {
+    return os << to_string(device);
 }
 
 std::int64_t Shape::numel() const {
@@ -116,8 +124,13 @@ BlockCache& block_cache() {
 
 }  // namespace
 
-Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(dev) {
-    if (dev != kCPU) fail("Storage", "xgrad was built without CUDA support; only kCPU tensors exist");
+Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(resolve_device(dev, "empty")) {
+    if (device.is_cuda()) {
+#ifdef XGRAD_WITH_CUDA
+        data = kernels::cuda::allocate(bytes, device.index());
+#endif
+        return;
+    }
     // Small tensors keep their data inline. Others use plain malloc up to 4 KiB (16-byte aligned:
     // glibc's per-thread cache makes that several times cheaper than an aligned allocation, which
     // matters for the many tiny tensors of a graph), then 64-byte aligned blocks for the vector
@@ -136,6 +149,12 @@ Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(dev) {
 }
 
 Storage::~Storage() {
+    if (device.is_cuda()) {
+#ifdef XGRAD_WITH_CUDA
+        kernels::cuda::release(data, nbytes, device.index());
+#endif
+        return;
+    }
     if (data == inline_data) return;
     const std::size_t padded = (nbytes + 63) / 64 * 64;
     if (nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded)) return;
@@ -187,6 +206,26 @@ Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t 
 
 void fail(const char* op, const std::string& message) {
     throw std::invalid_argument(std::string(op) + ": " + message);
+}
+
+Device resolve_device(Device device, const char* op) {
+    if (device.is_cpu()) return device;
+#ifdef XGRAD_WITH_CUDA
+    if (kernels::cuda::device_count() == 0)
+        fail(op, "cannot use " + to_string(device) + ": no CUDA device is available (" +
+                     kernels::cuda::unavailable_reason() + ")");
+    const int index = device.has_index() ? device.index() : kernels::cuda::current_device();
+    kernels::cuda::check_device(index, op);
+    return Device(kCUDA, index);
+#else
+    fail(op, "cannot use " + to_string(device) + ": xgrad was built without CUDA support");
+#endif
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.device() != b.device())
+        fail(op, "expected all tensors to be on the same device, but found at least two devices, " +
+                     to_string(a.device()) + " and " + to_string(b.device()));
 }
 
 void check_defined(const Tensor& t, const char* op) {
@@ -276,6 +315,7 @@ bool Tensor::is_contiguous() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
     detail::check_defined(*this, "to_vector");
+    if (!device().is_cpu()) return detach().to(kCPU).to_vector<T>();  // the copy waits for the device
     std::vector<T> out(static_cast<std::size_t>(numel()));
     detail::dispatch(dtype(), [&](auto tag) {
         using S = decltype(tag);
@@ -302,6 +342,9 @@ T* Tensor::data_ptr() const {
     DType want = std::is_same_v<T, float> ? kFloat32 : std::is_same_v<T, double> ? kFloat64 : kInt64;
     if (dtype() != want) fail("data_ptr", "the tensor holds " + to_string(dtype()) + ", not " + to_string(want));
     if (!is_contiguous()) fail("data_ptr", "the tensor of shape " + to_string(shape()) + " is not contiguous");
+#ifdef XGRAD_WITH_CUDA
+    if (device().is_cuda()) kernels::cuda::synchronize(device().index());
+#endif
     return impl_->data<T>();
 }
 
@@ -392,8 +435,17 @@ Tensor Tensor::to(DType target) const {
 
 Tensor Tensor::to(Device target) const {
     detail::check_defined(*this, "to");
+    target = detail::resolve_device(target, "to");
     if (target == device()) return *this;
-    fail("to", "cannot move a tensor to " + to_string(target) + ": xgrad was built without CUDA support");
+    Tensor out = detail::make_empty(shape(), dtype(), target);
+    strided_copy(*this, out);
+    if (detail::needs_grad({this})) {
+        const Device source = device();
+        detail::record(out, "ToCopyBackward0", {this}, [source](const Tensor& g, const detail::NeedsGrad&) {
+            return std::vector<Tensor>{g.to(source)};
+        });
+    }
+    return out;
 }
 
 // ---- in-place updates -----------------------------------------------------------------------------

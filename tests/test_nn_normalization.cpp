@@ -225,3 +225,12 @@ TEST_CASE("RMSNorm: eps defaults to the dtype's machine epsilon, both forms, pri
     CHECK(rms2.parameters().empty());
     CHECK(rms.named_parameters().at(0).first == "weight");
 }
+
+TEST_CASE("an empty batch gives zero weight and bias gradients, as PyTorch") {
+    Tensor x = xgrad::zeros({0, 4}).requires_grad_(true);
+    Tensor w = xgrad::randn({4}).requires_grad_(true), b = xgrad::randn({4}).requires_grad_(true);
+    (F::layer_norm(x, {4}, w, b).sum() + F::rms_norm(x, {4}, w).sum()).backward();
+    CHECK(x.grad().shape() == Shape{0, 4});
+    CHECK(w.grad().to_vector<float>() == std::vector<float>(4, 0.0f));
+    CHECK(b.grad().to_vector<float>() == std::vector<float>(4, 0.0f));
+}

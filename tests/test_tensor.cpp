@@ -184,3 +184,54 @@ TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
         check_throws([&] { x.add_(xgrad::ones({2, 2, 2})); }, {"add_", "(2, 2, 2)", "(2, 2)"});
     }
 }
+
+TEST_CASE("Device: a type and an index, named and compared as torch.device") {
+    const xgrad::Device cpu = xgrad::kCPU, cuda = xgrad::kCUDA, cuda1(xgrad::kCUDA, 1);
+    CHECK(cpu.is_cpu());
+    CHECK(cpu.index() == -1);
+    CHECK(xgrad::Device(xgrad::kCPU, 3) == cpu);  // the CPU has no index
+    CHECK(cuda.is_cuda());
+    CHECK_FALSE(cuda.has_index());
+    CHECK(cuda1.index() == 1);
+    CHECK(xgrad::to_string(cpu) == "cpu");
+    CHECK(xgrad::to_string(cuda) == "cuda");
+    CHECK(xgrad::to_string(cuda1) == "cuda:1");
+    std::ostringstream os;
+    os << cuda1 << " " << cpu;
+    CHECK(os.str() == "cuda:1 cpu");
+    // Against a device type only the type counts; two devices compare their indices too.
+    CHECK(cuda1 == xgrad::kCUDA);
+    CHECK(xgrad::kCUDA == cuda1);
+    CHECK(cuda1 != xgrad::kCPU);
+    CHECK(cuda1 != xgrad::Device(xgrad::kCUDA, 0));
+    CHECK(cuda1 == xgrad::Device(xgrad::kCUDA, 1));
+    CHECK(xgrad::Device::kCUDA == xgrad::kCUDA);  // the old enum's spelling
+    static_assert(xgrad::Device(xgrad::kCUDA, 2).index() == 2);
+    CHECK(xgrad::TensorOptions(xgrad::kCUDA).device() == xgrad::kCUDA);
+    CHECK(xgrad::TensorOptions().device(cuda1).device() == cuda1);
+    CHECK(xgrad::TensorOptions(xgrad::kFloat64).device() == xgrad::kCPU);
+    Tensor x = xgrad::zeros({2});
+    CHECK_FALSE(x.is_cuda());
+    CHECK(x.to(xgrad::kCPU).impl() == x.impl());  // already there: no copy
+    CHECK(x.cpu().impl() == x.impl());
+}
+
+TEST_CASE("without a usable GPU, CUDA tensors are refused with the op's name") {
+    if (xgrad::cuda::is_available()) return;  // test_cuda covers a machine with a GPU
+    CHECK(xgrad::cuda::device_count() == 0);
+    CHECK(xgrad::cuda::memory_allocated() == 0);
+    CHECK(xgrad::cuda::max_memory_allocated() == 0);
+    CHECK(xgrad::cuda::memory_reserved() == 0);
+    xgrad::cuda::synchronize();  // nothing to wait for
+    xgrad::cuda::empty_cache();
+    Tensor x = xgrad::ones({2, 2});
+    check_throws([&] { (void)x.to(xgrad::kCUDA); }, {"to:", "cannot use cuda"});
+    check_throws([&] { (void)x.cuda(); }, {"to:", "cannot use cuda"});
+    check_throws([&] { (void)x.to(xgrad::Device(xgrad::kCUDA, 1)); }, {"to:", "cuda:1"});
+    check_throws([] { (void)xgrad::zeros({2}, xgrad::kCUDA); }, {"zeros:", "cuda"});
+    check_throws([] { (void)xgrad::empty({2}, xgrad::kCUDA); }, {"empty:", "cuda"});
+    check_throws([] { (void)xgrad::randn({2}, xgrad::TensorOptions(xgrad::kCUDA)); }, {"randn:", "cuda"});
+    xgrad::nn::Linear layer(2, 3);
+    check_throws([&] { layer.to(xgrad::kCUDA); }, {"Module::to:", "cuda"});
+    CHECK(layer.weight.device() == xgrad::kCPU);  // nothing moved
+}

@@ -57,17 +57,17 @@ Tensor full(const Shape& shape, double value, TensorOptions options = {});
 Tensor arange(double end, TensorOptions options = {});
 /// `[start, start+step, ...]` below `end`, as torch.arange.
 Tensor arange(double start, double end, double step = 1.0, TensorOptions options = {});
-/// zeros with other's shape and dtype.
+/// zeros with other's shape, dtype and device.
 Tensor zeros_like(const Tensor& other);
 /// zeros with other's shape and the given options.
 Tensor zeros_like(const Tensor& other, TensorOptions options);
-/// ones with other's shape and dtype.
+/// ones with other's shape, dtype and device.
 Tensor ones_like(const Tensor& other);
 /// ones with other's shape and the given options.
 Tensor ones_like(const Tensor& other, TensorOptions options);
-/// full with other's shape and dtype.
+/// full with other's shape, dtype and device.
 Tensor full_like(const Tensor& other, double value);
-/// empty with other's shape and dtype.
+/// empty with other's shape, dtype and device.
 Tensor empty_like(const Tensor& other);
 
 }  // namespace xgrad

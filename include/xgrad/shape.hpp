@@ -27,12 +27,53 @@ std::string to_string(DType dtype);
 /// Prints PyTorch's name of `dtype`, e.g. `torch.float32`.
 std::ostream& operator<<(std::ostream& os, DType dtype);
 
-/// Where a tensor's storage lives.
-enum class Device { kCPU, kCUDA };
-inline constexpr Device kCPU = Device::kCPU;    ///< Host memory; always available.
-inline constexpr Device kCUDA = Device::kCUDA;  ///< An NVIDIA GPU; needs a CUDA build.
-/// "cpu" or "cuda".
+/// The kind of a device.
+enum class DeviceType : std::int8_t { kCPU, kCUDA };
+inline constexpr DeviceType kCPU = DeviceType::kCPU;    ///< Host memory; always available.
+inline constexpr DeviceType kCUDA = DeviceType::kCUDA;  ///< An NVIDIA GPU; needs a CUDA build.
+
+/// Where a tensor's storage lives: a device type and, for CUDA, which GPU (`torch.device`).
+///
+/// A DeviceType converts to a Device, so `kCPU` and `kCUDA` stand wherever a Device is expected.
+/// Comparing with a DeviceType compares the type only; two Devices compare type and index.
+///
+/// ```cpp
+/// xgrad::Device d(xgrad::kCUDA, 1);          // cuda:1
+/// bool gpu = t.device() == xgrad::kCUDA;     // true on any GPU
+/// auto g = t.to(xgrad::kCUDA);               // the current GPU (cuda:0 unless told otherwise)
+/// ```
+class Device {
+public:
+    static constexpr DeviceType kCPU = DeviceType::kCPU;    ///< `Device::kCPU`, the enum's old spelling.
+    static constexpr DeviceType kCUDA = DeviceType::kCUDA;  ///< `Device::kCUDA`, the enum's old spelling.
+    /// A device of `type`; for CUDA, `index` picks the GPU and -1 means the current one. The CPU
+    /// has no index (it is always -1).
+    constexpr Device(DeviceType type, int index = -1)  // NOLINT: implicit, so that kCUDA is a Device
+        : type_(type), index_(type == DeviceType::kCPU ? std::int16_t{-1} : static_cast<std::int16_t>(index)) {}
+    /// The kind of device.
+    constexpr DeviceType type() const { return type_; }
+    /// The GPU's index, or -1 (the CPU, or "the current GPU").
+    constexpr int index() const { return index_; }
+    /// True when an index was given.
+    constexpr bool has_index() const { return index_ >= 0; }
+    /// True for the CPU.
+    constexpr bool is_cpu() const { return type_ == DeviceType::kCPU; }
+    /// True for a CUDA device.
+    constexpr bool is_cuda() const { return type_ == DeviceType::kCUDA; }
+    /// Same type and index.
+    friend constexpr bool operator==(Device, Device) = default;
+    /// Same type, whatever the index: `t.device() == xgrad::kCUDA`.
+    friend constexpr bool operator==(Device d, DeviceType t) { return d.type_ == t; }
+
+private:
+    DeviceType type_;
+    std::int16_t index_;
+};
+
+/// PyTorch's name of `device`: "cpu", "cuda" or "cuda:1".
 std::string to_string(Device device);
+/// Prints PyTorch's name of `device`, e.g. `cuda:0`.
+std::ostream& operator<<(std::ostream& os, Device device);
 
 namespace detail {
 
@@ -228,6 +269,7 @@ private:
 /// ```cpp
 /// auto w = xgrad::zeros({3}, xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true));
 /// auto d = xgrad::ones({2}, xgrad::kFloat64);   // a dtype converts to options
+/// auto g = xgrad::randn({2, 3}, xgrad::kCUDA);   // so does a device
 /// ```
 class TensorOptions {
 public:
@@ -237,6 +279,8 @@ public:
     TensorOptions(DType dtype) : dtype_(dtype) {}  // NOLINT: implicit, as libtorch
     /// Options on this device.
     TensorOptions(Device device) : device_(device) {}  // NOLINT: implicit, as libtorch
+    /// Options on this kind of device (`TensorOptions(xgrad::kCUDA)`).
+    TensorOptions(DeviceType type) : device_(type) {}  // NOLINT: implicit, as libtorch
     /// Sets the element type.
     TensorOptions dtype(DType d) const {
         auto o = *this;

@@ -50,8 +50,10 @@ public:
     std::int64_t numel() const;
     /// Element type.
     DType dtype() const;
-    /// Device the storage lives on.
+    /// Device the storage lives on (`cpu`, or `cuda:0` with its index).
     Device device() const;
+    /// True when the storage is on a CUDA device.
+    bool is_cuda() const { return device() == kCUDA; }
     /// Strides in elements, one per dimension.
     const Strides& strides() const;
     /// Offset of the first element in the storage, in elements.
@@ -61,13 +63,17 @@ public:
     /// True for float32 and float64 tensors.
     bool is_floating_point() const { return xgrad::is_floating_point(dtype()); }
 
-    /// The single value of a one-element tensor, converted to T (float, double or int64_t).
+    /// The single value of a one-element tensor, converted to T (float, double or int64_t). On a
+    /// CUDA tensor it waits for the GPU and copies the value to the host.
     template <typename T>
     T item() const;
-    /// All values in row-major order, converted to T (float, double or int64_t).
+    /// All values in row-major order, converted to T (float, double or int64_t); copied from the GPU
+    /// (after waiting for it) for a CUDA tensor.
     template <typename T>
     std::vector<T> to_vector() const;
-    /// Pointer to the first element of a contiguous CPU tensor whose dtype is T; throws otherwise.
+    /// Pointer to the first element of a contiguous tensor whose dtype is T; throws otherwise. For a
+    /// CUDA tensor it is a device pointer (as in PyTorch), returned once the GPU has finished the
+    /// work queued so far, so that other CUDA code may use it at once.
     template <typename T>
     T* data_ptr() const;
 
@@ -185,10 +191,13 @@ public:
     Tensor operator[](std::int64_t index) const { return select(0, index); }
     /// A copy converted to `dtype` (this tensor if it already has it); differentiable.
     Tensor to(DType dtype) const;
-    /// A copy on `device` (this tensor if it is already there).
+    /// A copy on `device` (this tensor if it is already there); differentiable. Copies to the host
+    /// wait for the GPU. Throws when xgrad was built without CUDA or no GPU is present.
     Tensor to(Device device) const;
     /// `to(kCPU)`.
     Tensor cpu() const { return to(kCPU); }
+    /// `to(kCUDA)`: the current GPU.
+    Tensor cuda() const { return to(kCUDA); }
     /// Converts to other's dtype.
     Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
     /// An independent copy with its own storage; differentiable.

@@ -24,10 +24,11 @@ inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, doub
     return out;
 }
 
-/// A new tensor of the broadcast shape holding `op` applied to x and y (of one dtype); `name`
-/// names the op in the error when the shapes do not broadcast.
+/// A new tensor of the broadcast shape holding `op` applied to x and y (of one dtype and device);
+/// `name` names the op in the error when the shapes do not broadcast or the devices differ.
 inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op, double a = 0,
                          double b = 0) {
+    check_same_device(x, y, name);
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
     Tensor out = make_empty(shape, x.dtype(), x.device());
     kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);

@@ -18,7 +18,8 @@
 
 namespace xgrad::detail {
 
-/// A block of memory on one device. Tensors share it through shared_ptr; views point into it.
+/// A block of memory on one device. Tensors share it through shared_ptr; views point into it. CUDA
+/// storage comes from the caching allocator (kernels/cuda/runtime.hpp); its device has an index.
 struct Storage {
     void* data = nullptr;
     std::size_t nbytes = 0;
@@ -209,6 +210,11 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 void check_defined(const Tensor& t, const char* op);
 /// Throws std::invalid_argument with "op: message".
 [[noreturn]] void fail(const char* op, const std::string& message);
+/// `device` with its index filled in (the current GPU for a bare kCUDA); throws naming `op` when
+/// xgrad was built without CUDA, no GPU is present, or the index names no GPU.
+Device resolve_device(Device device, const char* op);
+/// Throws naming `op` and both devices (PyTorch's words) unless `a` and `b` live on one device.
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 /// The dtype two operands promote to (float64 > float32 > int64), as PyTorch's type promotion.
 DType promote(DType a, DType b);

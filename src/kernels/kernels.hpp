@@ -10,58 +10,10 @@
 
 #include <cstdint>
 
+#include "kernels/ops.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad::kernels {
-
-/// Elementwise maps of one operand; `a` and `b` are the op's scalar arguments where it has them.
-enum class UnaryOp : std::uint8_t {
-    kNeg,
-    kAbs,
-    kSqrt,
-    kRsqrt,
-    kExp,
-    kLog,
-    kTanh,
-    kSigmoid,
-    kRelu,
-    kGelu,        // erf form
-    kGeluTanh,    // tanh approximation
-    kSquare,      // pow(x, 2)
-    kCube,        // pow(x, 3)
-    kReciprocal,  // pow(x, -1)
-    kPow,         // pow(x, a), with x ** a = inf at x == 0 for a < 0
-    kAdd,         // x + a
-    kSub,         // x - a
-    kRsub,        // a - x
-    kMul,         // x * a
-    kDiv,         // x / a
-    kClamp,       // min(max(x, a), b), NaN kept
-};
-
-/// Elementwise maps of two operands (forward ops and the backward formulas that need both).
-enum class BinaryOp : std::uint8_t {
-    kAdd,
-    kSub,
-    kMul,
-    kDiv,
-    kPow,               // x ** y with C's x ** 0 == 1 and 0 ** y == inf for y < 0
-    kMaximum,           // NaN propagates
-    kMinimum,           // NaN propagates
-    kAbsBackward,       // g * sign(x)
-    kTanhBackward,      // g * (1 - o²), o = tanh(x)
-    kSigmoidBackward,   // g * o * (1 - o), o = sigmoid(x)
-    kReluBackward,      // o <= 0 ? 0 : g, o = relu(x)
-    kGeluBackward,      // g * (Phi(x) + x phi(x))
-    kGeluTanhBackward,  // g * d/dx gelu_tanh(x)
-    kClampBackward,     // a <= x <= b ? g : 0
-    kStdBackward,       // o == 0 ? 0 : g / (o * a)
-    kPowBaseGrad,       // y == 0 ? 0 : x (masks b * a^(b-1) where the exponent is 0)
-    kPowLogBase,        // x == 0 && y >= 0 ? 0 : log(x)
-    kMaxShare,          // x == y ? 0.5 : x < y ? 0 : 1 (maximum's gradient share)
-    kMinShare,          // x == y ? 0.5 : x > y ? 0 : 1
-    kEqualOrBothNan,    // x == y || (x, y both NaN) ? 1 : 0
-};
 
 /// How a reduction sees its input: `rows` results, each over `width` elements of `input`, which is
 /// contiguous with the reduced elements last (or first, as (width, rows), when `outer`).
@@ -75,7 +27,8 @@ struct RowsView {
 struct Backend {
     void (*unary)(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
     void (*binary)(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b);
-    /// `dst` (any strides, same shape) = `src` converted to dst's dtype.
+    /// `dst` (any strides, same shape) = `src` converted to dst's dtype. Either may be on the CPU
+    /// when the other is on this device: copies between the host and a device are this device's.
     void (*copy)(const Tensor& src, const Tensor& dst);
     void (*fill)(const Tensor& dst, double value);
     /// `dst += alpha * src`, same shape, both contiguous (gradient accumulation, optimizers).
@@ -131,8 +84,9 @@ inline void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a = 0, 
 inline void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a = 0, double b = 0) {
     backend(out.device()).binary(op, x, y, out, a, b);
 }
+/// Copies between devices go to the device that is not the CPU (it knows how to reach the host).
 inline void copy(const Tensor& src, const Tensor& dst) {
-    backend(dst.device()).copy(src, dst);
+    backend(dst.device().is_cpu() ? src.device() : dst.device()).copy(src, dst);
 }
 inline void fill(const Tensor& dst, double value) {
     backend(dst.device()).fill(dst, value);

@@ -115,14 +115,21 @@ Tensor class_weight_view(const Tensor& weight, const Tensor& input) {
 }
 
 /// nll_loss proper, with `op` naming the caller in errors. input (N, C, L) log-probabilities.
+///
+/// The picking of each target's log-probability runs on the host: tensors on another device are
+/// copied to the CPU (the (N, C) input, the targets) and the results copied back, so that a CUDA
+/// loss has the CPU's numbers. (A gather kernel would save the copies.)
 Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                 Reduction reduction, const char* op) {
     const ClassLayout lay = check_class_target(input, target, weight, op);
+    detail::check_same_device(input, target, op);
+    if (weight.defined()) detail::check_same_device(input, weight, op);
     const std::int64_t n = lay.n, c = lay.c, l = lay.l;
     const DType dt = input.dtype();
-    Tensor x = input.detach().contiguous();
-    Tensor t = target.contiguous();
-    Tensor w = weight.defined() ? weight.detach().to(dt).contiguous().to(kFloat64) : Tensor();
+    const Device device = input.device();
+    Tensor x = input.detach().to(kCPU).contiguous();
+    Tensor t = target.to(kCPU).contiguous();
+    Tensor w = weight.defined() ? weight.detach().to(kCPU).to(dt).contiguous().to(kFloat64) : Tensor();
     const std::int64_t* pt = t.data_ptr<std::int64_t>();
     const double* pw = w.defined() ? w.data_ptr<double>() : nullptr;
 
@@ -163,13 +170,14 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight,
             if (pt[i] != ignore_index) sum -= (*tw)[static_cast<std::size_t>(i)] * static_cast<double>(px[at(i)]);
         po[0] = static_cast<T>(reduction == Reduction::kMean ? sum / total : sum);  // 0/0 = NaN, as PyTorch
     });
+    out = out.to(device);
 
     if (detail::needs_grad({&input})) {
         detail::record(out, two_d ? "NllLoss2DBackward0" : "NllLossBackward0", {&input},
-                       [t, tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt, op](
+                       [t, tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt, device, op](
                            const Tensor& grad, const NeedsGrad&) {
                            const std::int64_t* pt = t.data_ptr<std::int64_t>();
-                           Tensor g = grad.contiguous();
+                           Tensor g = grad.to(kCPU).contiguous();
                            Tensor gi = zeros(shape, dt);
                            detail::dispatch_float(dt, op, [&](auto tag) {
                                using T = decltype(tag);
@@ -185,7 +193,7 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight,
                                    pgi[at(i)] = -static_cast<T>((*tw)[static_cast<std::size_t>(i)]) * gv;
                                }
                            });
-                           return Grads{gi};
+                           return Grads{gi.to(device)};
                        });
     }
     return view_back ? out.view(target.shape()) : out;
@@ -334,7 +342,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const nn::CrossE
 
     // Label smoothing (PyTorch's cross_entropy_loss_label_smoothing): the uniform part of the target
     // costs Σ_c -weight[c] log p_c per element, zero where the target is ignored, reduced as the nll.
-    Tensor t = target.contiguous();
+    Tensor t = target.to(kCPU).contiguous();
     const std::int64_t* pt = t.data_ptr<std::int64_t>();
     std::vector<double> keep(static_cast<std::size_t>(t.numel()));
     std::vector<double> w =
@@ -347,7 +355,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const nn::CrossE
     Tensor smooth = options.weight.defined()
                         ? -(logp * class_weight_view(options.weight.detach().to(input.dtype()), input)).sum(class_dim)
                         : -logp.sum(class_dim);
-    smooth = smooth * from_vector(keep, t.shape(), input.dtype());
+    smooth = smooth * from_vector(keep, t.shape(), TensorOptions(input.dtype()).device(input.device()));
     Tensor ret = reduction == Reduction::kNone  ? smooth
                  : reduction == Reduction::kSum ? smooth.sum()
                                                 : smooth.sum() / denom;

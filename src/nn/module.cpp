@@ -29,7 +29,8 @@ void detail::replace_contents(const Tensor& t, const Tensor& converted) {
     impl.strides = src.strides;
     impl.offset = src.offset;
     impl.dtype = src.dtype;
-    impl.grad = impl.grad.defined() && impl.grad.shape() == src.shape ? impl.grad.to(src.dtype) : Tensor();
+    impl.grad = impl.grad.defined() && impl.grad.shape() == src.shape ? impl.grad.to(src.dtype).to(src.storage->device)
+                                                                      : Tensor();
 }
 
 }  // namespace xgrad
@@ -218,9 +219,10 @@ Module& Module::to(DType dtype) {
 }
 
 Module& Module::to(Device device) {
+    const Device target = detail::resolve_device(device, "Module::to");
     NoGradGuard no_grad;
     for (auto& [name, t] : state_dict())
-        if (t.device() != device) detail::replace_contents(t, t.detach().to(device));
+        if (t.device() != target) detail::replace_contents(t, t.detach().to(target));
     return *this;
 }
 

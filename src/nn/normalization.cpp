@@ -27,9 +27,11 @@ std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& input, const 
     if (!ok)
         fail(op,
              "input of shape " + to_string(input.shape()) + " does not end with normalized_shape " + to_string(shape));
-    for (const Tensor* p : {&weight, &bias})
+    for (const Tensor* p : {&weight, &bias}) {
         if (p->defined() && p->shape() != shape)
             fail(op, "weight and bias must have shape " + to_string(shape) + ", got " + to_string(p->shape()));
+        if (p->defined()) detail::check_same_device(input, *p, op);
+    }
     if (!input.is_floating_point()) fail(op, "needs a floating-point input, got " + to_string(input.dtype()));
     const std::int64_t width = shape.numel();
     return {width == 0 ? 0 : input.numel() / width, width};
@@ -134,8 +136,9 @@ void LayerNorm::materialize(const Shape& shape) {
     normalized_shape_ = shape;
     if (!affine_) return;
     NoGradGuard no_grad;
-    detail::replace_contents(weight, ones(shape, weight.dtype()));
-    detail::replace_contents(bias, zeros(shape, bias.dtype()));
+    const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());  // where Module::to put it
+    detail::replace_contents(weight, ones(shape, options));
+    detail::replace_contents(bias, zeros(shape, options));
 }
 
 Tensor LayerNorm::forward(const Tensor& input) {
@@ -168,7 +171,7 @@ void RMSNorm::materialize(const Shape& shape) {
     normalized_shape_ = shape;
     if (!affine_) return;
     NoGradGuard no_grad;
-    detail::replace_contents(weight, ones(shape, weight.dtype()));
+    detail::replace_contents(weight, ones(shape, TensorOptions(weight.dtype()).device(weight.device())));
 }
 
 Tensor RMSNorm::forward(const Tensor& input) {

@@ -50,10 +50,11 @@ void Adam::update(std::size_t index, Tensor& param, const Tensor& grad_in) {
         s.exp_avg = zeros_like(param);
         s.exp_avg_sq = zeros_like(param);
         if (o.amsgrad) s.max_exp_avg_sq = zeros_like(param);
-    } else if (s.exp_avg.dtype() != param.dtype()) {  // the module was converted with Module::to
-        s.exp_avg = s.exp_avg.to(param.dtype());
-        s.exp_avg_sq = s.exp_avg_sq.to(param.dtype());
-        if (o.amsgrad) s.max_exp_avg_sq = s.max_exp_avg_sq.to(param.dtype());
+    } else if (s.exp_avg.dtype() != param.dtype() || s.exp_avg.device() != param.device()) {
+        // The module was converted or moved with Module::to: the state follows its parameter.
+        s.exp_avg = s.exp_avg.to(param.dtype()).to(param.device());
+        s.exp_avg_sq = s.exp_avg_sq.to(param.dtype()).to(param.device());
+        if (o.amsgrad) s.max_exp_avg_sq = s.max_exp_avg_sq.to(param.dtype()).to(param.device());
     }
     Tensor grad = (o.maximize ? grad_in.neg() : grad_in).to(param.dtype());
     s.step += 1;

@@ -27,7 +27,8 @@ void SGD::update(std::size_t index, Tensor& param, const Tensor& grad) {
         if (!buf.defined() || buf.shape() != param.shape()) {
             buf = d_p.clone();  // the first step's buffer is the gradient itself, undampened
         } else {
-            if (buf.dtype() != param.dtype()) buf = buf.to(param.dtype());  // the module was converted
+            if (buf.dtype() != param.dtype()) buf = buf.to(param.dtype());     // the module was converted
+            if (buf.device() != param.device()) buf = buf.to(param.device());  // or moved
             buf.mul_(o.momentum).add_(d_p, 1.0 - o.dampening);
         }
         d_p = o.nesterov ? d_p + buf * o.momentum : buf;

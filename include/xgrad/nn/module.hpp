@@ -66,7 +66,8 @@ public:
     bool is_training() const { return training_; }
     /// Converts every parameter and buffer in place, so handles held elsewhere (optimizers) follow.
     Module& to(DType dtype);
-    /// Moves every parameter and buffer to `device` in place.
+    /// Moves every parameter and buffer (and their gradients) to `device` in place, so optimizers
+    /// built earlier keep training them; their state follows at the next step.
     Module& to(Device device);
 
     /// Parameters and buffers by dotted name; the tensors share storage with the module.

@@ -138,7 +138,11 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
 
 void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                          const Tensor& dx, const Tensor& dw, const Tensor& db) {
-    const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    // Without rows the width comes from the weight gradients, which are then zeros.
+    const std::int64_t rows = mean.numel(), width = rows > 0       ? x.numel() / rows
+                                                    : dw.defined() ? dw.numel()
+                                                    : db.defined() ? db.numel()
+                                                                   : 0;
     detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = decltype(tag);
         const T* px = x.impl()->data<T>();
@@ -220,7 +224,7 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
 
 void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dx,
                        const Tensor& dw) {
-    const std::int64_t rows = rstd.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    const std::int64_t rows = rstd.numel(), width = rows > 0 ? x.numel() / rows : dw.defined() ? dw.numel() : 0;
     detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
         using T = decltype(tag);
         const T* px = x.impl()->data<T>();

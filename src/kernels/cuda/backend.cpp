@@ -1,0 +1,252 @@
+// The CUDA kernel table: each entry checks its tensors, picks their device, turns them into the
+// pointers, sizes and strides the launchers take (launch.hpp), and launches. Copies between the
+// host and a device are here too (cudaMemcpy, with the conversions done on whichever side is dense).
+#include "kernels/cuda/cuda.hpp"
+
+#include "kernels/cpu/cpu.hpp"
+#include "xgrad/autograd.hpp"
+
+namespace xgrad::kernels::cuda {
+
+using detail::fail;
+
+void use_device(const Tensor& t, std::initializer_list<const Tensor*> others, const char* op) {
+    const Device device = t.device();
+    for (const Tensor* o : others)
+        if (o->defined() && o->device() != device)
+            fail(op, "expected all tensors to be on the same device, but found at least two devices, " +
+                         to_string(device) + " and " + to_string(o->device()));
+    set_device(device.index());
+}
+
+namespace {
+
+/// The int64 maps the CPU kernels define; others are refused as the CPU refuses them.
+bool int64_unary(UnaryOp op) {
+    return op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kAdd || op == UnaryOp::kSub ||
+           op == UnaryOp::kRsub || op == UnaryOp::kMul || op == UnaryOp::kClamp;
+}
+bool int64_binary(BinaryOp op) {
+    return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kMaximum ||
+           op == BinaryOp::kMinimum;
+}
+
+[[noreturn]] void unsupported(const char* kind, int op, DType dtype) {
+    fail("kernels", std::string(kind) + " op " + std::to_string(op) + " is not defined for " + to_string(dtype));
+}
+
+void check_floating(const Tensor& t, const char* op) {
+    if (!t.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(t.dtype()));
+}
+
+// ---- elementwise ----------------------------------------------------------------------------------------
+
+void unary_entry(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
+    use_device(out, {&x}, "unary kernel");
+    if (out.dtype() == kInt64 && !int64_unary(op)) unsupported("unary", static_cast<int>(op), kInt64);
+    cuda::unary(op, scalar(out.dtype()), ptr(x), ptr(out), walk_of<1>(out.shape(), {&x}, "unary kernel"), a, b);
+}
+
+void binary_entry(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b) {
+    use_device(out, {&x, &y}, "binary kernel");
+    if (out.dtype() == kInt64 && !int64_binary(op)) unsupported("binary", static_cast<int>(op), kInt64);
+    cuda::binary(op, scalar(out.dtype()), ptr(x), ptr(y), ptr(out), walk_of<2>(out.shape(), {&x, &y}, "binary kernel"),
+                 a, b);
+}
+
+// ---- copies ---------------------------------------------------------------------------------------------
+
+/// dst = src on one device: the strided copy kernel.
+void copy_on_device(const Tensor& src, const Tensor& dst) {
+    cuda::copy(scalar(dst.dtype()), ptr(dst), scalar(src.dtype()), ptr(src),
+               walk_of<2>(dst.shape(), {&dst, &src}, "copy"));
+}
+
+std::size_t bytes_of(const Tensor& t) {
+    return static_cast<std::size_t>(t.numel()) * element_size(t.dtype());
+}
+
+/// `src` as a dense tensor of `dtype` on its own device (itself when it is one already).
+Tensor dense(const Tensor& src, DType dtype) {
+    if (src.is_contiguous() && src.dtype() == dtype) return src;
+    Tensor out = detail::make_empty(src.shape(), dtype, src.device());
+    if (src.device().is_cpu())
+        cpu::copy(src, out);
+    else
+        copy_on_device(src, out);
+    return out;
+}
+
+/// Host to device: the host side converts and packs, one cudaMemcpy, then a strided copy on the
+/// device when `dst` is not dense.
+void copy_from_host(const Tensor& src, const Tensor& dst) {
+    const Tensor host = dense(src, dst.dtype());
+    const Tensor target = dst.is_contiguous() ? dst : detail::make_empty(dst.shape(), dst.dtype(), dst.device());
+    copy_to_device(ptr(target), ptr(host), bytes_of(target), dst.device().index());
+    if (target.impl() != dst.impl()) copy_on_device(target, dst);
+}
+
+/// Device to host (or to another device): the device converts and packs, then one copy.
+void copy_to_other(const Tensor& src, const Tensor& dst) {
+    const Tensor packed = dense(src, dst.dtype());
+    const Device to = dst.device();
+    const Tensor target = dst.is_contiguous() ? dst : detail::make_empty(dst.shape(), dst.dtype(), to);
+    if (to.is_cpu())
+        copy_to_host(ptr(target), ptr(packed), bytes_of(target), src.device().index());
+    else
+        copy_between_devices(ptr(target), to.index(), ptr(packed), src.device().index(), bytes_of(target));
+    if (target.impl() == dst.impl()) return;
+    if (to.is_cpu()) {
+        cpu::copy(target, dst);
+    } else {
+        set_device(to.index());
+        copy_on_device(target, dst);
+    }
+}
+
+void copy_entry(const Tensor& src, const Tensor& dst) {
+    if (dst.numel() == 0) return;
+    NoGradGuard no_grad;
+    if (src.device().is_cpu()) {
+        set_device(dst.device().index());
+        copy_from_host(src, dst);
+    } else if (dst.device() != src.device()) {
+        set_device(src.device().index());
+        copy_to_other(src, dst);
+    } else {
+        set_device(dst.device().index());
+        copy_on_device(src, dst);
+    }
+}
+
+void fill_entry(const Tensor& dst, double value) {
+    use_device(dst, {}, "fill_");
+    cuda::fill(scalar(dst.dtype()), ptr(dst), walk_of<1>(dst.shape(), {&dst}, "fill_"), value);
+}
+
+void axpy_entry(const Tensor& dst, const Tensor& src, double alpha) {
+    use_device(dst, {&src}, "add_");
+    cuda::axpy(scalar(dst.dtype()), ptr(dst), ptr(src), dst.numel(), alpha);
+}
+
+// ---- reductions -----------------------------------------------------------------------------------------
+
+void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
+    use_device(out, {&v.input}, mean ? "mean" : "sum");
+    cuda::sum_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, v.outer, mean);
+}
+
+void var_rows_entry(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
+    use_device(out, {&v.input}, "var");
+    check_floating(out, "var");
+    cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, correction, take_sqrt);
+}
+
+void extreme_rows_entry(const RowsView& v, const Tensor& out, bool max) {
+    use_device(out, {&v.input}, max ? "max" : "min");
+    cuda::extreme_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, max);
+}
+
+void first_hit_rows_entry(const RowsView& v, const Tensor& out) {
+    use_device(out, {&v.input}, "max");
+    check_floating(out, "max");
+    cuda::first_hit_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
+}
+
+// ---- normalisation, softmax, optimizers -------------------------------------------------------------------
+
+void layer_norm_forward_entry(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& out,
+                              const Tensor& mean, const Tensor& rstd) {
+    use_device(out, {&x, &w, &b, &mean, &rstd}, "layer_norm");
+    check_floating(x, "layer_norm");
+    const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    cuda::layer_norm_forward(scalar(x.dtype()), ptr(x), ptr(w), ptr(b), eps, ptr(out), ptr(mean), ptr(rstd), rows,
+                             width);
+}
+
+void layer_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                               const Tensor& rstd, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+    use_device(x, {&g, &w, &mean, &rstd, &dx, &dw, &db}, "layer_norm");
+    check_floating(x, "layer_norm");
+    // Without rows the width comes from the weight gradients, which are then zeros.
+    const std::int64_t rows = mean.numel(), width = rows > 0       ? x.numel() / rows
+                                                    : dw.defined() ? dw.numel()
+                                                    : db.defined() ? db.numel()
+                                                                   : 0;
+    cuda::layer_norm_backward(scalar(x.dtype()), ptr(g), ptr(x), ptr(w), ptr(mean), ptr(rstd), ptr(dx), ptr(dw),
+                              ptr(db), rows, width, x.device().index());
+}
+
+void rms_norm_forward_entry(const Tensor& x, const Tensor& w, double eps, const Tensor& out, const Tensor& rstd) {
+    use_device(out, {&x, &w, &rstd}, "rms_norm");
+    check_floating(x, "rms_norm");
+    const std::int64_t rows = rstd.numel(), width = rows == 0 ? 0 : x.numel() / rows;
+    cuda::rms_norm_forward(scalar(x.dtype()), ptr(x), ptr(w), eps, ptr(out), ptr(rstd), rows, width);
+}
+
+void rms_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dx,
+                             const Tensor& dw) {
+    use_device(x, {&g, &w, &rstd, &dx, &dw}, "rms_norm");
+    check_floating(x, "rms_norm");
+    const std::int64_t rows = rstd.numel(), width = rows > 0 ? x.numel() / rows : dw.defined() ? dw.numel() : 0;
+    cuda::rms_norm_backward(scalar(x.dtype()), ptr(g), ptr(x), ptr(w), ptr(rstd), ptr(dx), ptr(dw), rows, width,
+                            x.device().index());
+}
+
+/// Rows of the last dim, as the CPU kernels count them.
+std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& t) {
+    const std::int64_t width = t.dim() == 0 ? 1 : t.size(-1);
+    return {width == 0 ? 0 : t.numel() / width, width};
+}
+
+void softmax_rows_entry(const Tensor& x, const Tensor& out, bool log) {
+    const char* op = log ? "log_softmax" : "softmax";
+    use_device(out, {&x}, op);
+    check_floating(x, op);
+    const auto [rows, width] = rows_and_width(x);
+    cuda::softmax_rows(scalar(x.dtype()), ptr(x), ptr(out), rows, width, log);
+}
+
+void softmax_backward_rows_entry(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log) {
+    const char* op = log ? "log_softmax" : "softmax";
+    use_device(dx, {&grad, &out}, op);
+    check_floating(out, op);
+    const auto [rows, width] = rows_and_width(out);
+    cuda::softmax_backward_rows(scalar(out.dtype()), ptr(grad), ptr(out), ptr(dx), rows, width, log);
+}
+
+void adam_step_entry(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                     const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
+                     double bias_correction2_sqrt, double eps) {
+    use_device(param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, "adam");
+    check_floating(param, "adam");
+    cuda::adam_step(scalar(param.dtype()), ptr(param), ptr(grad), ptr(exp_avg), ptr(exp_avg_sq), ptr(max_exp_avg_sq),
+                    param.numel(), beta1, beta2, step_size, bias_correction2_sqrt, eps);
+}
+
+}  // namespace
+
+const Backend& backend() {
+    static const Backend table{
+        .unary = unary_entry,
+        .binary = binary_entry,
+        .copy = copy_entry,
+        .fill = fill_entry,
+        .axpy = axpy_entry,
+        .sum_rows = sum_rows_entry,
+        .var_rows = var_rows_entry,
+        .extreme_rows = extreme_rows_entry,
+        .first_hit_rows = first_hit_rows_entry,
+        .matmul = matmul,
+        .layer_norm_forward = layer_norm_forward_entry,
+        .layer_norm_backward = layer_norm_backward_entry,
+        .rms_norm_forward = rms_norm_forward_entry,
+        .rms_norm_backward = rms_norm_backward_entry,
+        .softmax_rows = softmax_rows_entry,
+        .softmax_backward_rows = softmax_backward_rows_entry,
+        .adam_step = adam_step_entry,
+    };
+    return table;
+}
+
+}  // namespace xgrad::kernels::cuda

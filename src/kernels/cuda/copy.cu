@@ -1,0 +1,67 @@
+// CUDA kernels that move data on a device: strided copy with dtype conversion, fill, and
+// dst += alpha * src. (Copies between the host and a device are cudaMemcpy, in backend.cpp.)
+#include "kernels/cuda/common.cuh"
+
+namespace xgrad::kernels::cuda {
+
+namespace {
+
+template <typename D, typename S>
+__global__ void copy_kernel(D* dst, const S* src, Walk<2> walk) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
+        i64 off[2];
+        walk_offsets(walk, i, off);
+        dst[off[0]] = static_cast<D>(src[off[1]]);
+    }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* dst, Walk<1> walk, T value) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
+        i64 off[1];
+        walk_offsets(walk, i, off);
+        dst[off[0]] = value;
+    }
+}
+
+template <typename T>
+__global__ void axpy_kernel(T* dst, const T* src, i64 n, T alpha, bool unit) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x)
+        dst[i] = unit ? dst[i] + src[i] : dst[i] + alpha * src[i];
+}
+
+}  // namespace
+
+void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>& walk) {
+    if (walk.numel == 0) return;
+    dispatch(dst_t, [&](auto dtag) {
+        using D = decltype(dtag);
+        dispatch(src_t, [&](auto stag) {
+            using S = decltype(stag);
+            copy_kernel<D, S>
+                <<<blocks_for(walk.numel), kThreads>>>(static_cast<D*>(dst), static_cast<const S*>(src), walk);
+        });
+    });
+    check_launch("copy kernel");
+}
+
+void fill(Scalar t, void* dst, const Walk<1>& walk, double value) {
+    if (walk.numel == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        fill_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), walk, static_cast<T>(value));
+    });
+    check_launch("fill kernel");
+}
+
+void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha) {
+    if (n == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        axpy_kernel<T><<<blocks_for(n), kThreads>>>(static_cast<T*>(dst), static_cast<const T*>(src), n,
+                                                    static_cast<T>(alpha), alpha == 1.0);
+    });
+    check_launch("axpy kernel");
+}
+
+}  // namespace xgrad::kernels::cuda

@@ -1,0 +1,75 @@
+// The CUDA kernels' launchers, on plain device pointers, sizes and strides: the .cu files include
+// only this (and the runtime's declarations), so nvcc never compiles xgrad's headers. The tensor
+// side (checks, dtypes, merging dims) is in backend.cpp; each launcher returns once its kernels are
+// queued on the device's stream.
+//
+// Pointers point at a view's first element (storage offset applied). Sizes and strides are in
+// elements. Every launcher does nothing for an empty tensor.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ops.hpp"
+
+namespace xgrad::kernels::cuda {
+
+/// An element type as the kernels see it (xgrad::DType, without its header).
+enum class Scalar : std::uint8_t { kFloat32, kFloat64, kInt64 };
+
+/// Dimensions a strided walk handles after merging (more throws on the tensor side).
+inline constexpr int kMaxDims = 16;
+
+/// N operands walked over one shape in row-major order (dims merged where every operand allows),
+/// passed to kernels by value. Element i of the walk is at `Σ_d idx_d(i) * strides[k][d]` in
+/// operand k. `contiguous`: every stride is that of a dense row-major array, so element i is at i.
+template <int N>
+struct Walk {
+    std::int64_t numel = 0;
+    int ndim = 0;
+    bool contiguous = false;
+    std::int64_t sizes[kMaxDims] = {};
+    std::int64_t strides[N][kMaxDims] = {};
+};
+
+// ---- elementwise.cu: out (contiguous) = op(x[, y]) --------------------------------------------------
+void unary(UnaryOp op, Scalar t, const void* x, void* out, const Walk<1>& walk, double a, double b);
+void binary(BinaryOp op, Scalar t, const void* x, const void* y, void* out, const Walk<2>& walk, double a, double b);
+
+// ---- copy.cu ------------------------------------------------------------------------------------
+/// dst (operand 0 of the walk) = src (operand 1), converted from `src_t` to `dst_t`.
+void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>& walk);
+/// Every element of dst (operand 0) = value.
+void fill(Scalar t, void* dst, const Walk<1>& walk, double value);
+/// dst[i] += alpha * src[i] for i < n.
+void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha);
+
+// ---- reduce.cu: `rows` results over `width` elements of contiguous `in` ---------------------------
+// (in is rows × width, or width × rows when `outer`)
+void sum_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer, bool mean);
+void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
+              bool take_sqrt);
+void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool max);
+void first_hit_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width);
+
+// ---- norm.cu: rows × width contiguous; weight and bias may be null ------------------------------------
+void layer_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,
+                        void* mean, void* rstd, std::int64_t rows, std::int64_t width);
+void layer_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
+                         const void* rstd, void* dx, void* dweight, void* dbias, std::int64_t rows, std::int64_t width,
+                         int device);
+void rms_norm_forward(Scalar t, const void* x, const void* weight, double eps, void* out, void* rstd, std::int64_t rows,
+                      std::int64_t width);
+void rms_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* rstd, void* dx,
+                       void* dweight, std::int64_t rows, std::int64_t width, int device);
+
+// ---- softmax.cu: over rows of `width` contiguous elements ---------------------------------------------
+void softmax_rows(Scalar t, const void* x, void* out, std::int64_t rows, std::int64_t width, bool log);
+void softmax_backward_rows(Scalar t, const void* grad, const void* out, void* dx, std::int64_t rows, std::int64_t width,
+                           bool log);
+
+// ---- optim.cu -----------------------------------------------------------------------------------------
+/// One Adam step over n contiguous elements; max_exp_avg_sq may be null (no amsgrad).
+void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
+               std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps);
+
+}  // namespace xgrad::kernels::cuda

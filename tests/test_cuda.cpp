@@ -1,0 +1,678 @@
+// Checks the CUDA backend against the CPU, its reference (llm.c's habit): every op and module forward
+// and backward, broadcasting and strided inputs, a training loop, moves between devices, saving,
+// mixed-device errors and running out of memory. Without a GPU the suite exits 77 (meson's SKIP).
+//
+// Built with -DXGRAD_TEST_CUDA_ON_CPU, the "GPU" side is the CPU: the suite then checks itself
+// (its inputs, tolerances and bookkeeping) on a machine without a GPU; the CUDA-only cases skip.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/xgrad.hpp"
+
+namespace {
+
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+namespace optim = xgrad::optim;
+using xgrad::Shape;
+using xgrad::Tensor;
+using xgrad::TensorOptions;
+using Inputs = std::vector<Tensor>;
+using Fn = std::function<Tensor(const Inputs&)>;
+
+#ifdef XGRAD_TEST_CUDA_ON_CPU
+const xgrad::Device kGpu = xgrad::kCPU;
+#else
+const xgrad::Device kGpu = xgrad::kCUDA;
+#endif
+const bool kRealGpu = kGpu == xgrad::kCUDA;
+
+/// Tolerances relative to the largest expected magnitude (at least 1): float64, float32, float32 GEMMs.
+constexpr double kTol64 = 1e-12, kTol32 = 1e-5, kTolMatmul = 1e-4;
+
+double tol_for(xgrad::DType dtype) {
+    return dtype == xgrad::kFloat64 ? kTol64 : kTol32;
+}
+
+/// `gpu` (on the GPU) holds `cpu`'s values within rtol of the largest expected magnitude.
+void check_match(const Tensor& gpu, const Tensor& cpu, const std::string& what, double rtol) {
+    INFO(what);
+    REQUIRE(gpu.defined());
+    REQUIRE(cpu.defined());
+    CHECK(gpu.device() == kGpu);
+    CHECK(cpu.device() == xgrad::kCPU);
+    double scale = 1.0;
+    for (double v : cpu.to_vector<double>())
+        if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+    golden::check_close(gpu.cpu(), cpu, what, rtol, rtol * scale);
+}
+
+/// Runs `f` on CPU inputs and on GPU copies of them: the outputs must match, and so must the input
+/// gradients of sum(out * u) for a random u. Floating inputs require grad.
+void check_op(const std::string& name, const Fn& f, const Inputs& inputs, double rtol = 0) {
+    Inputs c, g;
+    for (const Tensor& t : inputs) {
+        Tensor host = t.detach().clone(), dev = t.detach().to(kGpu);
+        if (t.is_floating_point()) {
+            host.requires_grad_(true);
+            dev.requires_grad_(true);
+        }
+        c.push_back(host);
+        g.push_back(dev);
+    }
+    Tensor yc = f(c), yg = f(g);
+    if (rtol == 0) rtol = tol_for(yc.dtype());
+    check_match(yg, yc, name + " (forward)", rtol);
+    CHECK(yg.grad_fn_name() == yc.grad_fn_name());
+    if (!yc.requires_grad()) return;
+    Tensor u = xgrad::randn(yc.shape(), yc.dtype());
+    (yc * u).sum().backward();
+    (yg * u.to(kGpu)).sum().backward();
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        if (!c[i].requires_grad()) continue;
+        REQUIRE_MESSAGE(g[i].grad().defined() == c[i].grad().defined(), name << ": gradient of input " << i);
+        if (c[i].grad().defined())
+            check_match(g[i].grad(), c[i].grad(), name + " (gradient of input " + std::to_string(i) + ")", rtol);
+    }
+}
+
+Tensor randn(Shape shape, xgrad::DType dtype) {
+    return xgrad::randn(shape, dtype);
+}
+
+/// Values in [0.5, 2.5): safe for log, sqrt and powers.
+Tensor positive(Shape shape, xgrad::DType dtype) {
+    return xgrad::rand(shape, dtype) * 2.0 + 0.5;
+}
+
+const xgrad::DType kDtypes[] = {xgrad::kFloat32, xgrad::kFloat64};
+
+}  // namespace
+
+// ---- devices and memory -----------------------------------------------------------------------------------
+
+TEST_CASE("devices: tensors know their GPU, and copies round-trip") {
+    if (!kRealGpu) return;
+    CHECK(xgrad::cuda::is_available());
+    CHECK(xgrad::cuda::device_count() >= 1);
+    Tensor x = xgrad::tensor({{1.0, 2.0}, {3.0, 4.0}});
+    Tensor g = x.cuda();
+    CHECK(g.is_cuda());
+    CHECK(g.device() == xgrad::Device(xgrad::kCUDA, 0));
+    CHECK(xgrad::to_string(g.device()) == "cuda:0");
+    CHECK(g.to(xgrad::kCUDA).impl() == g.impl());  // already there: no copy
+    CHECK(g.to(xgrad::Device(xgrad::kCUDA, 0)).impl() == g.impl());
+    CHECK(g.cpu().to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+    CHECK(g.to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+    CHECK(g[1][0].item<float>() == 3.0f);
+    CHECK(g.t().contiguous().to_vector<float>() == std::vector<float>{1, 3, 2, 4});
+    CHECK(g.t().cpu().to_vector<float>() == std::vector<float>{1, 3, 2, 4});  // strided source
+    Tensor host = xgrad::zeros({2, 2});
+    host.t().copy_(g);  // device to a strided host view
+    CHECK(host.to_vector<float>() == std::vector<float>{1, 3, 2, 4});
+    Tensor dev = xgrad::zeros({2, 2}, TensorOptions(xgrad::kFloat64).device(xgrad::kCUDA));
+    dev.t().copy_(x);  // host to a strided device view, float32 to float64
+    CHECK(dev.to_vector<double>() == std::vector<double>{1, 3, 2, 4});
+    CHECK(g.to(xgrad::kInt64).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, 3, 4});
+    float* p = g.data_ptr<float>();  // a device pointer, as PyTorch's
+    CHECK(p != nullptr);
+    CHECK(p != x.data_ptr<float>());
+    xgrad::cuda::synchronize();
+    // Empty tensors move and reduce.
+    Tensor e = xgrad::zeros({0, 3}, xgrad::kCUDA);
+    CHECK(e.cpu().numel() == 0);
+    CHECK(e.sum(0).to_vector<float>() == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("devices: factories honour the device, random ones with the CPU's numbers") {
+    if (!kRealGpu) return;
+    CHECK(xgrad::zeros({2}, xgrad::kCUDA).is_cuda());
+    CHECK(xgrad::ones({2}, TensorOptions(xgrad::kCUDA)).to_vector<float>() == std::vector<float>{1, 1});
+    CHECK(xgrad::full({2}, 0.5, TensorOptions(xgrad::kFloat64).device(xgrad::kCUDA)).to_vector<double>() ==
+          std::vector<double>{0.5, 0.5});
+    CHECK(xgrad::arange(3.0, TensorOptions(xgrad::kCUDA)).to_vector<float>() == std::vector<float>{0, 1, 2});
+    CHECK(xgrad::tensor({1.0, 2.0}, xgrad::kCUDA).is_cuda());
+    CHECK(xgrad::from_vector(std::vector<double>{1, 2}, {2}, xgrad::kCUDA).to_vector<float>() ==
+          std::vector<float>{1, 2});
+    Tensor w = xgrad::zeros({2}, TensorOptions(xgrad::kCUDA).requires_grad(true));
+    CHECK(w.is_cuda());
+    CHECK(w.requires_grad());
+    CHECK(xgrad::zeros_like(w).is_cuda());
+    CHECK(xgrad::ones_like(w).is_cuda());
+    CHECK(xgrad::empty_like(w).is_cuda());
+    CHECK(xgrad::full_like(w, 2.0).is_cuda());
+    for (auto dtype : kDtypes) {
+        xgrad::manual_seed(7);
+        Tensor a = xgrad::randn({3, 40}, dtype), b = xgrad::rand({5}, dtype);
+        Tensor i = xgrad::randint(0, 10, {6});
+        xgrad::manual_seed(7);
+        Tensor ga = xgrad::randn({3, 40}, TensorOptions(dtype).device(xgrad::kCUDA));
+        Tensor gb = xgrad::rand({5}, TensorOptions(dtype).device(xgrad::kCUDA));
+        Tensor gi = xgrad::randint(0, 10, {6}, TensorOptions(xgrad::kInt64).device(xgrad::kCUDA));
+        CHECK(ga.is_cuda());
+        CHECK(ga.to_vector<double>() == a.to_vector<double>());  // bit for bit
+        CHECK(gb.to_vector<double>() == b.to_vector<double>());
+        CHECK(gi.to_vector<std::int64_t>() == i.to_vector<std::int64_t>());
+        xgrad::manual_seed(3);
+        Tensor u = xgrad::zeros({4, 3}, dtype);
+        xgrad::uniform_(u, -1.0, 1.0);
+        xgrad::manual_seed(3);
+        Tensor gu = xgrad::zeros({4, 3}, TensorOptions(dtype).device(xgrad::kCUDA));
+        xgrad::uniform_(gu, -1.0, 1.0);
+        CHECK(gu.is_cuda());
+        CHECK(gu.to_vector<double>() == u.to_vector<double>());
+    }
+}
+
+TEST_CASE("memory: the caching allocator counts, caches and empties") {
+    if (!kRealGpu) return;
+    xgrad::cuda::synchronize();
+    xgrad::cuda::empty_cache();
+    const std::size_t before = xgrad::cuda::memory_allocated();
+    xgrad::cuda::reset_peak_memory_stats();
+    {
+        Tensor big = xgrad::empty({1 << 20}, xgrad::kCUDA);  // 4 MiB
+        CHECK(xgrad::cuda::memory_allocated() >= before + (4u << 20));
+        CHECK(xgrad::cuda::max_memory_allocated() >= before + (4u << 20));
+    }
+    CHECK(xgrad::cuda::memory_allocated() == before);  // freed into the cache
+    CHECK(xgrad::cuda::memory_reserved() >= before + (4u << 20));
+    CHECK(xgrad::cuda::max_memory_allocated() >= before + (4u << 20));
+    Tensor again = xgrad::empty({1 << 20}, xgrad::kCUDA);  // a cache hit
+    CHECK(xgrad::cuda::memory_allocated() >= before + (4u << 20));
+    again = Tensor();
+    xgrad::cuda::empty_cache();
+    CHECK(xgrad::cuda::memory_reserved() == xgrad::cuda::memory_allocated());
+}
+
+TEST_CASE("memory: asking for more than the card has throws OutOfMemoryError, and the device goes on") {
+    if (!kRealGpu) return;
+    Tensor keep = xgrad::ones({1000}, xgrad::kCUDA);
+    std::string message;
+    try {
+        Tensor huge = xgrad::empty({std::int64_t{1} << 42}, xgrad::kCUDA);  // 16 TiB of float32
+    } catch (const xgrad::OutOfMemoryError& e) {
+        message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find("out of memory") != std::string::npos);
+    CHECK(message.find("tried to allocate 17592186044416 bytes") != std::string::npos);
+    CHECK(message.find("cache held") != std::string::npos);
+    Tensor after = xgrad::ones({1000}, xgrad::kCUDA) + keep;  // a normal allocation works
+    CHECK(after.sum().item<float>() == 2000.0f);
+}
+
+TEST_CASE("printing a CUDA tensor gives PyTorch's text with device='cuda:0'") {
+    if (!kRealGpu) return;
+    Tensor x = xgrad::tensor({1.0, 2.5});
+    CHECK(xgrad::to_string(x.cuda()) == "tensor([1.0000, 2.5000], device='cuda:0')");
+    CHECK(xgrad::to_string(x.to(xgrad::kFloat64).cuda()) ==
+          "tensor([1.0000, 2.5000], device='cuda:0', dtype=torch.float64)");
+    Tensor w = x.cuda().requires_grad_(true);
+    CHECK(xgrad::to_string(w * 2.0) == "tensor([2., 5.], device='cuda:0', grad_fn=<MulBackward0>)");
+    CHECK(xgrad::to_string(xgrad::zeros({0}, xgrad::kCUDA)) == "tensor([], device='cuda:0')");
+}
+
+TEST_CASE("an op mixing devices throws naming the op and both devices") {
+    if (!kRealGpu) return;
+    Tensor c = xgrad::ones({2, 2}), g = xgrad::ones({2, 2}, xgrad::kCUDA);
+    const std::vector<std::string> devices{"expected all tensors to be on the same device", "cuda:0", "cpu"};
+    auto with = [&](std::string op) {
+        auto parts = devices;
+        parts.push_back(op + ":");
+        return parts;
+    };
+    golden::check_throws([&] { (void)(g + c); }, with("add"));
+    golden::check_throws([&] { (void)(c * g); }, with("mul"));
+    golden::check_throws([&] { (void)g.maximum(c); }, with("maximum"));
+    golden::check_throws([&] { (void)xgrad::matmul(g, c); }, with("matmul"));
+    golden::check_throws([&] { (void)xgrad::cat({g, c}); }, with("cat"));
+    golden::check_throws([&] { (void)F::layer_norm(g, {2}, xgrad::ones({2})); }, with("layer_norm"));
+    golden::check_throws([&] { (void)F::mse_loss(g, c); }, with("sub"));
+    golden::check_throws([&] { (void)F::cross_entropy(g, xgrad::zeros({2}, xgrad::kInt64)); }, with("cross_entropy"));
+    golden::check_throws([&] { g.add_(c); }, with("add_"));
+}
+
+// ---- ops against the CPU ---------------------------------------------------------------------------------------
+
+TEST_CASE("elementwise maps of one operand, contiguous and strided") {
+    xgrad::manual_seed(1);
+    using xgrad::kFloat32;
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        const Tensor x = randn({6, 7}, dt), p = positive({6, 7}, dt);
+        const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> any{
+            {"neg", [](const Tensor& t) { return -t; }},
+            {"abs", [](const Tensor& t) { return t.abs(); }},
+            {"exp", [](const Tensor& t) { return t.exp(); }},
+            {"tanh", [](const Tensor& t) { return t.tanh(); }},
+            {"sigmoid", [](const Tensor& t) { return t.sigmoid(); }},
+            {"relu", [](const Tensor& t) { return t.relu(); }},
+            {"gelu", [](const Tensor& t) { return t.gelu(); }},
+            {"gelu tanh", [](const Tensor& t) { return t.gelu("tanh"); }},
+            {"square", [](const Tensor& t) { return t.pow(2.0); }},
+            {"cube", [](const Tensor& t) { return t.pow(3.0); }},
+            {"pow 0", [](const Tensor& t) { return t.pow(0.0); }},
+            {"scalars", [](const Tensor& t) { return ((t + 1.5) * 2.0 - 0.25) / 3.0; }},
+            {"rsub", [](const Tensor& t) { return 2.0 - t; }},
+            {"rdiv", [](const Tensor& t) { return 2.0 / (t.abs() + 1.0); }},
+            {"clamp", [](const Tensor& t) { return t.clamp(-0.5, 0.7); }},
+            {"clamp min", [](const Tensor& t) { return t.clamp(0.1); }},
+        };
+        const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> pos{
+            {"sqrt", [](const Tensor& t) { return t.sqrt(); }},
+            {"rsqrt", [](const Tensor& t) { return t.rsqrt(); }},
+            {"log", [](const Tensor& t) { return t.log(); }},
+            {"pow 0.5", [](const Tensor& t) { return t.pow(0.5); }},
+            {"pow -1", [](const Tensor& t) { return t.pow(-1.0); }},
+            {"pow 1.7", [](const Tensor& t) { return t.pow(1.7); }},
+            {"pow -2.5", [](const Tensor& t) { return t.pow(-2.5); }},
+        };
+        for (const auto* list : {&any, &pos}) {
+            const Tensor& in = list == &any ? x : p;
+            for (const auto& [name, f] : *list) {
+                check_op(name, [f = f](const Inputs& v) { return f(v[0]); }, {in});
+                // Strided: a transposed view, and a slice with an offset and a step.
+                check_op(name + " (transposed)", [f = f](const Inputs& v) { return f(v[0].t()); }, {in});
+                check_op(name + " (sliced)", [f = f](const Inputs& v) { return f(v[0].slice(1, 1, 7, 2)); }, {in});
+            }
+        }
+    }
+    // int64 maps where the CPU defines them.
+    Tensor i = xgrad::arange(-6.0, 6.0, 1.0, xgrad::kInt64).reshape({3, 4});
+    check_op("int64 neg abs clamp", [](const Inputs& v) { return (-v[0]).abs().clamp(1, 4) + 2; }, {i});
+    check_op(
+        "int64 to float", [](const Inputs& v) { return v[0].exp(); }, {i}, kTol32);
+    (void)kFloat32;
+}
+
+TEST_CASE("elementwise maps of two operands, with broadcasting and strides") {
+    xgrad::manual_seed(2);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        const Tensor a = randn({3, 1, 5}, dt), b = randn({4, 5}, dt), pa = positive({3, 1, 5}, dt);
+        const Tensor c = randn({5, 4}, dt);
+        check_op("add", [](const Inputs& v) { return v[0] + v[1]; }, {a, b});
+        check_op("sub", [](const Inputs& v) { return v[0] - v[1]; }, {a, b});
+        check_op("mul", [](const Inputs& v) { return v[0] * v[1]; }, {a, b});
+        check_op("div", [](const Inputs& v) { return v[0] / (v[1].abs() + 0.5); }, {a, b});
+        check_op("pow", [](const Inputs& v) { return v[0].pow(v[1]); }, {pa, b});
+        check_op("maximum", [](const Inputs& v) { return v[0].maximum(v[1]); }, {a, b});
+        check_op("minimum", [](const Inputs& v) { return xgrad::minimum(v[0], v[1]); }, {a, b});
+        check_op("ties share", [](const Inputs& v) { return v[0].maximum(v[0].detach()); }, {b});
+        check_op("transposed operand", [](const Inputs& v) { return v[0] * v[1].t(); }, {b, c});
+        check_op("expanded and sliced",
+                 [](const Inputs& v) {
+                     return v[0].expand({3, 4, 5}).slice(2, 1, 5) * v[1].slice(1, 0, 4);
+                 },
+                 {a, b});
+        check_op("mixed dtypes", [](const Inputs& v) { return v[0] * v[1].to(xgrad::kFloat32); }, {a, b});
+        check_op("0-d operand", [](const Inputs& v) { return v[0] * v[1].sum(); }, {a, b});
+    }
+    Tensor i = xgrad::arange(12.0, xgrad::kInt64).reshape({3, 4}), j = xgrad::arange(4.0, xgrad::kInt64);
+    check_op("int64", [](const Inputs& v) { return (v[0] * v[1] - v[1]).maximum(v[0]); }, {i, j});
+}
+
+TEST_CASE("large elementwise maps: more elements than one grid covers") {
+    xgrad::manual_seed(3);
+    const Tensor x = randn({17 << 20}, xgrad::kFloat32);  // > 65535 blocks of 256 threads
+    check_op("large exp", [](const Inputs& v) { return (v[0] * 0.1).exp(); }, {x});
+    const Tensor y = randn({3, 5, 1, 7, 2, 1, 3, 2, 2, 3, 1, 2}, xgrad::kFloat64);
+    check_op("many dims, permuted",
+             [](const Inputs& v) {
+                 return v[0].permute({11, 0, 10, 2, 9, 4, 8, 6, 7, 5, 3, 1}).sigmoid();
+             },
+             {y});
+}
+
+TEST_CASE("reductions, over rows, leading dims and everything") {
+    xgrad::manual_seed(4);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        for (Shape shape : {Shape{4, 6, 5}, Shape{3, 5000}, Shape{2, 1}, Shape{70000, 3}}) {
+            CAPTURE(xgrad::to_string(shape));
+            const Tensor x = randn(shape, dt);
+            check_op("sum", [](const Inputs& v) { return v[0].sum(); }, {x});
+            check_op("sum -1", [](const Inputs& v) { return v[0].sum(-1); }, {x});
+            check_op("sum 0 (outer)", [](const Inputs& v) { return v[0].sum(0, true); }, {x});
+            check_op("mean", [](const Inputs& v) { return v[0].mean(); }, {x});
+            check_op("mean 0", [](const Inputs& v) { return v[0].mean(0); }, {x});
+            check_op("mean -1", [](const Inputs& v) { return v[0].mean(-1, true); }, {x});
+            check_op("var", [](const Inputs& v) { return v[0].var(-1); }, {x});
+            check_op("var biased 0", [](const Inputs& v) { return v[0].var(0, false, true); }, {x});
+            check_op("std", [](const Inputs& v) { return v[0].std(-1, true, false); }, {x});
+            check_op("max", [](const Inputs& v) { return v[0].max(); }, {x});
+            check_op("max -1", [](const Inputs& v) { return v[0].max(-1); }, {x});
+            check_op("min 0", [](const Inputs& v) { return v[0].min(0, true); }, {x});
+            check_op("sum strided", [](const Inputs& v) { return v[0].transpose(0, -1).sum(-1); }, {x});
+        }
+        const Tensor x = randn({3, 4, 5}, dt);
+        check_op("sum middle", [](const Inputs& v) { return v[0].sum(1); }, {x});
+        check_op("mean of dims", [](const Inputs& v) { return v[0].mean({0, 2}, true); }, {x});
+        check_op("ties in max", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(-1); }, {x});
+        check_op("ties in all-max", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(); }, {x});
+    }
+    Tensor i = xgrad::arange(24.0, xgrad::kInt64).reshape({2, 3, 4});
+    check_op("int64 sum max",
+             [](const Inputs& v) { return v[0].sum(-1) + v[0].sum(0).sum(0).sum() + v[0].max(1).sum(); }, {i});
+    // More rows than one grid has blocks.
+    const Tensor many = randn({(1 << 20) + 5, 2}, xgrad::kFloat32);
+    check_op("many rows", [](const Inputs& v) { return v[0].sum(-1); }, {many});
+}
+
+TEST_CASE("shape ops, copies and conversions") {
+    xgrad::manual_seed(5);
+    for (auto dt : kDtypes) {
+        const Tensor x = randn({2, 3, 4}, dt), y = randn({2, 3, 4}, dt);
+        check_op("views",
+                 [](const Inputs& v) {
+                     return v[0].permute({2, 0, 1}).reshape({4, 6}).t().contiguous();
+                 },
+                 {x});
+        check_op("view ops",
+                 [](const Inputs& v) { return v[0].unsqueeze(1).squeeze(1).flatten(1).narrow(1, 2, 5).select(0, 1); },
+                 {x});
+        check_op("expand", [](const Inputs& v) { return v[0].slice(0, 0, 1).expand({3, 3, 4}).clone(); }, {x});
+        check_op("cat",
+                 [](const Inputs& v) {
+                     return xgrad::cat({v[0], v[1].transpose(1, 2).transpose(1, 2)}, 1);
+                 },
+                 {x, y});
+        check_op("stack", [](const Inputs& v) { return xgrad::stack({v[0], v[1]}, -1); }, {x, y});
+        check_op(
+            "to other dtype", [](const Inputs& v) { return v[0].to(xgrad::kFloat64).to(xgrad::kFloat32); }, {x},
+            kTol32);
+        check_op("to device inside", [](const Inputs& v) { return v[0].cpu().exp().to(v[0].device()) * v[0]; }, {x});
+    }
+}
+
+TEST_CASE("matmul through cuBLAS: 1-D, 2-D, transposed, batched and broadcast") {
+    xgrad::manual_seed(6);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        const double tol = dt == xgrad::kFloat32 ? kTolMatmul : kTol64;
+        const Tensor a = randn({5, 7}, dt), b = randn({7, 3}, dt), w = randn({3, 7}, dt);
+        const Tensor v = randn({7}, dt), batch = randn({2, 4, 5, 7}, dt), bb = randn({4, 7, 3}, dt);
+        check_op(
+            "2-D", [](const Inputs& t) { return xgrad::matmul(t[0], t[1]); }, {a, b}, tol);
+        check_op(
+            "x W^T", [](const Inputs& t) { return t[0].matmul(t[1].t()); }, {a, w}, tol);
+        check_op(
+            "A^T B^T", [](const Inputs& t) { return t[0].t().matmul(t[1].t()); }, {b, w}, tol);
+        check_op(
+            "vector right", [](const Inputs& t) { return t[0].matmul(t[1]); }, {a, v}, tol);
+        check_op(
+            "vector left", [](const Inputs& t) { return t[1].matmul(t[0]); }, {b, v}, tol);
+        check_op(
+            "dot", [](const Inputs& t) { return t[0].matmul(t[0]); }, {v}, tol);
+        check_op(
+            "batched x 2-D (folded)", [](const Inputs& t) { return t[0].matmul(t[1]); }, {batch, b}, tol);
+        check_op(
+            "broadcast batches", [](const Inputs& t) { return t[0].matmul(t[1]); }, {batch, bb}, tol);
+        check_op(
+            "strided batch", [](const Inputs& t) { return t[0].transpose(0, 1).matmul(t[1].transpose(-1, -2)); },
+            {batch, randn({4, 2, 3, 7}, dt)}, tol);
+        check_op(
+            "sliced operand", [](const Inputs& t) { return t[0].slice(1, 1, 6).matmul(t[1].slice(0, 1, 6)); }, {a, b},
+            tol);
+        check_op(
+            "empty inner dim", [](const Inputs& t) { return t[0].slice(1, 0, 0).matmul(t[1].slice(0, 0, 0)); }, {a, b},
+            tol);
+        check_op(
+            "linear", [](const Inputs& t) { return F::linear(t[0], t[1], t[2]); }, {batch, w, randn({3}, dt)}, tol);
+    }
+    if (kRealGpu) {  // the CPU multiplies int64 matrices; cuBLAS does not
+        Tensor i = xgrad::arange(6.0, xgrad::kInt64).reshape({2, 3});
+        golden::check_throws([&] { (void)xgrad::matmul(i.to(kGpu), i.t().to(kGpu)); }, {"matmul", "int64"});
+    }
+}
+
+TEST_CASE("softmax, log_softmax and the losses") {
+    xgrad::manual_seed(7);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        for (Shape shape : {Shape{4, 10}, Shape{3, 3000}, Shape{2, 3, 5}}) {
+            const Tensor x = randn(shape, dt) * 3.0;
+            check_op("softmax", [](const Inputs& v) { return F::softmax(v[0], -1); }, {x});
+            check_op("log_softmax", [](const Inputs& v) { return F::log_softmax(v[0], -1); }, {x});
+            check_op("softmax 0", [](const Inputs& v) { return F::softmax(v[0], 0); }, {x});
+        }
+        const Tensor logits = randn({6, 5}, dt), target = xgrad::tensor({0.0, 4.0, 2.0, 2.0, 1.0, 3.0}, xgrad::kInt64);
+        const Tensor weight = positive({5}, dt), y = randn({6, 5}, dt), p = xgrad::rand({6, 5}, dt);
+        check_op("cross_entropy", [](const Inputs& v) { return F::cross_entropy(v[0], v[1]); }, {logits, target});
+        check_op("cross_entropy weighted, ignored, smoothed",
+                 [](const Inputs& v) {
+                     return F::cross_entropy(v[0], v[1], {.weight = v[2], .ignore_index = 2, .label_smoothing = 0.1});
+                 },
+                 {logits, target, weight});
+        check_op("cross_entropy none",
+                 [](const Inputs& v) { return F::cross_entropy(v[0], v[1], {.reduction = F::Reduction::kNone}); },
+                 {logits, target});
+        check_op("cross_entropy (N, C, L)",
+                 [](const Inputs& v) {
+                     return F::cross_entropy(v[0].reshape({2, 5, 3}), v[1].reshape({2, 3}));
+                 },
+                 {randn({30}, dt), target});
+        check_op("cross_entropy probabilities", [](const Inputs& v) { return F::cross_entropy(v[0], v[1]); },
+                 {logits, F::softmax(p, -1)});
+        check_op("nll_loss sum",
+                 [](const Inputs& v) { return F::nll_loss(v[0], v[1], {.reduction = F::Reduction::kSum}); },
+                 {logits, target});
+        check_op("mse_loss", [](const Inputs& v) { return F::mse_loss(v[0], v[1]); }, {logits, y});
+        check_op("l1_loss", [](const Inputs& v) { return F::l1_loss(v[0], v[1]); }, {logits, y});
+        check_op("bce with logits",
+                 [](const Inputs& v) {
+                     return F::binary_cross_entropy_with_logits(v[0], v[1], {.weight = v[2], .pos_weight = v[2]});
+                 },
+                 {logits, p, weight});
+    }
+}
+
+TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
+    xgrad::manual_seed(8);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        // Narrow rows (the CPU's scalar path), one warp, many warps, several chunks of rows, more than
+        // 256 chunks of 64 rows, and no rows.
+        for (Shape shape :
+             {Shape{5, 3}, Shape{4, 7, 32}, Shape{3, 1000}, Shape{300, 40}, Shape{20000, 8}, Shape{2, 0}}) {
+            CAPTURE(xgrad::to_string(shape));
+            const std::int64_t width = shape[shape.size() - 1];
+            const Tensor x = randn(shape, dt) * 2.0 + 0.5, w = randn({width}, dt), b = randn({width}, dt);
+            check_op("layer_norm", [width](const Inputs& v) { return F::layer_norm(v[0], {width}, v[1], v[2]); },
+                     {x, w, b});
+            check_op("layer_norm, no affine", [width](const Inputs& v) { return F::layer_norm(v[0], {width}); }, {x});
+            check_op("layer_norm, weight only",
+                     [width](const Inputs& v) { return F::layer_norm(v[0], {width}, v[1], Tensor(), 1e-3); }, {x, w});
+            check_op("rms_norm", [width](const Inputs& v) { return F::rms_norm(v[0], {width}, v[1]); }, {x, w});
+            check_op("rms_norm, no weight", [width](const Inputs& v) { return F::rms_norm(v[0], {width}); }, {x});
+            const std::int64_t first = shape[0];
+            check_op("layer_norm of a strided input",
+                     [first](const Inputs& v) { return F::layer_norm(v[0].transpose(0, -1), {first}, v[1]); },
+                     {x, randn({first}, dt)});
+        }
+        const Tensor x = randn({4, 3, 5}, dt);
+        check_op("layer_norm over two dims",
+                 [](const Inputs& v) {
+                     return F::layer_norm(v[0], {3, 5}, v[1], v[2]);
+                 },
+                 {x, randn({3, 5}, dt), randn({3, 5}, dt)});
+    }
+}
+
+TEST_CASE("gradcheck runs on the GPU") {
+    xgrad::manual_seed(9);
+    const Tensor x = randn({3, 4}, xgrad::kFloat64).to(kGpu).requires_grad_(true);
+    golden::check_gradcheck([](const Inputs& v) { return F::layer_norm(v[0], {4}).tanh().sum(-1); }, {x},
+                            "layer_norm on the GPU");
+}
+
+// ---- modules and training ------------------------------------------------------------------------------------------
+
+namespace {
+
+/// The parameters of two copies of one model agree.
+void check_params(nn::Module& gpu, nn::Module& cpu, const std::string& what, double tol) {
+    auto g = gpu.named_parameters(), c = cpu.named_parameters();
+    REQUIRE(g.size() == c.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+        check_match(g[i].second.detach(), c[i].second.detach(), what + " " + c[i].first, tol);
+}
+
+struct Classifier : nn::Module {
+    nn::Linear fc1{10, 32};
+    nn::LayerNorm ln{Shape{32}};
+    nn::GELU act;
+    nn::Linear fc2{32, 5};
+    Classifier() {
+        register_module("fc1", fc1);
+        register_module("ln", ln);
+        register_module("act", act);
+        register_module("fc2", fc2);
+    }
+    Tensor forward(const Tensor& x) override { return fc2(act(ln(fc1(x)))); }
+};
+
+}  // namespace
+
+TEST_CASE("modules on the GPU compute what they compute on the CPU") {
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        xgrad::manual_seed(10);
+        nn::Sequential cpu(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 8), nn::Tanh(), nn::RMSNorm(1), nn::Linear(8, 3),
+                           nn::Sigmoid());
+        xgrad::manual_seed(10);
+        nn::Sequential gpu(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 8), nn::Tanh(), nn::RMSNorm(1), nn::Linear(8, 3),
+                           nn::Sigmoid());
+        cpu.to(dt);
+        gpu.to(dt);
+        gpu.to(kGpu);
+        for (auto& [name, p] : gpu.named_parameters()) CHECK(p.device() == kGpu);
+        const Tensor x = randn({4, 6}, dt);
+        Tensor yc = cpu(x), yg = gpu(x.to(kGpu));
+        check_match(yg, yc, "Sequential forward", dt == xgrad::kFloat32 ? kTolMatmul : kTol64);
+        yc.sum().backward();
+        yg.sum().backward();
+        for (auto& [name, p] : gpu.named_parameters()) CHECK(p.grad().device() == kGpu);
+        check_params(gpu, cpu, "Sequential", dt == xgrad::kFloat32 ? kTolMatmul : kTol64);
+    }
+    // Dropout draws its mask on the CPU: the same seed masks the same elements on both devices.
+    const Tensor x = randn({8, 16}, xgrad::kFloat32);
+    nn::Dropout drop(0.3);
+    xgrad::manual_seed(11);
+    Tensor dc = drop(x);
+    xgrad::manual_seed(11);
+    Tensor dg = drop(x.to(kGpu));
+    check_match(dg, dc, "dropout", kTol32);
+}
+
+namespace {
+
+/// Trains `model` on fixed data for `steps` Adam steps on `device`; returns the losses.
+std::vector<double> train(nn::Module& model, optim::Optimizer& opt, xgrad::Device device, int steps) {
+    xgrad::manual_seed(12);
+    const Tensor x = xgrad::randn({16, 10}, model.parameters()[0].dtype()).to(device);
+    const Tensor y = xgrad::randint(0, 5, {16}).to(device);
+    std::vector<double> losses;
+    for (int step = 0; step < steps; ++step) {
+        opt.zero_grad();
+        Tensor loss = F::cross_entropy(model(x), y);
+        loss.backward();
+        opt.step();
+        losses.push_back(loss.item<double>());
+    }
+    return losses;
+}
+
+}  // namespace
+
+TEST_CASE("a training loop on the GPU follows the CPU's (Linear, LayerNorm, cross_entropy, Adam)") {
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        const double tol = dt == xgrad::kFloat32 ? 1e-4 : 1e-10;
+        xgrad::manual_seed(13);
+        Classifier cpu;
+        xgrad::manual_seed(13);
+        Classifier gpu;
+        cpu.to(dt);
+        gpu.to(dt);
+        optim::Adam opt_c(cpu.parameters(), {.lr = 1e-3});
+        optim::Adam opt_g(gpu.parameters(), {.lr = 1e-3});  // built before the move: it follows
+        gpu.to(kGpu);
+        auto lc = train(cpu, opt_c, xgrad::kCPU, 20);
+        auto lg = train(gpu, opt_g, kGpu, 20);
+        for (std::size_t i = 0; i < lc.size(); ++i)
+            CHECK(std::abs(lg[i] - lc[i]) <= tol * std::max(1.0, std::abs(lc[i])));
+        check_params(gpu, cpu, "after 20 steps", tol);
+        // Back to the CPU and on: the optimizer's state follows its parameters again.
+        gpu.to(xgrad::kCPU);
+        for (auto& [name, p] : gpu.named_parameters()) CHECK(p.device() == xgrad::kCPU);
+        train(cpu, opt_c, xgrad::kCPU, 5);
+        train(gpu, opt_g, xgrad::kCPU, 5);
+        auto g = gpu.named_parameters(), c = cpu.named_parameters();
+        for (std::size_t i = 0; i < g.size(); ++i)
+            golden::check_close(g[i].second.detach(), c[i].second.detach(), "back on the CPU " + c[i].first, tol, tol);
+    }
+}
+
+TEST_CASE("SGD with momentum and AdamW with amsgrad step on the GPU as on the CPU") {
+    xgrad::manual_seed(14);
+    Classifier cpu;
+    xgrad::manual_seed(14);
+    Classifier gpu;
+    gpu.to(kGpu);
+    optim::SGD sgd_c(cpu.fc1.parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+    optim::SGD sgd_g(gpu.fc1.parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+    optim::AdamW adamw_c(cpu.fc2.parameters(), {.lr = 1e-2, .amsgrad = true});
+    optim::AdamW adamw_g(gpu.fc2.parameters(), {.lr = 1e-2, .amsgrad = true});
+    const Tensor x = xgrad::randn({8, 10}), y = xgrad::randint(0, 5, {8});
+    for (int step = 0; step < 5; ++step) {
+        for (auto* o : std::vector<optim::Optimizer*>{&sgd_c, &sgd_g, &adamw_c, &adamw_g}) o->zero_grad();
+        F::cross_entropy(cpu(x), y).backward();
+        F::cross_entropy(gpu(x.to(kGpu)), y.to(kGpu)).backward();
+        for (auto* o : std::vector<optim::Optimizer*>{&sgd_c, &sgd_g, &adamw_c, &adamw_g}) o->step();
+    }
+    check_params(gpu, cpu, "SGD and AdamW", kTolMatmul);
+}
+
+TEST_CASE("a model saved from the GPU loads on the CPU, and back") {
+    const std::string path = (std::filesystem::temp_directory_path() / "xgrad_test_cuda.safetensors").string();
+    xgrad::manual_seed(15);
+    Classifier gpu;
+    gpu.to(kGpu);
+    {
+        xgrad::NoGradGuard no_grad;
+        gpu.fc1.weight.mul_(2.0);  // an update made on the GPU
+    }
+    xgrad::save(gpu, path);
+    Classifier cpu;
+    xgrad::load(cpu, path);
+    auto g = gpu.named_parameters(), c = cpu.named_parameters();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        CHECK(c[i].second.device() == xgrad::kCPU);
+        CHECK(c[i].second.to_vector<float>() == g[i].second.to_vector<float>());
+    }
+    Classifier back;
+    back.to(kGpu);
+    xgrad::load(back, path);  // loads into parameters that live on the GPU
+    CHECK(back.fc1.weight.device() == kGpu);
+    CHECK(back.fc1.weight.to_vector<float>() == gpu.fc1.weight.to_vector<float>());
+    std::remove(path.c_str());
+}
+
+int main(int argc, char** argv) {
+    if (kRealGpu && !xgrad::cuda::is_available()) {
+        std::printf("no CUDA device: skipped\n");
+        return 77;  // meson's exit code for a skipped test
+    }
+    doctest::Context context(argc, argv);
+    return context.run();
+}
