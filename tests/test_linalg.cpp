@@ -1,7 +1,6 @@
 // Checks matmul in all of torch.matmul's cases against PyTorch's values and gradients, and its errors.
 #include <cblas.h>
 #include <doctest/doctest.h>
-#include <omp.h>
 
 #include <cstdint>
 #include <fstream>
@@ -37,7 +36,7 @@ bool same_blas(bool threads_too) {
         std::istringstream ls(line);
         if (ls >> hash >> tag >> kernels >> threads && hash == "#" && tag == "blas") break;
     }
-    return kernels == openblas_get_corename() && (!threads_too || threads == omp_get_max_threads());
+    return kernels == openblas_get_corename() && (!threads_too || threads == xgrad::get_num_threads());
 }
 
 /// Applies `fn` to the golden leaves of `name.dtype` and compares value, grad_fn name and the gradients

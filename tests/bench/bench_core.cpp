@@ -42,6 +42,7 @@
 #include "xgrad/nn.hpp"
 #include "xgrad/ops.hpp"
 #include "xgrad/optim.hpp"
+#include "xgrad/parallel.hpp"
 #include "xgrad/random.hpp"
 #include "xgrad/tensor.hpp"
 
@@ -669,10 +670,11 @@ int main(int argc, char** argv) {
         std::printf("%d tiny steps, loss %.8g\n", steps, loss.item<float>());
         return 0;
     }
-    // Threads: XGRAD_BENCH_THREADS, else OpenMP's own setting (OMP_NUM_THREADS). xgrad has no
-    // set_num_threads yet; its parallel loops are OpenMP's.
-    if (const char* t = std::getenv("XGRAD_BENCH_THREADS")) omp_set_num_threads(std::max(1, std::atoi(t)));
-    g_threads = omp_get_max_threads();
+    // Threads: XGRAD_BENCH_THREADS, else xgrad's default (OMP_NUM_THREADS, else the CPUs). The
+    // bench's own DRAM probe runs on OpenMP with as many.
+    if (const char* t = std::getenv("XGRAD_BENCH_THREADS")) xgrad::set_num_threads(std::max(1, std::atoi(t)));
+    g_threads = xgrad::get_num_threads();
+    omp_set_num_threads(g_threads);
     g_timer = g_threads == 1 ? Timer::kProcessCpu : Timer::kWall;
     if (argc >= 2 && std::strcmp(argv[1], "mlp-rss-child") == 0) return mlp_rss_child();
 
