@@ -238,6 +238,8 @@ const Backend& backend() {
         .extreme_rows = extreme_rows_entry,
         .first_hit_rows = first_hit_rows_entry,
         .matmul = matmul,
+        .mv = mv,
+        .dot = dot,
         .layer_norm_forward = layer_norm_forward_entry,
         .layer_norm_backward = layer_norm_backward_entry,
         .rms_norm_forward = rms_norm_forward_entry,

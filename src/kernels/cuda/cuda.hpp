@@ -16,6 +16,10 @@ const Backend& backend();
 
 /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m), through cuBLAS (matmul.cpp).
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta);
+/// out (n) = a (n, k) · x (k), as a one-column matmul (matmul.cpp).
+void mv(const Tensor& a, const Tensor& x, const Tensor& out);
+/// out (0-d) = a (k) · b (k), as a (1, k) · (k, 1) matmul (matmul.cpp).
+void dot(const Tensor& a, const Tensor& b, const Tensor& out);
 
 /// The kernels' name for a tensor's dtype.
 inline Scalar scalar(DType dtype) {

@@ -135,4 +135,21 @@ void matmul(const Tensor& x, const Tensor& y, const Tensor& out, double beta) {
     }
 }
 
+void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
+    // (n, k) · (k, 1) -> (n, 1): the vector and the result as one-column matrices.
+    const std::int64_t n = a.size(0), k = a.size(1);
+    Tensor xv = detail::make_view(x, Shape{k, 1}, Strides{x.strides()[0], 1}, x.storage_offset());
+    Tensor ov = detail::make_view(out, Shape{n, 1}, Strides{1, 1}, out.storage_offset());
+    matmul(a, xv, ov, 0.0);
+}
+
+void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
+    // (1, k) · (k, 1) -> (1, 1).
+    const std::int64_t k = a.size(0);
+    Tensor av = detail::make_view(a, Shape{1, k}, Strides{k * a.strides()[0], a.strides()[0]}, a.storage_offset());
+    Tensor bv = detail::make_view(b, Shape{k, 1}, Strides{b.strides()[0], 1}, b.storage_offset());
+    Tensor ov = detail::make_view(out, Shape{1, 1}, Strides{1, 1}, out.storage_offset());
+    matmul(av, bv, ov, 0.0);
+}
+
 }  // namespace xgrad::kernels::cuda
