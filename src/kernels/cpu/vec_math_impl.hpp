@@ -279,10 +279,18 @@ constexpr double kRLn2 = 1.44269504088896340735992468100189213742664595415298593
 constexpr double kL2U = .69314718055966295651160180568695068359375;
 constexpr double kL2L = .28235290563031577122588448175013436025525412068e-12;
 
-/// Round to nearest even, as an int32 (float) batch: x86's cvtps2dq.
+/// Round to nearest even, as an int32 (float) batch: x86's cvtps2dq (INT_MIN out of range).
 template <class B>
 IntBatch<B> rint_int(const B& x) {
-    return xsimd::to_int(xsimd::nearbyint(x));
+    using A = typename B::arch_type;
+#if defined(__AVX512F__)
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) return _mm512_cvtps_epi32(x);
+#endif
+    // xsimd 8.1 has nearbyint_as_int (cvtps2dq) for SSE2 and AVX, not for avx512f
+    if constexpr (std::is_base_of_v<xsimd::sse2, A> || std::is_base_of_v<xsimd::avx, A>)
+        return xsimd::nearbyint_as_int(x);
+    else
+        return xsimd::to_int(xsimd::nearbyint(x));
 }
 
 /// 2^q for float.
