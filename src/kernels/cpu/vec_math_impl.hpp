@@ -832,9 +832,10 @@ B pow_(const B& x, typename B::value_type y_scalar) {
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// y[i] = f(x[i]) a batch at a time; the tail goes through a zero-padded batch, so every element
-/// gets the same arithmetic whatever its position.
+/// gets the same arithmetic whatever its position. `flatten` inlines all of f: GCC would otherwise
+/// call tanh_ or expk2 once per batch, passing and returning vectors through memory (30% slower).
 template <class B, class F>
-void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f) {
+[[gnu::flatten]] void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f) {
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     std::int64_t i = 0;
@@ -850,8 +851,8 @@ void map1(const typename B::value_type* x, typename B::value_type* y, std::int64
 
 /// out[i] = f(a[i], b[i]), as map1.
 template <class B, class F>
-void map2(const typename B::value_type* a, const typename B::value_type* b, typename B::value_type* out, std::int64_t n,
-          F f) {
+[[gnu::flatten]] void map2(const typename B::value_type* a, const typename B::value_type* b,
+                           typename B::value_type* out, std::int64_t n, F f) {
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     std::int64_t i = 0;
