@@ -1,26 +1,21 @@
-// CPU elementwise kernels: contiguous blocks computed as xtensor/xsimd expressions; strided and
+// CPU elementwise kernels: contiguous blocks computed as xtensor/xsimd expressions, transcendental
+// functions by vec_math (runtime-dispatched SIMD, PyTorch's bits on AVX2/AVX-512); strided and
 // broadcast operands read in place (runs of the innermost dim, gathered into a small buffer only
 // when a run is not contiguous); large outputs split between threads.
 #include <cmath>
 #include <limits>
-#include <numbers>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
 using detail::flat;
 
 namespace {
-
-// GELU's constants as PyTorch writes them, used as prvalues (`T(kBeta)`) inside expressions.
-constexpr double kBeta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;  // sqrt(2 / pi)
-constexpr double kKappa = 0.044715;
-constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
-constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1 / sqrt(2 pi)
 
 /// Elements gathered per block when a run is strided.
 constexpr std::int64_t kBlock = 1024;
@@ -76,32 +71,32 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = xt::abs(x);
                 break;
             case UnaryOp::kSqrt:
-                xt::noalias(y) = xt::sqrt(x);
+                vsqrt(px, py, n);
                 break;
             case UnaryOp::kRsqrt:
-                xt::noalias(y) = T(1) / xt::sqrt(x);
+                vrsqrt(px, py, n);
                 break;
             case UnaryOp::kExp:
-                xt::noalias(y) = xt::exp(x);
+                vexp(px, py, n);  // vec_math: this CPU's vectors, PyTorch's bits on AVX2/AVX-512
                 break;
             case UnaryOp::kLog:
-                xt::noalias(y) = xt::log(x);
+                vlog(px, py, n);
                 break;
             case UnaryOp::kTanh:
-                xt::noalias(y) = xt::tanh(x);
+                vtanh(px, py, n);
                 break;
             case UnaryOp::kSigmoid:
-                xt::noalias(y) = T(1) / (T(1) + xt::exp(-x));
+                vsigmoid(px, py, n);
                 break;
             // Written with where, not xt::maximum, so that NaN stays NaN as in PyTorch.
             case UnaryOp::kRelu:
                 xt::noalias(y) = xt::where(x < T(0), T(0), x);
                 break;
             case UnaryOp::kGelu:
-                xt::noalias(y) = x * T(0.5) * (T(1) + xt::erf(x * T(kInvSqrt2)));
+                vgelu(px, py, n);
                 break;
             case UnaryOp::kGeluTanh:
-                xt::noalias(y) = T(0.5) * x * (T(1) + xt::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
+                vgelu_tanh(px, py, n);
                 break;
             case UnaryOp::kSquare:
                 xt::noalias(y) = x * x;
@@ -113,11 +108,7 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = T(1) / x;
                 break;
             case UnaryOp::kPow:
-                if (a < 0)
-                    xt::noalias(y) = xt::where(xt::equal(x, T(0)), std::numeric_limits<T>::infinity(),
-                                               xt::pow(x, static_cast<T>(a)));
-                else
-                    xt::noalias(y) = xt::pow(x, static_cast<T>(a));
+                vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
                 break;
             case UnaryOp::kAdd:
                 xt::noalias(y) = x + static_cast<T>(a);
@@ -217,19 +208,11 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 xt::noalias(o) = xt::where(y <= T(0), T(0), x);
                 break;
             case BinaryOp::kGeluBackward:
-                // g * (Phi(x) + x phi(x))
-                xt::noalias(o) =
-                    x * (T(0.5) * (T(1) + xt::erf(y * T(kInvSqrt2))) + y * T(kInvSqrt2Pi) * xt::exp(T(-0.5) * y * y));
+                vgelu_backward(px, pq, po, n);
                 break;
-            case BinaryOp::kGeluTanhBackward: {
-                // t = tanh(beta (x + kappa x^3)); d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
-                std::vector<T> t(un);
-                auto tv = flat(t.data(), un);
-                xt::noalias(tv) = xt::tanh(T(kBeta) * (y + T(kKappa) * y * y * y));
-                xt::noalias(o) = x * (T(0.5) * (T(1) + tv) +
-                                      T(0.5) * y * (T(1) - tv * tv) * T(kBeta) * (T(1) + T(3 * kKappa) * y * y));
+            case BinaryOp::kGeluTanhBackward:
+                vgelu_tanh_backward(px, pq, po, n);
                 break;
-            }
             case BinaryOp::kClampBackward:
                 xt::noalias(o) = xt::where(y >= static_cast<T>(a) && y <= static_cast<T>(b), x, T(0));
                 break;

@@ -7,6 +7,7 @@
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/sum_order.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -41,7 +42,7 @@ void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
                 auto shifted = detail::flat(yr, n);  // the largest logit becomes 0
                 xt::noalias(shifted) = detail::flat(xr, n) - m;
                 auto ev = detail::flat(e.data(), n);
-                xt::noalias(ev) = xt::exp(shifted);
+                vexp(yr, e.data(), width);
                 const T s = inner_sum(e.data(), width);
                 if (log)
                     xt::noalias(shifted) = shifted - std::log(s);
@@ -70,7 +71,7 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
                 if (log) {
                     // g - softmax · Σg
                     const T s = inner_sum(pg + r * width, width);
-                    xt::noalias(tv) = xt::exp(o);
+                    vexp(po + r * width, t.data(), width);
                     xt::noalias(d) = g - tv * s;
                 } else {
                     // out · (g - Σ(g · out))

@@ -1,0 +1,212 @@
+// vec_math's run-time dispatch: picks the best instruction set once, then forwards each call to it.
+//
+// Compiled without -m flags (like the rest of libxgrad), so this file runs on every x86-64 CPU; the
+// per-arch kernels live in vec_math_<arch>.cpp, each built by src/meson.build with its own flags.
+#include "kernels/cpu/vec_math.hpp"
+
+#include <atomic>
+#include <cassert>  // xsimd_arch.hpp uses assert without including it
+#include <stdexcept>
+
+#include <xsimd/config/xsimd_arch.hpp>
+
+#include "kernels/cpu/vec_math_table.hpp"
+
+namespace xgrad::kernels::cpu {
+namespace detail {
+
+extern template const VecMathTable* TableFor::operator()(xsimd::sse2) const noexcept;
+extern template const VecMathTable* TableFor::operator()(xsimd::fma3<xsimd::avx2>) const noexcept;
+extern template const VecMathTable* TableFor::operator()(xsimd::avx512bw) const noexcept;
+
+}  // namespace detail
+
+namespace {
+
+using detail::VecMathTable;
+
+// xsimd's CPUID test does not ask the OS whether it saves the AVX registers, nor looks for AVX-512VL
+// (which the avx512 file is compiled with); GCC's __builtin_cpu_supports does both.
+bool avx2_ok() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+bool avx512_ok() {
+    return avx2_ok() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+/// The best table this machine can run: xsimd::dispatch over the arches the checks above allow.
+const VecMathTable* detect() {
+    using xsimd::arch_list;
+    detail::TableFor table_for;
+    if (avx512_ok())
+        return xsimd::dispatch<arch_list<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse2>>(table_for)();
+    if (avx2_ok()) return xsimd::dispatch<arch_list<xsimd::fma3<xsimd::avx2>, xsimd::sse2>>(table_for)();
+    return xsimd::dispatch<arch_list<xsimd::sse2>>(table_for)();
+}
+
+std::atomic<const VecMathTable*>& current_slot() {
+    static std::atomic<const VecMathTable*> slot{detect()};
+    return slot;
+}
+
+const VecMathTable& current() {
+    return *current_slot().load(std::memory_order_relaxed);
+}
+
+template <typename T>
+const detail::VecMathKernels<T>& kernels() {
+    if constexpr (std::is_same_v<T, float>)
+        return current().f32;
+    else
+        return current().f64;
+}
+
+template <typename T>
+void unary(detail::Unary op, const T* x, T* y, std::int64_t n) {
+    if (n > 0) kernels<T>().unary[op](x, y, n);
+}
+
+template <typename T>
+void backward(detail::Backward op, const T* g, const T* x, T* dx, std::int64_t n) {
+    if (n > 0) kernels<T>().backward[op](g, x, dx, n);
+}
+
+/// PyTorch's pow(tensor, scalar): exact special cases first (aten's Pow.cpp and PowKernel.cpp), then
+/// SLEEF's pow; a float32 tensor's exponent is rounded to float for it.
+template <typename T>
+void pow_impl(const T* x, double e, T* y, std::int64_t n) {
+    if (n <= 0) return;
+    if (e == 0.0) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = T(1);
+    } else if (e == 1.0) {
+        if (y != x)
+            for (std::int64_t i = 0; i < n; ++i) y[i] = x[i];
+    } else if (e == 2.0) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+    } else if (e == 3.0) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i];
+    } else if (e == -2.0) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = T(1) / (x[i] * x[i]);
+    } else if (e == -1.0) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = T(1) / x[i];
+    } else if (e == 0.5) {
+        unary(detail::kSqrt, x, y, n);
+    } else if (e == -0.5) {
+        unary(detail::kRsqrt, x, y, n);
+    } else {
+        kernels<T>().pow(x, static_cast<T>(e), y, n);
+    }
+}
+
+}  // namespace
+
+void vexp(const float* x, float* y, std::int64_t n) {
+    unary(detail::kExp, x, y, n);
+}
+void vexp(const double* x, double* y, std::int64_t n) {
+    unary(detail::kExp, x, y, n);
+}
+void vlog(const float* x, float* y, std::int64_t n) {
+    unary(detail::kLog, x, y, n);
+}
+void vlog(const double* x, double* y, std::int64_t n) {
+    unary(detail::kLog, x, y, n);
+}
+void vtanh(const float* x, float* y, std::int64_t n) {
+    unary(detail::kTanh, x, y, n);
+}
+void vtanh(const double* x, double* y, std::int64_t n) {
+    unary(detail::kTanh, x, y, n);
+}
+void vsigmoid(const float* x, float* y, std::int64_t n) {
+    unary(detail::kSigmoid, x, y, n);
+}
+void vsigmoid(const double* x, double* y, std::int64_t n) {
+    unary(detail::kSigmoid, x, y, n);
+}
+void verf(const float* x, float* y, std::int64_t n) {
+    unary(detail::kErf, x, y, n);
+}
+void verf(const double* x, double* y, std::int64_t n) {
+    unary(detail::kErf, x, y, n);
+}
+void vgelu(const float* x, float* y, std::int64_t n) {
+    unary(detail::kGelu, x, y, n);
+}
+void vgelu(const double* x, double* y, std::int64_t n) {
+    unary(detail::kGelu, x, y, n);
+}
+void vgelu_tanh(const float* x, float* y, std::int64_t n) {
+    unary(detail::kGeluTanh, x, y, n);
+}
+void vgelu_tanh(const double* x, double* y, std::int64_t n) {
+    unary(detail::kGeluTanh, x, y, n);
+}
+void vsqrt(const float* x, float* y, std::int64_t n) {
+    unary(detail::kSqrt, x, y, n);
+}
+void vsqrt(const double* x, double* y, std::int64_t n) {
+    unary(detail::kSqrt, x, y, n);
+}
+void vrsqrt(const float* x, float* y, std::int64_t n) {
+    unary(detail::kRsqrt, x, y, n);
+}
+void vrsqrt(const double* x, double* y, std::int64_t n) {
+    unary(detail::kRsqrt, x, y, n);
+}
+void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kGeluBackward, g, x, dx, n);
+}
+void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kGeluBackward, g, x, dx, n);
+}
+void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kGeluTanhBackward, g, x, dx, n);
+}
+void vgelu_tanh_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kGeluTanhBackward, g, x, dx, n);
+}
+void vpow(const float* x, double e, float* y, std::int64_t n) {
+    pow_impl(x, e, y, n);
+}
+void vpow(const double* x, double e, double* y, std::int64_t n) {
+    pow_impl(x, e, y, n);
+}
+
+const char* simd_arch_name() {
+    return current().name;
+}
+
+SimdArch simd_arch() {
+    const VecMathTable* t = &current();
+    detail::TableFor table_for;
+    if (t == table_for(xsimd::avx512bw{})) return SimdArch::kAvx512;
+    if (t == table_for(xsimd::fma3<xsimd::avx2>{})) return SimdArch::kAvx2;
+    return SimdArch::kSse2;
+}
+
+bool simd_arch_supported(SimdArch arch) {
+    switch (arch) {
+        case SimdArch::kSse2:
+            return true;
+        case SimdArch::kAvx2:
+            return avx2_ok();
+        case SimdArch::kAvx512:
+            return avx512_ok();
+    }
+    return false;
+}
+
+void set_simd_arch(SimdArch arch) {
+    if (!simd_arch_supported(arch))
+        throw std::invalid_argument("set_simd_arch: this CPU cannot run that instruction set");
+    detail::TableFor table_for;
+    const VecMathTable* t = arch == SimdArch::kAvx512 ? table_for(xsimd::avx512bw{})
+                            : arch == SimdArch::kAvx2 ? table_for(xsimd::fma3<xsimd::avx2>{})
+                                                      : table_for(xsimd::sse2{});
+    current_slot().store(t, std::memory_order_relaxed);
+}
+
+}  // namespace xgrad::kernels::cpu

@@ -1,0 +1,81 @@
+// Vectorised elementwise maths on contiguous arrays, with the instruction set picked at run time.
+//
+// Internal to libxgrad (no xtensor, no xsimd here). Every function reads n elements of its inputs and
+// writes n elements of y; y may be the same array as an input (in place), but must not overlap it
+// otherwise. The caller splits large arrays across threads.
+//
+// Numbers: on AVX2 and AVX-512 machines these are PyTorch 1.13's, bit for bit (tests/test_vec_math.cpp):
+// exp, log, tanh, erf and pow follow SLEEF 3.5's u10 algorithms (as PyTorch's AVX2 kernels), sigmoid and
+// the gelu forms PyTorch's formulas on top of them, float32 gelu (exact form) oneDNN's, as PyTorch hands
+// it to oneDNN. Machines without AVX2+FMA run the same algorithms without fused multiply-adds: see
+// vec_math_impl.hpp for how far that moves the results.
+#pragma once
+
+#include <cstdint>
+
+namespace xgrad::kernels::cpu {
+
+/// y = exp(x).
+void vexp(const float* x, float* y, std::int64_t n);
+/// y = exp(x).
+void vexp(const double* x, double* y, std::int64_t n);
+/// y = log(x) (natural); -inf at 0, nan below.
+void vlog(const float* x, float* y, std::int64_t n);
+/// y = log(x) (natural); -inf at 0, nan below.
+void vlog(const double* x, double* y, std::int64_t n);
+/// y = tanh(x).
+void vtanh(const float* x, float* y, std::int64_t n);
+/// y = tanh(x).
+void vtanh(const double* x, double* y, std::int64_t n);
+/// y = 1 / (1 + exp(-x)), as PyTorch's vectorised sigmoid computes it.
+void vsigmoid(const float* x, float* y, std::int64_t n);
+/// y = 1 / (1 + exp(-x)), as PyTorch's vectorised sigmoid computes it.
+void vsigmoid(const double* x, double* y, std::int64_t n);
+/// y = erf(x).
+void verf(const float* x, float* y, std::int64_t n);
+/// y = erf(x).
+void verf(const double* x, double* y, std::int64_t n);
+/// y = x * 0.5 * (1 + erf(x / sqrt(2))), gelu's exact form, with oneDNN's erf (Abramowitz-Stegun 7.1.26).
+void vgelu(const float* x, float* y, std::int64_t n);
+/// y = x * 0.5 * (1 + erf(x / sqrt(2))), gelu's exact form.
+void vgelu(const double* x, double* y, std::int64_t n);
+/// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), gelu's tanh form.
+void vgelu_tanh(const float* x, float* y, std::int64_t n);
+/// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), gelu's tanh form.
+void vgelu_tanh(const double* x, double* y, std::int64_t n);
+/// dx = g * (Phi(x) + x phi(x)): gelu's backward (exact form), with oneDNN's erf and exp.
+void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// dx = g * (Phi(x) + x phi(x)): gelu's backward (exact form) for upstream gradient g.
+void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.
+void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.
+void vgelu_tanh_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = sqrt(x) (correctly rounded).
+void vsqrt(const float* x, float* y, std::int64_t n);
+/// y = sqrt(x) (correctly rounded).
+void vsqrt(const double* x, double* y, std::int64_t n);
+/// y = 1 / sqrt(x) (two correctly rounded operations, as PyTorch).
+void vrsqrt(const float* x, float* y, std::int64_t n);
+/// y = 1 / sqrt(x) (two correctly rounded operations, as PyTorch).
+void vrsqrt(const double* x, double* y, std::int64_t n);
+/// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases; the
+/// exponent is rounded to float first, as PyTorch's float32 kernel does.
+void vpow(const float* x, double e, float* y, std::int64_t n);
+/// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases.
+void vpow(const double* x, double e, double* y, std::int64_t n);
+
+/// The instruction sets vec_math has kernels for.
+enum class SimdArch { kSse2, kAvx2, kAvx512 };
+
+/// The name of the instruction set in use ("avx512bw", "fma3+avx2" or "sse2").
+const char* simd_arch_name();
+/// The instruction set in use: the best this CPU and OS support, unless set_simd_arch changed it.
+SimdArch simd_arch();
+/// Whether this CPU and OS can run `arch`'s kernels.
+bool simd_arch_supported(SimdArch arch);
+/// Makes later calls from every thread use `arch`'s kernels (tests, benchmarks); throws
+/// std::invalid_argument when this CPU cannot run them.
+void set_simd_arch(SimdArch arch);
+
+}  // namespace xgrad::kernels::cpu

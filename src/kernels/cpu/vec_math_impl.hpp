@@ -1,0 +1,909 @@
+// The bodies of the vec_math kernels on xsimd batches; included only by the vec_math_<arch>.cpp files.
+//
+// Everything here has internal linkage (an anonymous namespace): each arch's copy stays in its own
+// object file, compiled with that arch's -m flags, so the linker can never hand an AVX copy of a
+// helper to the SSE2 path. The only external symbol per arch is TableFor::operator()<Arch>.
+//
+// The numbers are PyTorch 1.13's on AVX2: its Vectorized<float/double> calls SLEEF 3.5's u10 functions for exp,
+// log, tanh, erf and pow (Sleef_expf8_u10 ...). The algorithms below are SLEEF 3.5.1's (libm/sleefsimdsp.c,
+// sleefsimddp.c, df.h, dd.h; Naoki Shibata and contributors, Boost licence) written again on xsimd: same constants,
+// same operations in the same order, fused multiply-adds exactly where SLEEF's AVX2 build has them. So AVX2 and
+// AVX-512 give SLEEF's, and so PyTorch's, results bit for bit. Without FMA (SSE2) the multiply-adds are unfused and
+// the double-word products use Dekker's splitting, as SLEEF's own SSE2 build does: exp, log, tanh, erf and pow stay
+// within 1 ulp of the FMA results, sigmoid within 4; the gelu forms differ more where their result nearly cancels.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/cpu/vec_math_table.hpp"
+
+namespace xgrad::kernels::cpu::detail {
+namespace {
+
+// ---- batches and fused multiply-add ---------------------------------------------------------------
+
+/// The signed and unsigned integer batches of B's width (int32 lanes for float, int64 for double).
+template <class B>
+using IntBatch = xsimd::batch<std::conditional_t<sizeof(typename B::value_type) == 4, std::int32_t, std::int64_t>,
+                              typename B::arch_type>;
+template <class B>
+using UIntBatch = xsimd::batch<std::conditional_t<sizeof(typename B::value_type) == 4, std::uint32_t, std::uint64_t>,
+                               typename B::arch_type>;
+
+/// Whether Arch has fused multiply-add (SLEEF's ENABLE_FMA_SP/DP builds).
+template <class A>
+constexpr bool kFma = std::is_same_v<A, xsimd::fma3<xsimd::avx2>> || std::is_base_of_v<xsimd::avx512f, A>;
+
+template <class B>
+constexpr bool kFmaOf = kFma<typename B::arch_type>;
+
+/// x * y + z with one rounding; only for arches with FMA. (xsimd 8.1's avx512f has no fma of its own:
+/// its generic x * y + z stays unfused under -ffp-contract=off, hence the intrinsics.)
+template <class B>
+B fused(const B& x, const B& y, const B& z) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_base_of_v<xsimd::avx512f, typename B::arch_type>) {
+        if constexpr (std::is_same_v<typename B::value_type, float>)
+            return _mm512_fmadd_ps(x, y, z);
+        else
+            return _mm512_fmadd_pd(x, y, z);
+    }
+#endif
+    return xsimd::fma(x, y, z);
+}
+
+/// x * y + z: fused where the arch has FMA, two roundings elsewhere (SLEEF's vmla).
+template <class B>
+B mla(const B& x, const B& y, const B& z) {
+    if constexpr (kFmaOf<B>)
+        return fused(x, y, z);
+    else
+        return x * y + z;
+}
+
+/// x with y's sign bit flipped into it (SLEEF's vmulsign).
+template <class B>
+B mulsign(const B& x, const B& y) {
+    return x ^ xsimd::bitofsign(y);
+}
+
+/// A NaN with every bit set where `m`, else x (SLEEF's `vor(mask, x)`).
+template <class B>
+B or_nan(const typename B::batch_bool_type& m, const B& x) {
+    return xsimd::select(m, xsimd::bitwise_cast<B>(IntBatch<B>(-1)), x);
+}
+
+template <class B>
+B infinity() {
+    return B(std::numeric_limits<typename B::value_type>::infinity());
+}
+
+template <class B>
+B quiet_nan() {
+    return B(std::numeric_limits<typename B::value_type>::quiet_NaN());
+}
+
+/// c1 x + c0, and Estrin's schemes on top of it (SLEEF's POLY macros).
+template <class B, class T>
+B poly2(const B& x, T c1, T c0) {
+    return mla(x, B(c1), B(c0));
+}
+template <class B, class T>
+B poly3(const B& x, const B& x2, T c2, T c1, T c0) {
+    return mla(x2, B(c2), poly2(x, c1, c0));
+}
+template <class B, class T>
+B poly4(const B& x, const B& x2, T c3, T c2, T c1, T c0) {
+    return mla(x2, poly2(x, c3, c2), poly2(x, c1, c0));
+}
+template <class B, class T>
+B poly7(const B& x, const B& x2, const B& x4, T c6, T c5, T c4, T c3, T c2, T c1, T c0) {
+    return mla(x4, poly3(x, x2, c6, c5, c4), poly4(x, x2, c3, c2, c1, c0));
+}
+template <class B, class T>
+B poly8(const B& x, const B& x2, const B& x4, T c7, T c6, T c5, T c4, T c3, T c2, T c1, T c0) {
+    return mla(x4, poly4(x, x2, c7, c6, c5, c4), poly4(x, x2, c3, c2, c1, c0));
+}
+template <class B, class T>
+B poly9(const B& x, const B& x2, const B& x4, const B& x8, T c8, T c7, T c6, T c5, T c4, T c3, T c2, T c1, T c0) {
+    return mla(x8, B(c8), poly8(x, x2, x4, c7, c6, c5, c4, c3, c2, c1, c0));
+}
+template <class B, class T>
+B poly10(const B& x, const B& x2, const B& x4, const B& x8, T c9, T c8, T c7, T c6, T c5, T c4, T c3, T c2, T c1,
+         T c0) {
+    return mla(x8, poly2(x, c9, c8), poly8(x, x2, x4, c7, c6, c5, c4, c3, c2, c1, c0));
+}
+
+// ---- double-word arithmetic (SLEEF's df.h / dd.h) -------------------------------------------------
+
+/// The unevaluated sum x + y with |y| <= ulp(x) / 2: twice the working precision.
+template <class B>
+struct Two {
+    B x, y;
+};
+
+template <class B>
+Two<B> two(const B& x, const B& y) {
+    return {x, y};
+}
+
+/// x with its low mantissa bits cleared, so that products of two such halves are exact (Dekker).
+template <class B>
+B upper(const B& d) {
+    using U = UIntBatch<B>;
+    if constexpr (sizeof(typename B::value_type) == 4)
+        return d & xsimd::bitwise_cast<B>(U(0xfffff000u));
+    else
+        return d & xsimd::bitwise_cast<B>(U(0xfffffffff8000000ull));
+}
+
+template <class B>
+Two<B> neg(const Two<B>& a) {
+    return {-a.x, -a.y};
+}
+template <class B>
+Two<B> scale(const Two<B>& a, const B& s) {
+    return {a.x * s, a.y * s};
+}
+template <class B>
+Two<B> normalize(const Two<B>& a) {
+    B s = a.x + a.y;
+    return {s, (a.x - s) + a.y};
+}
+
+// add: |first| >= |second| assumed; add2: any magnitudes (SLEEF's dfadd / dfadd2 families).
+template <class B>
+Two<B> add(const B& a, const B& b) {
+    B s = a + b;
+    return {s, (a - s) + b};
+}
+template <class B>
+Two<B> add2(const B& a, const B& b) {
+    B s = a + b;
+    B v = s - a;
+    return {s, (a - (s - v)) + (b - v)};
+}
+template <class B>
+Two<B> add(const Two<B>& a, const B& b) {
+    B s = a.x + b;
+    return {s, ((a.x - s) + b) + a.y};
+}
+template <class B>
+Two<B> add2(const Two<B>& a, const B& b) {
+    B s = a.x + b;
+    B v = s - a.x;
+    return {s, ((a.x - (s - v)) + (b - v)) + a.y};
+}
+template <class B>
+Two<B> add(const B& a, const Two<B>& b) {
+    B s = a + b.x;
+    return {s, ((a - s) + b.x) + b.y};
+}
+template <class B>
+Two<B> add(const Two<B>& a, const Two<B>& b) {
+    B s = a.x + b.x;
+    return {s, (((a.x - s) + b.x) + a.y) + b.y};
+}
+template <class B>
+Two<B> add2(const Two<B>& a, const Two<B>& b) {
+    B s = a.x + b.x;
+    B v = s - a.x;
+    B t = (a.x - (s - v)) + (b.x - v);
+    return {s, t + (a.y + b.y)};
+}
+
+template <class B>
+Two<B> mul(const B& a, const B& b) {
+    B s = a * b;
+    if constexpr (kFmaOf<B>) {
+        return {s, fused(a, b, -s)};
+    } else {
+        B ah = upper(a), al = a - ah, bh = upper(b), bl = b - bh;
+        return {s, ((((ah * bh) + -s) + al * bh) + ah * bl) + al * bl};
+    }
+}
+template <class B>
+Two<B> mul(const Two<B>& a, const B& b) {
+    B s = a.x * b;
+    if constexpr (kFmaOf<B>) {
+        return {s, fused(a.y, b, fused(a.x, b, -s))};
+    } else {
+        B ah = upper(a.x), al = a.x - ah, bh = upper(b), bl = b - bh;
+        return {s, (((((ah * bh) + -s) + al * bh) + ah * bl) + al * bl) + a.y * b};
+    }
+}
+template <class B>
+Two<B> mul(const Two<B>& a, const Two<B>& b) {
+    B s = a.x * b.x;
+    if constexpr (kFmaOf<B>) {
+        return {s, fused(a.x, b.y, fused(a.y, b.x, fused(a.x, b.x, -s)))};
+    } else {
+        B ah = upper(a.x), al = a.x - ah, bh = upper(b.x), bl = b.x - bh;
+        return {s, ((((((ah * bh) + -s) + al * bh) + ah * bl) + al * bl) + a.x * b.y) + a.y * b.x};
+    }
+}
+template <class B>
+Two<B> sqr(const Two<B>& a) {
+    B s = a.x * a.x;
+    if constexpr (kFmaOf<B>) {
+        return {s, fused(a.x + a.x, a.y, fused(a.x, a.x, -s))};
+    } else {
+        B ah = upper(a.x), al = a.x - ah;
+        return {s, ((((ah * ah) + -s) + (ah + ah) * al) + al * al) + a.x * (a.y + a.y)};
+    }
+}
+/// 1 / d.
+template <class B>
+Two<B> rec(const Two<B>& d) {
+    B t = B(1) / d.x;
+    if constexpr (kFmaOf<B>) {
+        return {t, t * fused(-d.y, t, fused(-d.x, t, B(1)))};
+    } else {
+        B dh = upper(d.x), dl = d.x - dh, th = upper(t), tl = t - th;
+        return {t, t * (((((B(1) - dh * th) - dh * tl) - dl * th) - dl * tl) - d.y * t)};
+    }
+}
+/// n / d.
+template <class B>
+Two<B> div(const Two<B>& n, const Two<B>& d) {
+    B t = B(1) / d.x;
+    B s = n.x * t;
+    if constexpr (kFmaOf<B>) {
+        B u = fused(t, n.x, -s);
+        B v = fused(-d.y, t, fused(-d.x, t, B(1)));
+        return {s, fused(s, v, fused(n.y, t, u))};
+    } else {
+        B dh = upper(d.x), dl = d.x - dh, th = upper(t), tl = t - th, nh = upper(n.x), nl = n.x - nh;
+        B w = (((B(1) - dh * th) - dh * tl) - dl * th) - dl * tl;
+        B u = ((((nh * th - s) + nh * tl) + nl * th) + nl * tl) + s * w;
+        return {s, t * (n.y - s * d.y) + u};
+    }
+}
+
+// ---- exponent bits ------------------------------------------------------------------------------
+// float keeps integers in int32 lanes, as SLEEF; double keeps them as exact doubles (SSE2 and AVX2
+// have no 64-bit arithmetic shift), which gives the same bits wherever SLEEF's results are not masked.
+
+constexpr float kRLn2f = 1.442695040888963407359924681001892137426645954152985934135449406931f;
+constexpr float kL2Uf = 0.693145751953125f;  // ln 2, upper bits
+constexpr float kL2Lf = 1.428606765330187045e-06f;
+constexpr double kRLn2 = 1.442695040888963407359924681001892137426645954152985934135449406931;
+constexpr double kL2U = .69314718055966295651160180568695068359375;
+constexpr double kL2L = .28235290563031577122588448175013436025525412068e-12;
+
+/// Round to nearest even, as an int32 (float) batch: x86's cvtps2dq (INT_MIN out of range).
+template <class B>
+IntBatch<B> rint_int(const B& x) {
+    using A = typename B::arch_type;
+#if defined(__AVX512F__)
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) return _mm512_cvtps_epi32(x);
+#endif
+    // xsimd 8.1 has nearbyint_as_int (cvtps2dq) for SSE2 and AVX, not for avx512f
+    if constexpr (std::is_base_of_v<xsimd::sse2, A> || std::is_base_of_v<xsimd::avx, A>)
+        return xsimd::nearbyint_as_int(x);
+    else
+        return xsimd::to_int(xsimd::nearbyint(x));
+}
+
+/// 2^q for float.
+template <class B>
+B pow2i(const IntBatch<B>& q) {
+    return xsimd::bitwise_cast<B>((q + 0x7f) << 23);
+}
+
+/// (e << 52) modulo 2^64 for an integral double |e| < 2^51.
+template <class B>
+UIntBatch<B> shl52(const B& e) {
+    return xsimd::bitwise_cast<UIntBatch<B>>(e + B(0x1.8p52)) << 52;
+}
+
+/// 2^q for double (q integral).
+template <class B>
+B pow2i_d(const B& q) {
+    return xsimd::bitwise_cast<B>(shl52(q + B(1023)));
+}
+
+/// d * 2^e, in two steps so that 2^e may underflow or overflow alone (SLEEF's vldexp2).
+template <class B>
+B ldexp2(const B& d, const IntBatch<B>& e) {
+    return d * pow2i<B>(e >> 1) * pow2i<B>(e - (e >> 1));
+}
+template <class B>
+B ldexp2_d(const B& d, const B& e) {
+    B h = xsimd::floor(e * B(0.5));
+    return d * pow2i_d(h) * pow2i_d(e - h);
+}
+
+/// d * 2^q by adding to the exponent field (no range checks: SLEEF's vldexp3).
+template <class B>
+B ldexp3(const B& d, const IntBatch<B>& q) {
+    return xsimd::bitwise_cast<B>(xsimd::bitwise_cast<IntBatch<B>>(d) + (q << 23));
+}
+template <class B>
+B ldexp3_d(const B& d, const B& q) {
+    return xsimd::bitwise_cast<B>(xsimd::bitwise_cast<UIntBatch<B>>(d) + shl52(q));
+}
+
+/// The unbiased exponent field of a positive float (SLEEF's vilogb2k).
+template <class B>
+IntBatch<B> ilogb2k(const B& d) {
+    return ((xsimd::bitwise_cast<IntBatch<B>>(d) >> 23) & 0xff) - 0x7f;
+}
+/// The unbiased exponent field of a positive double, as a double.
+template <class B>
+B ilogb2k_d(const B& d) {
+    using U = UIntBatch<B>;
+    U field = (xsimd::bitwise_cast<U>(d) >> 52) & U(0x7ff);
+    return xsimd::bitwise_cast<B>(field | xsimd::bitwise_cast<U>(B(0x1p52))) - B(0x1p52 + 1023);
+}
+
+/// x * 2^q for any int q, in five steps (SLEEF's vldexp for float).
+template <class B>
+B ldexpk(B x, IntBatch<B> q) {
+    using I = IntBatch<B>;
+    I m = q >> 31;
+    m = (((m + q) >> 6) - m) << 4;
+    q = q - (m << 2);
+    m = m + 0x7f;
+    m = xsimd::select(m > I(0), m, I(0));
+    m = xsimd::select(m > I(0xff), I(0xff), m);
+    B u = xsimd::bitwise_cast<B>(m << 23);
+    x = x * u * u * u * u;
+    u = xsimd::bitwise_cast<B>((q + 0x7f) << 23);
+    return x * u;
+}
+
+// ---- exp ----------------------------------------------------------------------------------------
+
+/// SLEEF's xexpf (u10).
+template <class B>
+B exp_f(const B& d) {
+    IntBatch<B> q = rint_int(d * B(kRLn2f));
+    B qf = xsimd::to_float(q);
+    B s = mla(qf, B(-kL2Uf), d);
+    s = mla(qf, B(-kL2Lf), s);
+    B u(0.000198527617612853646278381f);
+    u = mla(u, s, B(0.00139304355252534151077271f));
+    u = mla(u, s, B(0.00833336077630519866943359f));
+    u = mla(u, s, B(0.0416664853692054748535156f));
+    u = mla(u, s, B(0.166666671633720397949219f));
+    u = mla(u, s, B(0.5f));
+    u = B(1.0f) + mla(s * s, u, s);
+    u = ldexp2(u, q);
+    u = xsimd::select(d < B(-104.0f), B(0.0f), u);
+    return xsimd::select(B(100.0f) < d, infinity<B>(), u);
+}
+
+/// SLEEF's xexp (u10); its FMA build uses other coefficients than its plain one.
+template <class B>
+B exp_d(const B& d) {
+    B q = xsimd::nearbyint(d * B(kRLn2));
+    B s = mla(q, B(-kL2U), d);
+    s = mla(q, B(-kL2L), s);
+    B s2 = s * s, s4 = s2 * s2, s8 = s4 * s4, u;
+    if constexpr (kFmaOf<B>) {
+        u = poly10(s, s2, s4, s8, +0.2081276378237164457e-8, +0.2511210703042288022e-7, +0.2755762628169491192e-6,
+                   +0.2755723402025388239e-5, +0.2480158687479686264e-4, +0.1984126989855865850e-3,
+                   +0.1388888888914497797e-2, +0.8333333333314938210e-2, +0.4166666666666602598e-1,
+                   +0.1666666666666669072e+0);
+        u = mla(u, s, B(0.5));
+        u = mla(u, s, B(1.0));
+        u = mla(u, s, B(1.0));
+    } else {
+        u = poly10(s, s2, s4, s8, 2.08860621107283687536341e-09, 2.51112930892876518610661e-08,
+                   2.75573911234900471893338e-07, 2.75572362911928827629423e-06, 2.4801587159235472998791e-05,
+                   0.000198412698960509205564975, 0.00138888888889774492207962, 0.00833333333331652721664984,
+                   0.0416666666666665047591422, 0.166666666666666851703837);
+        u = mla(u, s, B(0.5));
+        u = B(1.0) + mla(s * s, u, s);
+    }
+    u = ldexp2_d(u, q);
+    u = xsimd::select(d > B(709.78271114955742909217217426), infinity<B>(), u);
+    return xsimd::select(d < B(-1000.0), B(0.0), u);
+}
+
+/// exp of a double-word argument, as a double-word (SLEEF's expk2f / expk2; tanh and erf use it).
+template <class B>
+Two<B> expk2(const Two<B>& d) {
+    if constexpr (std::is_same_v<typename B::value_type, float>) {
+        IntBatch<B> q = rint_int((d.x + d.y) * B(kRLn2f));
+        B qf = xsimd::to_float(q);
+        Two<B> s = add2(d, qf * B(-kL2Uf));
+        s = add2(s, qf * B(-kL2Lf));
+        B u(+0.1980960224e-3f);
+        u = mla(u, s.x, B(+0.1394256484e-2f));
+        u = mla(u, s.x, B(+0.8333456703e-2f));
+        u = mla(u, s.x, B(+0.4166637361e-1f));
+        Two<B> t = add2(mul(s, u), B(+0.166666659414234244790680580464e+0f));
+        t = add2(mul(s, t), B(0.5f));
+        t = add2(s, mul(sqr(s), t));
+        t = add(B(1.0f), t);
+        t = {ldexp2(t.x, q), ldexp2(t.y, q)};
+        auto tiny = d.x < B(-104.0f);
+        return {xsimd::select(tiny, B(0.0f), t.x), xsimd::select(tiny, B(0.0f), t.y)};
+    } else {
+        B q = xsimd::nearbyint((d.x + d.y) * B(kRLn2));
+        Two<B> s = add2(d, q * B(-kL2U));
+        s = add2(s, q * B(-kL2L));
+        Two<B> s2 = sqr(s), s4 = sqr(s2);
+        B s8 = s4.x * s4.x;
+        B u = poly10(s.x, s2.x, s4.x, s8, +0.1602472219709932072e-9, +0.2092255183563157007e-8,
+                     +0.2505230023782644465e-7, +0.2755724800902135303e-6, +0.2755731892386044373e-5,
+                     +0.2480158735605815065e-4, +0.1984126984148071858e-3, +0.1388888888886763255e-2,
+                     +0.8333333333333347095e-2, +0.4166666666666669905e-1);
+        Two<B> t = add(B(0.5), mul(s, B(+0.1666666666666666574e+0)));
+        t = add(B(1.0), mul(t, s));
+        t = add(B(1.0), mul(t, s));
+        t = add(t, mul(s4, u));
+        t = {ldexp2_d(t.x, q), ldexp2_d(t.y, q)};
+        auto tiny = d.x < B(-1000.0);
+        return {xsimd::select(tiny, B(0.0), t.x), xsimd::select(tiny, B(0.0), t.y)};
+    }
+}
+
+template <class B>
+B exp_(const B& x) {
+    if constexpr (std::is_same_v<typename B::value_type, float>)
+        return exp_f(x);
+    else
+        return exp_d(x);
+}
+
+// ---- log ----------------------------------------------------------------------------------------
+
+/// d = m * 2^e with m in [0.75, 1.5): m, and e as a floating-point number (subnormals scaled first).
+template <class B>
+Two<B> split_exponent(const B& d_in) {
+    using T = typename B::value_type;
+    auto o = d_in < B(std::numeric_limits<T>::min());
+    B d = xsimd::select(o, d_in * B(T(0x1p64)), d_in);
+    if constexpr (std::is_same_v<T, float>) {
+        IntBatch<B> e = ilogb2k(d * B(1.0f / 0.75f));
+        B m = ldexp3(d, -e);
+        B ef = xsimd::to_float(e);
+        return {m, xsimd::select(o, ef - B(64.0f), ef)};
+    } else {
+        B e = ilogb2k_d(d * B(1.0 / 0.75));
+        B m = ldexp3_d(d, -e);
+        return {m, xsimd::select(o, e - B(64.0), e)};
+    }
+}
+
+/// log's special values: +inf at +inf, nan below 0 and at nan, -inf at 0.
+template <class B>
+B log_fixup(const B& d, B r) {
+    r = xsimd::select(d == infinity<B>(), infinity<B>(), r);
+    r = xsimd::select((d < B(0)) || xsimd::isnan(d), quiet_nan<B>(), r);
+    return xsimd::select(d == B(0), -infinity<B>(), r);
+}
+
+/// SLEEF's xlogf_u1 / xlog_u1.
+template <class B>
+B log_(const B& d) {
+    auto [m, e] = split_exponent(d);
+    Two<B> x = div(add2(B(-1), m), add2(B(1), m));
+    B x2 = x.x * x.x;
+    Two<B> s;
+    B t;
+    if constexpr (std::is_same_v<typename B::value_type, float>) {
+        s = mul(two(B(0.69314718246459960938f), B(-1.904654323148236017e-09f)), e);
+        t = B(+0.3027294874e+0f);
+        t = mla(t, x2, B(+0.3996108174e+0f));
+        t = mla(t, x2, B(+0.6666694880e+0f));
+    } else {
+        s = mul(two(B(0.693147180559945286226764), B(2.319046813846299558417771e-17)), e);
+        B x4 = x2 * x2, x8 = x4 * x4;
+        t = poly7(x2, x4, x8, 0.1532076988502701353e+0, 0.1525629051003428716e+0, 0.1818605932937785996e+0,
+                  0.2222214519839380009e+0, 0.2857142932794299317e+0, 0.3999999999635251990e+0,
+                  0.6666666666667333541e+0);
+    }
+    s = add(s, scale(x, B(2)));
+    s = add(s, x2 * x.x * t);
+    return log_fixup(d, s.x + s.y);
+}
+
+// ---- tanh, sigmoid ------------------------------------------------------------------------------
+
+/// SLEEF's xtanhf / xtanh (u10): (e^2|x| - 1) / (e^2|x| + 1) in double-word arithmetic.
+template <class B>
+B tanh_(const B& x) {
+    using T = typename B::value_type;
+    B a = xsimd::abs(x);
+    Two<B> d = expk2(two(a, B(0)));
+    Two<B> e = rec(d);
+    if constexpr (std::is_same_v<T, float>)  // SLEEF adds with dfadd here, but with ddadd2 for double
+        d = div(add(d, neg(e)), add(d, e));
+    else
+        d = div(add2(d, neg(e)), add2(d, e));
+    B y = d.x + d.y;
+    const T saturate = std::is_same_v<T, float> ? T(8.664339742f) : T(18.714973875);
+    y = xsimd::select((a > B(saturate)) || xsimd::isnan(y), B(1), y);
+    y = mulsign(y, x);
+    return or_nan(xsimd::isnan(x), y);
+}
+
+/// PyTorch's vectorised sigmoid: ((0 - x).exp() + 1).reciprocal().
+template <class B>
+B sigmoid_(const B& x) {
+    return B(1) / (exp_(B(0) - x) + B(1));
+}
+
+// ---- erf ----------------------------------------------------------------------------------------
+
+/// o0 ? c0 : o1 ? c1 : c2.
+template <class B>
+B pick3(const typename B::batch_bool_type& o0, const typename B::batch_bool_type& o1, typename B::value_type c0,
+        typename B::value_type c1, typename B::value_type c2) {
+    return xsimd::select(o0, B(c0), xsimd::select(o1, B(c1), B(c2)));
+}
+
+/// The double c as a float double-word (SLEEF's vcast_vf2_d).
+template <class B>
+Two<B> two_from(double c) {
+    const auto hi = static_cast<float>(c);
+    return {B(hi), B(static_cast<float>(c - hi))};
+}
+
+/// o0 ? c0 : o1 ? c1 : c2, as float double-words.
+template <class B>
+Two<B> pick3_two(const typename B::batch_bool_type& o0, const typename B::batch_bool_type& o1, double c0, double c1,
+                 double c2) {
+    Two<B> a = two_from<B>(c0), b = two_from<B>(c1), c = two_from<B>(c2);
+    return {xsimd::select(o0, a.x, xsimd::select(o1, b.x, c.x)), xsimd::select(o0, a.y, xsimd::select(o1, b.y, c.y))};
+}
+
+/// SLEEF's xerff_u1: three polynomials (|x| < 1.1, < 2.4, < 4), then 1 - exp for the outer two.
+template <class B>
+B erf_f(const B& x) {
+    B a = xsimd::abs(x);
+    auto o0 = a < B(1.1f), o1 = a < B(2.4f), o2 = a < B(4.0f);
+    B u = xsimd::select(o0, a * a, a);
+    B t = pick3<B>(o0, o1, +0.7089292194e-4f, -0.1792667899e-4f, -0.9495757695e-5f);
+    t = mla(t, u, pick3<B>(o0, o1, -0.7768311189e-3f, +0.3937633010e-3f, +0.2481465926e-3f));
+    t = mla(t, u, pick3<B>(o0, o1, +0.5159463733e-2f, -0.3949181177e-2f, -0.2918176819e-2f));
+    t = mla(t, u, pick3<B>(o0, o1, -0.2683781274e-1f, +0.2445474640e-1f, +0.2059706673e-1f));
+    t = mla(t, u, pick3<B>(o0, o1, +0.1128318012e+0f, -0.1070996150e+0f, -0.9901899844e-1f));
+    Two<B> d = mul(t, u);
+    d = add2(d, pick3_two<B>(o0, o1, -0.376125876000657465175213237214e+0, -0.634588905908410389971210809210e+0,
+                             -0.643598050547891613081201721633e+0));
+    d = mul(d, u);
+    d = add2(d, pick3_two<B>(o0, o1, +0.112837916021059138255978217023e+1, -0.112879855826694507209862753992e+1,
+                             -0.112461487742845562801052956293e+1));
+    d = mul(d, a);
+    Two<B> outer = add(B(1.0f), neg(expk2(d)));
+    d = {xsimd::select(o0, d.x, outer.x), xsimd::select(o0, d.y, outer.y)};
+    B r = mulsign(xsimd::select(o2, d.x + d.y, B(1.0f)), x);
+    return xsimd::select(xsimd::isnan(a), quiet_nan<B>(), r);
+}
+
+/// SLEEF's xerf_u1: three polynomials (|x| < 1, < 3.7, < 6), then 1 - exp for the outer two.
+template <class B>
+B erf_d(const B& x) {
+    B a = xsimd::abs(x);
+    auto o0 = a < B(1.0), o1 = a < B(3.7), o2 = a < B(6.0);
+    B u = xsimd::select(o0, a * a, a);
+    // One row per power, highest first: the coefficients for |x| < 1, < 3.7 and < 6.
+    static constexpr double kC[21][3] = {
+        {+0.6801072401395392157e-20, +0.2830954522087717660e-13, -0.5846750404269610493e-17},
+        {-0.2161766247570056391e-18, -0.1509491946179481940e-11, +0.6076691048812607898e-15},
+        {+0.4695919173301598752e-17, +0.3827857177807173152e-10, -0.3007518609604893831e-13},
+        {-0.9049140419888010819e-16, -0.6139733921558987241e-09, +0.9427906260824646063e-12},
+        {+0.1634018903557411517e-14, +0.6985387934608038824e-08, -0.2100110908269393629e-10},
+        {-0.2783485786333455216e-13, -0.5988224513034371474e-07, +0.3534639523461223473e-09},
+        {+0.4463221276786412722e-12, +0.4005716952355346640e-06, -0.4664967728285395926e-08},
+        {-0.6711366622850138987e-11, -0.2132190104575784400e-05, +0.4943823283769000532e-07},
+        {+0.9422759050232658346e-10, +0.9092461304042630325e-05, -0.4271203394761148254e-06},
+        {-0.1229055530100228477e-08, -0.3079188080966205457e-04, +0.3034067677404915895e-05},
+        {+0.1480719281585085023e-07, +0.7971413443082370762e-04, -0.1776295289066871135e-04},
+        {-0.1636584469123402714e-06, -0.1387853215225442864e-03, +0.8524547630559505050e-04},
+        {+0.1646211436588923363e-05, +0.6469678026257590965e-04, -0.3290582944961784398e-03},
+        {-0.1492565035840624866e-04, +0.4996645280372945860e-03, +0.9696966068789101157e-03},
+        {+0.1205533298178966496e-03, -0.1622802482842520535e-02, -0.1812527628046986137e-02},
+        {-0.8548327023450851166e-03, +0.1615320557049377171e-03, -0.4725409828123619017e-03},
+        {+0.5223977625442188799e-02, +0.1915262325574875607e-01, +0.2090315427924229266e-01},
+        {-0.2686617064513125569e-01, -0.1027818298486033455e+00, -0.1052041921842776645e+00},
+        {+0.1128379167095512753e+00, -0.6366172819842503827e+00, -0.6345351808766568347e+00},
+        {-0.3761263890318375380e+00, -0.1128379590648910469e+01, -0.1129442929103524396e+01},
+    };
+    B t = pick3<B>(o0, o1, kC[0][0], kC[0][1], kC[0][2]);
+    for (int i = 1; i < 20; ++i) t = mla(t, u, pick3<B>(o0, o1, kC[i][0], kC[i][1], kC[i][2]));
+    Two<B> d = mul(t, u);
+    d = add2(d,
+             two(pick3<B>(o0, o1, 1.1283791670955125586, 3.4110644736196137587e-08, 0.00024963035690526438285),
+                 pick3<B>(o0, o1, 1.5335459613165822674e-17, -2.4875650708323294246e-24, -5.4362665034856259795e-21)));
+    Two<B> inner = mul(d, a), outer = add(B(1.0), neg(expk2(d)));
+    d = {xsimd::select(o0, inner.x, outer.x), xsimd::select(o0, inner.y, outer.y)};
+    B r = mulsign(xsimd::select(o2, d.x + d.y, B(1.0)), x);
+    return xsimd::select(xsimd::isnan(a), quiet_nan<B>(), r);
+}
+
+template <class B>
+B erf_(const B& x) {
+    if constexpr (std::is_same_v<typename B::value_type, float>)
+        return erf_f(x);
+    else
+        return erf_d(x);
+}
+
+// ---- gelu ---------------------------------------------------------------------------------------
+// float64, and float32's tanh form: PyTorch's GeluKernelImpl / GeluBackwardKernelImpl
+// (aten/src/ATen/native/cpu/Activation.cpp). GCC compiles its AVX2 file with contraction on, so some
+// of its a * b + c became fused multiply-adds: those are the `mla`s below (found by comparing bits).
+// float32's exact form: PyTorch 1.13 hands contiguous float32 tensors to oneDNN 2.6
+// (eltwise_gelu_erf), whose JIT code uses Abramowitz and Stegun's erf 7.1.26 and its own exp; so
+// do we, with oneDNN's constants and operation order.
+
+constexpr double kSqrt1_2 = std::numbers::sqrt2 / 2;                                      // M_SQRT1_2
+constexpr double kGeluBeta = std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5;  // sqrt(2 / pi)
+constexpr double kGeluKappa = 0.044715;
+constexpr double kPdfScale = (2 * std::numbers::inv_sqrtpi) * kSqrt1_2 * 0.5;  // 1 / sqrt(2 pi)
+
+/// A float from its bits (oneDNN's tables are written so).
+constexpr float f32_bits(std::uint32_t bits) {
+    return std::bit_cast<float>(bits);
+}
+
+/// oneDNN 2.6's exp for float (jit_uni_eltwise_injector_f32::exp_compute_vector_fwd).
+template <class B>
+B exp_onednn(B x) {
+    const B ln_flt_min(f32_bits(0xc2aeac50)), ln_flt_max(f32_bits(0x42b17218));
+    auto underflow = x < ln_flt_min;
+    x = xsimd::select(x < ln_flt_max, x, ln_flt_max);  // minps / maxps, NaN going to the bound
+    x = xsimd::select(x > ln_flt_min, x, ln_flt_min);
+    B n = xsimd::floor(x * B(f32_bits(0x3fb8aa3b)) + B(0.5f));                        // log2(e)
+    B r = mla(-n, B(f32_bits(0x3f317218)), x);                                        // x - n ln 2
+    B half_scale = xsimd::bitwise_cast<B>((xsimd::to_int(n - B(1.0f)) + 127) << 23);  // 2^(n-1)
+    half_scale = xsimd::select(underflow, B(0.0f), half_scale);
+    B p(f32_bits(0x3c07cfce));
+    p = mla(p, r, B(f32_bits(0x3d2b9d0d)));
+    p = mla(p, r, B(f32_bits(0x3e2aad40)));
+    p = mla(p, r, B(f32_bits(0x3efffee3)));
+    p = mla(p, r, B(f32_bits(0x3f7ffffb)));
+    p = mla(p, r, B(1.0f));
+    return p * half_scale * B(2.0f);
+}
+
+/// -exp(-x^2) t r(t) with t = 1 / (1 + p |x|): erf(|x|) - 1 as oneDNN's gelu_erf computes it.
+template <class B>
+B erf_onednn(const B& x, const B& minus_exp) {
+    B t = B(1.0f) / mla(B(f32_bits(0x3ea7ba05)), xsimd::abs(x), B(1.0f));
+    B r(f32_bits(0x3f87dc22));
+    r = mla(r, t, B(f32_bits(0xbfba00e3)));
+    r = mla(r, t, B(f32_bits(0x3fb5f0e3)));
+    r = mla(r, t, B(f32_bits(0xbe91a98e)));
+    r = mla(r, t, B(f32_bits(0x3e827906)));
+    return mla(minus_exp * t, r, B(1.0f)) ^ xsimd::bitofsign(x);
+}
+
+template <class B>
+B gelu_(const B& x) {
+    using T = typename B::value_type;
+    if constexpr (std::is_same_v<T, float>) {
+        B u = x * B(f32_bits(0x3f3504f3));  // x / sqrt(2)
+        B erf = erf_onednn(u, -exp_onednn(-(u * u)));
+        B half_x = x * B(0.5f);
+        return mla(erf, half_x, half_x);
+    } else {
+        return x * B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
+    }
+}
+
+/// beta (x + kappa x^3), the argument of gelu_tanh's tanh.
+template <class B>
+B gelu_inner(const B& x) {
+    using T = typename B::value_type;
+    return B(T(kGeluBeta)) * mla(B(T(kGeluKappa)), x * x * x, x);
+}
+
+template <class B>
+B gelu_tanh_(const B& x) {
+    using T = typename B::value_type;
+    return B(T(0.5)) * x * (B(T(1)) + tanh_(gelu_inner(x)));
+}
+
+/// g * (Phi(x) + x phi(x)).
+template <class B>
+B gelu_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    if constexpr (std::is_same_v<T, float>) {
+        B u = x * B(f32_bits(0x3f3504f3));  // x / sqrt(2)
+        B e = exp_onednn(-(u * u));
+        B x_pdf = u * B(f32_bits(0x3f106eba)) * e;  // x phi(x) = u exp(-u^2) / sqrt(pi)
+        B erf = erf_onednn(u, -e);
+        return mla(erf, B(0.5f), x_pdf + B(0.5f)) * g;
+    } else {
+        B cdf = B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
+        B pdf = B(T(kPdfScale)) * exp_(x * x * B(T(-0.5)));
+        return g * mla(x, pdf, cdf);
+    }
+}
+
+/// g * d/dx [0.5 x (1 + tanh(inner))] = g * (0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)).
+template <class B>
+B gelu_tanh_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    B x_sq = x * x;
+    B t = tanh_(gelu_inner(x));
+    B left = B(T(0.5)) * x;
+    B left_derivative = B(T(0.5)) * (B(T(1)) + t);
+    B tanh_derivative = mla(-t, t, B(T(1)));
+    B inner_derivative = B(T(kGeluBeta)) * mla(B(T(3)) * B(T(kGeluKappa)), x_sq, B(T(1)));
+    return g * (left_derivative + left * tanh_derivative * inner_derivative);
+}
+
+// ---- pow ----------------------------------------------------------------------------------------
+
+/// log|d| as a double-word (SLEEF's logkf / logk; pow uses it).
+template <class B>
+Two<B> logk(const B& d) {
+    auto [m, e] = split_exponent(d);
+    Two<B> x = div(add2(B(-1), m), add2(B(1), m));
+    Two<B> x2 = sqr(x);
+    if constexpr (std::is_same_v<typename B::value_type, float>) {
+        B t(0.240320354700088500976562f);
+        t = mla(t, x2.x, B(0.285112679004669189453125f));
+        t = mla(t, x2.x, B(0.400007992982864379882812f));
+        Two<B> c = two(B(0.66666662693023681640625f), B(3.69183861259614332084311e-09f));
+        Two<B> s = mul(two(B(0.69314718246459960938f), B(-1.904654323148236017e-09f)), e);
+        s = add(s, scale(x, B(2.0f)));
+        return add(s, mul(mul(x2, x), add2(mul(x2, t), c)));
+    } else {
+        B x4 = x2.x * x2.x, x8 = x4 * x4, x16 = x8 * x8;
+        B t =
+            poly9(x2.x, x4, x8, x16, 0.116255524079935043668677, 0.103239680901072952701192, 0.117754809412463995466069,
+                  0.13332981086846273921509, 0.153846227114512262845736, 0.181818180850050775676507,
+                  0.222222222230083560345903, 0.285714285714249172087875, 0.400000000000000077715612);
+        Two<B> c = two(B(0.666666666666666629659233), B(3.80554962542412056336616e-17));
+        Two<B> s = mul(two(B(0.693147180559945286226764), B(2.319046813846299558417771e-17)), e);
+        s = add(s, scale(x, B(2.0)));
+        x = mul(x2, x);
+        s = add(s, mul(x, c));
+        x = mul(x2, x);
+        return add(s, mul(x, t));
+    }
+}
+
+/// exp of a double-word argument (SLEEF's expkf / expk; pow uses it).
+template <class B>
+B expk(const Two<B>& d) {
+    if constexpr (std::is_same_v<typename B::value_type, float>) {
+        IntBatch<B> q = rint_int((d.x + d.y) * B(kRLn2f));
+        B qf = xsimd::to_float(q);
+        Two<B> s = add2(d, qf * B(-kL2Uf));
+        s = normalize(add2(s, qf * B(-kL2Lf)));
+        B u(0.00136324646882712841033936f);
+        u = mla(u, s.x, B(0.00836596917361021041870117f));
+        u = mla(u, s.x, B(0.0416710823774337768554688f));
+        u = mla(u, s.x, B(0.166665524244308471679688f));
+        u = mla(u, s.x, B(0.499999850988388061523438f));
+        Two<B> t = add(B(1.0f), add(s, mul(sqr(s), u)));
+        u = ldexpk(t.x + t.y, q);
+        return xsimd::select(d.x < B(-104.0f), B(0.0f), u);
+    } else {
+        B q = xsimd::nearbyint((d.x + d.y) * B(kRLn2));
+        Two<B> s = add2(d, q * B(-kL2U));
+        s = normalize(add2(s, q * B(-kL2L)));
+        B s2 = s.x * s.x, s4 = s2 * s2, s8 = s4 * s4;
+        B u = poly10(s.x, s2, s4, s8, 2.51069683420950419527139e-08, 2.76286166770270649116855e-07,
+                     2.75572496725023574143864e-06, 2.48014973989819794114153e-05, 0.000198412698809069797676111,
+                     0.0013888888939977128960529, 0.00833333333332371417601081, 0.0416666666665409524128449,
+                     0.166666666666666740681535, 0.500000000000000999200722);
+        Two<B> t = add(add(B(1.0), s), mul(sqr(s), u));
+        u = ldexp2_d(t.x + t.y, q);
+        return xsimd::select(d.x < B(-1000.0), B(0.0), u);
+    }
+}
+
+/// SLEEF's xpowf / xpow for a scalar exponent y (its integer and odd tests then are scalar too).
+template <class B>
+B pow_(const B& x, typename B::value_type y_scalar) {
+    using T = typename B::value_type;
+    using M = typename B::batch_bool_type;
+    constexpr T kBig = std::is_same_v<T, float> ? T(0x1p24) : T(0x1p53);
+    const bool int_y = std::trunc(y_scalar) == y_scalar || std::fabs(y_scalar) > kBig;
+    const bool odd_y = int_y && std::fabs(y_scalar) < kBig && std::fmod(y_scalar, T(2)) != T(0);
+    const M yisint(int_y), yisodd(odd_y);
+    const B y(y_scalar);
+    Two<B> d = mul(logk(xsimd::abs(x)), y);
+    B r = expk(d);
+    if constexpr (std::is_same_v<T, float>)
+        r = xsimd::select(xsimd::isnan(r), infinity<B>(), r);
+    else
+        r = xsimd::select(d.x > B(709.78271114955742909217217426), infinity<B>(), r);
+    r = r * xsimd::select(x > B(0), B(1), xsimd::select(yisint, xsimd::select(yisodd, B(-1), B(1)), quiet_nan<B>()));
+    B efx = mulsign(xsimd::abs(x) - B(1), y);
+    r = xsimd::select(xsimd::isinf(y), xsimd::select(efx < B(0), B(0), xsimd::select(efx == B(0), B(1), infinity<B>())),
+                      r);
+    B x_edge = xsimd::select(yisodd, mulsign(B(1), x), B(1)) *
+               xsimd::select(xsimd::select(x == B(0), -y, y) < B(0), B(0), infinity<B>());
+    r = xsimd::select(xsimd::isinf(x) || x == B(0), x_edge, r);
+    r = or_nan(xsimd::isnan(x) || xsimd::isnan(y), r);
+    return xsimd::select(y == B(0) || x == B(1), B(1), r);
+}
+
+// ---- loops and the table -----------------------------------------------------------------------
+
+/// y[i] = f(x[i]) a batch at a time; the tail goes through a zero-padded batch, so every element
+/// gets the same arithmetic whatever its position. `flatten` inlines all of f: GCC would otherwise
+/// call tanh_ or expk2 once per batch, passing and returning vectors through memory (30% slower).
+template <class B, class F>
+[[gnu::flatten]] void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) f(B::load_unaligned(x + i)).store_unaligned(y + i);
+    if (i < n) {
+        alignas(64) T buf[kW] = {};
+        const auto rest = static_cast<std::size_t>(n - i) * sizeof(T);
+        std::memcpy(buf, x + i, rest);
+        f(B::load_unaligned(buf)).store_unaligned(buf);
+        std::memcpy(y + i, buf, rest);
+    }
+}
+
+/// out[i] = f(a[i], b[i]), as map1.
+template <class B, class F>
+[[gnu::flatten]] void map2(const typename B::value_type* a, const typename B::value_type* b,
+                           typename B::value_type* out, std::int64_t n, F f) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
+    if (i < n) {
+        alignas(64) T pa[kW] = {}, pb[kW] = {};
+        const auto rest = static_cast<std::size_t>(n - i) * sizeof(T);
+        std::memcpy(pa, a + i, rest);
+        std::memcpy(pb, b + i, rest);
+        f(B::load_unaligned(pa), B::load_unaligned(pb)).store_unaligned(pa);
+        std::memcpy(out + i, pa, rest);
+    }
+}
+
+template <class T, class A>
+VecMathKernels<T> kernels_for() {
+    using B = xsimd::batch<T, A>;
+    VecMathKernels<T> k{};
+    k.unary[kExp] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return exp_(v); }); };
+    k.unary[kLog] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log_(v); }); };
+    k.unary[kTanh] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return tanh_(v); }); };
+    k.unary[kSigmoid] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return sigmoid_(v); });
+    };
+    k.unary[kErf] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return erf_(v); }); };
+    k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
+    k.unary[kGeluTanh] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return gelu_tanh_(v); });
+    };
+    k.unary[kSqrt] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return xsimd::sqrt(v); });
+    };
+    k.unary[kRsqrt] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return B(T(1)) / xsimd::sqrt(v); });
+    };
+    k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });
+    };
+    k.backward[kGeluTanhBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_tanh_backward_(gv, xv); });
+    };
+    k.pow = [](const T* x, T e, T* y, std::int64_t n) { map1<B>(x, y, n, [e](const B& v) { return pow_(v, e); }); };
+    return k;
+}
+
+}  // namespace
+
+template <class Arch>
+const VecMathTable* TableFor::operator()(Arch) const noexcept {
+    static const VecMathTable table{Arch::name(), kernels_for<float, Arch>(), kernels_for<double, Arch>()};
+    return &table;
+}
+
+}  // namespace xgrad::kernels::cpu::detail

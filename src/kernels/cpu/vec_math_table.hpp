@@ -1,0 +1,37 @@
+// The per-instruction-set function table behind vec_math.hpp, shared by vec_math.cpp (which picks
+// one at run time) and the vec_math_<arch>.cpp files (each compiled with its own -m flags).
+#pragma once
+
+#include <cstdint>
+
+namespace xgrad::kernels::cpu::detail {
+
+/// The one-input kernels, in the order of VecMathKernels::unary.
+enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kUnaryCount };
+/// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
+enum Backward : int { kGeluBackward, kGeluTanhBackward, kBackwardCount };
+
+/// One instruction set's kernels for element type T.
+template <typename T>
+struct VecMathKernels {
+    void (*unary[kUnaryCount])(const T* x, T* y, std::int64_t n);
+    void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
+    void (*pow)(const T* x, T e, T* y, std::int64_t n);  ///< general exponent (no special cases)
+};
+
+/// One instruction set's kernels for both element types.
+struct VecMathTable {
+    const char* name;
+    VecMathKernels<float> f32;
+    VecMathKernels<double> f64;
+};
+
+/// xsimd::dispatch's functor: `table_for(Arch{})` is Arch's table. Its operator() is explicitly
+/// instantiated once per arch, each in the translation unit compiled for that arch.
+struct TableFor {
+    /// The table of kernels compiled for Arch.
+    template <class Arch>
+    const VecMathTable* operator()(Arch) const noexcept;
+};
+
+}  // namespace xgrad::kernels::cpu::detail

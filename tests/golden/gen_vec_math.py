@@ -1,0 +1,94 @@
+# Writes vec_math.txt: inputs and PyTorch's outputs for the kernels of src/kernels/cpu/vec_math.hpp,
+# checked by test_vec_math.cpp.
+#
+# Run from the repository root with a Python that has torch (1.13, CPU capability AVX2):
+#     /usr/bin/python3 tests/golden/gen_vec_math.py
+#
+# For every op and dtype the file holds `<op>.<dtype>.x` (256 inputs: edge cases, the op's useful range,
+# tiny and huge magnitudes and random bit patterns) and `<op>.<dtype>.y`, PyTorch's result; the gelu
+# backward cases also hold `.g`, the upstream gradient. 256 is a multiple of 16 and PyTorch runs on one
+# thread here, so every element takes PyTorch's vectorised path: its elementwise loops hand the last
+# (n mod 16) elements of each chunk to scalar code (std::exp, std::tanh ...), whose bits differ.
+import os
+import zlib
+
+import torch
+import torch.nn.functional as F
+from golden_writer import tensor_line
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vec_math.txt")
+N = 256
+torch.set_num_threads(1)
+lines = []
+
+
+def inputs(name, dtype, lo, hi, edges, positive=False):
+    """N inputs for `name`: the edge values, uniform in [lo, hi], log-uniform magnitudes and random bits."""
+    g = torch.Generator().manual_seed(zlib.crc32(f"{name}.{dtype}".encode()))
+    finfo = torch.finfo(dtype)
+    special = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), finfo.tiny, -finfo.tiny, finfo.max, -finfo.max,
+               finfo.tiny * finfo.eps, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0] + list(edges)
+    special = torch.tensor(special, dtype=torch.float64).to(dtype)
+    n_rest = N - len(special)
+    uniform = torch.rand(n_rest // 2, generator=g, dtype=torch.float64) * (hi - lo) + lo
+    top = 38 if dtype == torch.float32 else 300
+    exps = torch.rand(n_rest // 4, generator=g, dtype=torch.float64) * (2 * top) - top
+    signs = torch.where(torch.rand(n_rest // 4, generator=g) < 0.5, -1.0, 1.0).to(torch.float64)
+    magnitudes = signs * torch.pow(10.0, exps)
+    n_bits = n_rest - uniform.numel() - magnitudes.numel()
+    if dtype == torch.float32:
+        bits = torch.randint(-2**31, 2**31, (n_bits,), generator=g, dtype=torch.int64).to(torch.int32)
+        random_bits = bits.view(torch.float32)
+    else:
+        bits = torch.randint(-2**62, 2**62, (n_bits,), generator=g, dtype=torch.int64) * 2
+        random_bits = bits.view(torch.float64)
+    x = torch.cat([special, uniform.to(dtype), magnitudes.to(dtype), random_bits])
+    assert x.numel() == N
+    return x.abs() if positive else x
+
+
+def put(name, t):
+    lines.append(tensor_line(name, t))
+
+
+def unary(name, fn, lo, hi, edges=(), positive=False):
+    for dtype in (torch.float32, torch.float64):
+        key = f"{name}.{str(dtype).replace('torch.', '')}"
+        x = inputs(name, dtype, lo, hi, edges, positive)
+        put(f"{key}.x", x)
+        put(f"{key}.y", fn(x))
+
+
+def backward(name, approximate, lo, hi):
+    for dtype in (torch.float32, torch.float64):
+        key = f"{name}.{str(dtype).replace('torch.', '')}"
+        x = inputs(name, dtype, lo, hi, (-5.0, 5.0, 3.0, -3.0, 0.75, -0.75))
+        g = torch.randn(N, generator=torch.Generator().manual_seed(zlib.crc32(key.encode())), dtype=dtype)
+        put(f"{key}.x", x)
+        put(f"{key}.g", g)
+        put(f"{key}.y", torch.ops.aten.gelu_backward(g, x, approximate=approximate))
+
+
+# Edges: where SLEEF switches range or saturates, and where the float32/float64 results under- or overflow.
+unary("exp", torch.exp, -110.0, 100.0, (88.72, 88.73, -87.33, -103.9, -104.0, 100.0, 709.78, 709.79, -745.1, -1000.0))
+unary("log", torch.log, 0.0, 100.0, (1.0 + 2**-23, 1.0 - 2**-24, 0.75, 1.5, 2.0**-130, 1e-300), positive=True)
+unary("tanh", torch.tanh, -10.0, 10.0, (8.664339742, 8.67, 18.714973875, 18.72, 1e-4, -1e-4))
+unary("sigmoid", torch.sigmoid, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0))
+unary("erf", torch.erf, -6.0, 6.0, (1.1, 2.4, 4.0, 1.0, 3.7, 6.0, 1e-20, -1e-20))
+unary("gelu", F.gelu, -8.0, 8.0, (-5.5, -3.0, 3.0, 1e-20))
+unary("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), -8.0, 8.0, (-5.5, -3.0, 3.0, 1e-20))
+unary("sqrt", torch.sqrt, 0.0, 100.0, (4.0, 1e-40), positive=True)
+unary("rsqrt", torch.rsqrt, 0.0, 100.0, (4.0, 1e-40), positive=True)
+# pow: PyTorch's special exponents (exact or sqrt-based) and general ones (SLEEF's pow); negative bases too.
+# `pow<i>.<dtype>.e` holds the exponent (as a float64 scalar).
+for i, e in enumerate((1.5, -0.7, 1.0 / 3.0, 7.0, -3.0, 0.5, -0.5, 2.0, 3.0, -1.0, -2.0, 0.0, 1.0)):
+    unary(f"pow{i}", lambda x, e=e: torch.pow(x, e), -10.0, 10.0, (0.5, -0.5, 3.0, -3.0))
+    for dtype in ("float32", "float64"):
+        put(f"pow{i}.{dtype}.e", torch.tensor(e, dtype=torch.float64))
+backward("gelu_backward", "none", -8.0, 8.0)
+backward("gelu_tanh_backward", "tanh", -8.0, 8.0)
+
+with open(OUT, "w") as f:
+    f.write("# vec_math goldens from PyTorch " + torch.__version__ + " (gen_vec_math.py); one tensor per line\n")
+    f.write("\n".join(lines) + "\n")
+print(f"wrote {len(lines)} lines to {OUT}")

@@ -1,0 +1,277 @@
+// Tests for src/kernels/cpu/vec_math.hpp: PyTorch's bits on each instruction set this CPU runs, the
+// instruction sets against each other, tails and in-place calls.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../src/kernels/cpu/vec_math.hpp"
+#include "golden.hpp"
+
+namespace vm = xgrad::kernels::cpu;
+using vm::SimdArch;
+
+namespace {
+
+std::string arch_name(SimdArch a) {
+    return a == SimdArch::kAvx512 ? "avx512" : a == SimdArch::kAvx2 ? "avx2" : "sse2";
+}
+
+/// The instruction sets this machine runs, best first.
+std::vector<SimdArch> supported_archs() {
+    std::vector<SimdArch> archs;
+    for (SimdArch a : {SimdArch::kAvx512, SimdArch::kAvx2, SimdArch::kSse2})
+        if (vm::simd_arch_supported(a)) archs.push_back(a);
+    return archs;
+}
+
+/// Puts the instruction set back as it was when the test ends.
+struct ArchGuard {
+    SimdArch saved = vm::simd_arch();
+    ~ArchGuard() { vm::set_simd_arch(saved); }
+};
+
+/// Position of v on the line of all values of its type, so that neighbours differ by 1.
+template <typename T>
+std::int64_t ordinal(T v) {
+    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+    I i;
+    std::memcpy(&i, &v, sizeof v);
+    return i < 0 ? -static_cast<std::int64_t>(i & std::numeric_limits<I>::max()) : static_cast<std::int64_t>(i);
+}
+
+/// How far got is from want: ulps between them (0 for two NaNs, "infinite" for one).
+template <typename T>
+double ulps(T want, T got) {
+    if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0.0 : 1e300;
+    return std::fabs(static_cast<double>(ordinal(want) - ordinal(got)));
+}
+
+/// The ops under test: name, then how to call vec_math on x (and g for the backward ones) with exponent e.
+struct Op {
+    std::string name;
+    bool composite;  // built from the elementary functions: error grows where the result cancels
+    double max_ulps_without_fma;
+};
+
+const std::vector<Op>& ops() {
+    static const std::vector<Op> list = {
+        {"exp", false, 1},
+        {"log", false, 1},
+        {"tanh", false, 1},
+        {"sigmoid", false, 4},
+        {"erf", false, 1},
+        {"gelu", true, 0},
+        {"gelu_tanh", true, 0},
+        {"sqrt", false, 0},
+        {"rsqrt", false, 0},
+        {"gelu_backward", true, 0},
+        {"gelu_tanh_backward", true, 0},
+        {"pow", false, 1},
+    };
+    return list;
+}
+
+template <typename T>
+std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::vector<T>& g = {}, double e = 0) {
+    std::vector<T> y(x.size());
+    const auto n = static_cast<std::int64_t>(x.size());
+    if (op == "exp") vm::vexp(x.data(), y.data(), n);
+    if (op == "log") vm::vlog(x.data(), y.data(), n);
+    if (op == "tanh") vm::vtanh(x.data(), y.data(), n);
+    if (op == "sigmoid") vm::vsigmoid(x.data(), y.data(), n);
+    if (op == "erf") vm::verf(x.data(), y.data(), n);
+    if (op == "gelu") vm::vgelu(x.data(), y.data(), n);
+    if (op == "gelu_tanh") vm::vgelu_tanh(x.data(), y.data(), n);
+    if (op == "sqrt") vm::vsqrt(x.data(), y.data(), n);
+    if (op == "rsqrt") vm::vrsqrt(x.data(), y.data(), n);
+    if (op == "gelu_backward") vm::vgelu_backward(g.data(), x.data(), y.data(), n);
+    if (op == "gelu_tanh_backward") vm::vgelu_tanh_backward(g.data(), x.data(), y.data(), n);
+    if (op == "pow") vm::vpow(x.data(), e, y.data(), n);
+    return y;
+}
+
+/// Without FMA, how far from the FMA (PyTorch) result a value may be: `max_ulps` for the elementary
+/// functions; for the gelu forms, whose results cancel to 0 for negative x, a few ulps plus
+/// 8 eps |x| (times |g| for the backward ones).
+template <typename T>
+bool close_without_fma(const Op& op, T x, T g, T want, T got) {
+    if (ulps(want, got) <= op.max_ulps_without_fma) return true;
+    if (!op.composite || std::isnan(want) || std::isnan(got)) return false;
+    const double eps = std::numeric_limits<T>::epsilon();
+    const double scale = std::max(1.0, std::fabs(double(x))) * std::max(1.0, std::fabs(double(g)));
+    const double slack = 4 * eps * std::fabs(static_cast<double>(want)) + 8 * eps * scale;
+    return std::fabs(static_cast<double>(want) - static_cast<double>(got)) <= slack;
+}
+
+/// "x = <x> (<hex>): want <want>, got <got>" for failure messages.
+template <typename T>
+std::string mismatch(T x, T want, T got) {
+    std::ostringstream s;
+    s << "x = " << x << " (" << std::hexfloat << x << "): want " << want << ", got " << got;
+    return s.str();
+}
+
+template <typename T>
+std::vector<T> golden_values(const std::string& name) {
+    return golden::get("vec_math.txt", name).to_vector<T>();
+}
+
+/// Checks op on the golden inputs of `key` (e.g. "exp.float32") against PyTorch's outputs, on every arch.
+template <typename T>
+void check_golden(const Op& op, const std::string& key, double e = 0) {
+    std::vector<T> x = golden_values<T>(key + ".x"), want = golden_values<T>(key + ".y");
+    std::vector<T> g = op.name.find("backward") != std::string::npos ? golden_values<T>(key + ".g") : std::vector<T>{};
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        std::vector<T> got = run(op.name, x, g, e);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const T gi = g.empty() ? T(1) : g[i];
+            const bool ok =
+                arch == SimdArch::kSse2 ? close_without_fma(op, x[i], gi, want[i], got[i]) : ulps(want[i], got[i]) == 0;
+            if (!ok) {
+                FAIL_CHECK(key << " on " << arch_name(arch) << ": " << mismatch(x[i], want[i], got[i]));
+                break;
+            }
+        }
+    }
+}
+
+/// Inputs across the whole range: a uniform band, log-uniform magnitudes of both signs, random bits.
+template <typename T>
+std::vector<T> wide_inputs(std::size_t n, double band, unsigned seed) {
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<double> uni(-band, band), expo(-300, 300), coin(0, 1);
+    const double top = sizeof(T) == 4 ? 38 : 300;
+    std::vector<T> x(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        switch (i % 3) {
+            case 0:
+                x[i] = static_cast<T>(uni(gen));
+                break;
+            case 1:
+                x[i] = static_cast<T>((coin(gen) < 0.5 ? -1 : 1) * std::pow(10.0, expo(gen) * top / 300));
+                break;
+            default: {
+                std::uint64_t bits = gen();
+                std::memcpy(&x[i], &bits, sizeof(T));
+            }
+        }
+    }
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("vec_math picks the best instruction set this machine has") {
+    const auto archs = supported_archs();
+    REQUIRE(!archs.empty());
+    CHECK(vm::simd_arch() == archs.front());
+    const std::string name = vm::simd_arch_name();
+    CHECK(name == (archs.front() == SimdArch::kAvx512 ? "avx512bw"
+                   : archs.front() == SimdArch::kAvx2 ? "fma3+avx2"
+                                                      : "sse2"));
+    MESSAGE("vec_math runs " << name);
+    if (!vm::simd_arch_supported(SimdArch::kAvx512)) CHECK_THROWS(vm::set_simd_arch(SimdArch::kAvx512));
+}
+
+TEST_CASE("vec_math gives PyTorch's results: bit for bit with FMA, within stated bounds without") {
+    for (const Op& op : ops()) {
+        SUBCASE(op.name.c_str()) {
+            if (op.name == "pow") {
+                for (int i = 0; i < 13; ++i) {
+                    const std::string key = "pow" + std::to_string(i);
+                    const double e = golden::get("vec_math.txt", key + ".float32.e").item<double>();
+                    CAPTURE(e);
+                    check_golden<float>(op, key + ".float32", e);
+                    check_golden<double>(op, key + ".float64", e);
+                }
+            } else {
+                check_golden<float>(op, op.name + ".float32");
+                check_golden<double>(op, op.name + ".float64");
+            }
+        }
+    }
+}
+
+TEST_CASE("vec_math's instruction sets agree: AVX2 and AVX-512 exactly, SSE2 within bounds") {
+    ArchGuard guard;
+    const auto archs = supported_archs();
+    if (archs.size() < 2) return;  // nothing to compare on an SSE2-only machine
+    auto agree = [&](const Op& op, auto tag, double e) {
+        using T = decltype(tag);
+        const double band = op.name == "exp" || op.name == "sigmoid" ? 120 : 12;
+        std::vector<T> x = wide_inputs<T>(6000, band, 7), g(x.size());
+        std::mt19937 gen(8);
+        std::normal_distribution<double> normal;
+        for (T& v : g) v = static_cast<T>(normal(gen));
+        vm::set_simd_arch(archs.front());
+        std::vector<T> ref = run(op.name, x, g, e);
+        for (std::size_t a = 1; a < archs.size(); ++a) {
+            vm::set_simd_arch(archs[a]);
+            std::vector<T> got = run(op.name, x, g, e);
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                const bool ok = archs[a] == SimdArch::kSse2 ? close_without_fma(op, x[i], g[i], ref[i], got[i])
+                                                            : ulps(ref[i], got[i]) == 0;
+                if (!ok) {
+                    FAIL_CHECK(op.name << (sizeof(T) == 4 ? " float32" : " float64") << " e=" << e << ", "
+                                       << arch_name(archs[a]) << " against " << arch_name(archs.front()) << ": "
+                                       << mismatch(x[i], ref[i], got[i]));
+                    break;
+                }
+            }
+        }
+    };
+    for (const Op& op : ops()) {
+        for (double e : op.name == "pow" ? std::vector<double>{1.5, -0.7, 7.0} : std::vector<double>{0.0}) {
+            agree(op, float{}, e);
+            agree(op, double{}, e);
+        }
+    }
+}
+
+TEST_CASE("vec_math: every length, any alignment, and in place give the same bits") {
+    ArchGuard guard;
+    const std::vector<float> x = wide_inputs<float>(300, 10, 3);
+    const std::vector<double> xd = wide_inputs<double>(300, 10, 4);
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        CAPTURE(arch_name(arch));
+        std::vector<float> full(x.size());
+        vm::vtanh(x.data(), full.data(), static_cast<std::int64_t>(x.size()));
+        std::vector<double> full_d(xd.size());
+        vm::vexp(xd.data(), full_d.data(), static_cast<std::int64_t>(xd.size()));
+        for (std::int64_t offset : {0, 1, 3}) {
+            for (std::int64_t n = 0; n <= 70; ++n) {
+                std::vector<float> y(static_cast<std::size_t>(n) + 1, -7.0f);
+                vm::vtanh(x.data() + offset, y.data(), n);
+                for (std::int64_t i = 0; i < n; ++i) REQUIRE(ulps(full[offset + i], y[i]) == 0);
+                CHECK(y[n] == -7.0f);  // nothing written past the end
+                std::vector<double> buf(xd.begin() + offset, xd.begin() + offset + n);
+                vm::vexp(buf.data(), buf.data(), n);  // in place
+                for (std::int64_t i = 0; i < n; ++i) REQUIRE(ulps(full_d[offset + i], buf[i]) == 0);
+            }
+        }
+        // The gelu backward may write over either input.
+        std::vector<float> g = wide_inputs<float>(37, 3, 5), gx = x, want(37);
+        gx.resize(37);
+        vm::vgelu_backward(g.data(), gx.data(), want.data(), 37);
+        std::vector<float> over_g = g;
+        vm::vgelu_backward(over_g.data(), gx.data(), over_g.data(), 37);
+        std::vector<float> over_x = gx;
+        vm::vgelu_backward(g.data(), over_x.data(), over_x.data(), 37);
+        for (std::size_t i = 0; i < 37; ++i) {
+            CHECK(ulps(want[i], over_g[i]) == 0);
+            CHECK(ulps(want[i], over_x[i]) == 0);
+        }
+    }
+}
