@@ -4,6 +4,9 @@
 
 #include "golden.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <functional>
 #include <vector>
 
@@ -57,4 +60,20 @@ TEST_CASE("results do not depend on the number of threads") {
             CHECK(many[i] == one[i]);
         }
     }
+}
+
+TEST_CASE("a forked child runs parallel kernels with its own threads") {
+    xgrad::set_num_threads(2);
+    Tensor warm = xgrad::ones({1 << 17}) * 2.0;  // the parent's pool exists now
+    CHECK(warm.sum().item<float>() == 262144.0f);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        Tensor x = xgrad::ones({1 << 17}) * 3.0;  // large enough to be split between threads
+        _exit(x.sum().item<float>() == 393216.0f ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

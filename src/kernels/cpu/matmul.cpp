@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "detail/dispatch.hpp"
 #include "detail/tensor_impl.hpp"
 
 namespace xgrad::kernels::cpu {
@@ -236,31 +237,18 @@ void dot_impl(const Tensor& a, const Tensor& b, const Tensor& out) {
     *r = acc;
 }
 
-/// Calls `f(T{})` with T the C++ type of `dtype`.
-template <typename F>
-void dispatch(DType dtype, F&& f) {
-    switch (dtype) {
-        case DType::kFloat32:
-            return f(float{});
-        case DType::kFloat64:
-            return f(double{});
-        case DType::kInt64:
-            return f(std::int64_t{});
-    }
-}
-
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta) {
-    dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta)); });
+    detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta)); });
 }
 
 void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
-    dispatch(out.dtype(), [&](auto tag) { mv_impl<decltype(tag)>(a, x, out); });
+    detail::dispatch(out.dtype(), [&](auto tag) { mv_impl<decltype(tag)>(a, x, out); });
 }
 
 void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
-    dispatch(out.dtype(), [&](auto tag) { dot_impl<decltype(tag)>(a, b, out); });
+    detail::dispatch(out.dtype(), [&](auto tag) { dot_impl<decltype(tag)>(a, b, out); });
 }
 
 void set_blas_threads(int n) {

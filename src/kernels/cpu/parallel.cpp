@@ -6,6 +6,7 @@
 // microseconds (a training step's next op usually comes sooner) and then sleeps on a futex.
 #include "kernels/cpu/parallel.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,7 +159,16 @@ std::atomic<int> g_threads{0};  // 0: not yet decided
 std::mutex g_pool_mutex;
 std::unique_ptr<Pool> g_pool;
 
+/// A forked child has none of the parent's threads: it forgets the parent's pool (without joining
+/// threads that do not exist there) and makes its own on first use.
+void forget_pool_in_child() {
+    new (&g_pool_mutex) std::mutex;
+    (void)g_pool.release();
+}
+
 Pool& pool() {
+    static const int registered = pthread_atfork(nullptr, nullptr, forget_pool_in_child);
+    (void)registered;
     std::lock_guard<std::mutex> lock(g_pool_mutex);
     if (!g_pool || g_pool->threads() != num_threads()) {
         g_pool.reset();
