@@ -67,7 +67,7 @@ void vpow(const double* x, double e, double* y, std::int64_t n);
 
 // ---- LayerNorm / RMSNorm rows (kernels/cpu/norm.cpp) ----
 // One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand
-// elements), so that each calls reads its inputs from memory once.
+// elements), so that each call reads its inputs from memory once.
 
 /// mean = Σx / n and m2 = Σ(x - mean)², in two passes over the row (no cancellation).
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
