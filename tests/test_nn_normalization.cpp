@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 #include "xgrad/nn.hpp"
 #include "xgrad/xgrad.hpp"
@@ -125,6 +126,44 @@ TEST_CASE("fused kernels agree with the composite of primitive ops") {
                         golden::check_close(fused_grads[i], leaves[i].grad(), "gradient " + std::to_string(i), tol,
                                             tol * 10);
                 }
+            }
+        }
+    }
+}
+
+TEST_CASE("the fused kernels agree across the instruction sets this CPU runs") {
+    namespace vm = xgrad::kernels::cpu;
+    const vm::SimdArch saved = vm::simd_arch();
+    std::vector<vm::SimdArch> archs;
+    for (auto a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
+        if (vm::simd_arch_supported(a)) archs.push_back(a);
+    REQUIRE(archs.back() == vm::SimdArch::kSse2);
+    xgrad::manual_seed(17);
+    // Widths with and without vector tails, one row set large enough to run threaded.
+    const Shape inputs[] = {{6, 8}, {5, 37}, {3, 1500}, {700, 130}};
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const double tol = dtype == xgrad::kFloat32 ? 1e-5 : 1e-12;
+        for (const auto& input : inputs) {
+            const Shape nshape{input[input.size() - 1]};
+            Tensor x0 = xgrad::randn(input, dtype) * 3.0 + 1.0, up = xgrad::randn(input, dtype);
+            Tensor w0 = xgrad::randn(nshape, dtype) + 1.0, b0 = xgrad::randn(nshape, dtype);
+            for (bool rms : {false, true}) {
+                CAPTURE(xgrad::to_string(input));
+                CAPTURE(rms);
+                std::vector<std::vector<Tensor>> results;  // per arch: y, dx, dw (, db)
+                for (auto arch : archs) {
+                    vm::set_simd_arch(arch);
+                    Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+                    Tensor b = rms ? Tensor() : b0.clone().requires_grad_();
+                    Tensor y = rms ? F::rms_norm(x, nshape, w, 1e-5) : F::layer_norm(x, nshape, w, b, 1e-5);
+                    (y * up).sum().backward();
+                    results.push_back({y.detach(), x.grad(), w.grad()});
+                    if (!rms) results.back().push_back(b.grad());
+                }
+                vm::set_simd_arch(saved);
+                for (std::size_t a = 1; a < archs.size(); ++a)
+                    for (std::size_t i = 0; i < results[0].size(); ++i)
+                        golden::check_close(results[a][i], results[0][i], "output " + std::to_string(i), tol, tol);
             }
         }
     }

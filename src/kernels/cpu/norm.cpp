@@ -1,5 +1,8 @@
 // CPU LayerNorm and RMSNorm kernels: rows split into chunks run on the pool's threads, and
 // per-chunk partial sums for the weight and bias gradients, added in chunk order at the end.
+//
+// Rows of at least one AVX2 register run vec_math's row kernels (the best instruction set this CPU
+// has, picked at run time); narrower rows keep the scalar/xsimd code below, PyTorch's bits.
 #include <cmath>
 #include <vector>
 #include <xsimd/xsimd.hpp>
@@ -7,6 +10,7 @@
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -23,22 +27,6 @@ T row_sum(const T* x, std::int64_t n) {
     for (; i + w <= n; i += w) acc += B::load_unaligned(x + i);
     T s = xsimd::hadd(acc);
     for (; i < n; ++i) s += x[i];
-    return s;
-}
-
-/// Σ (x - c)²
-template <typename T>
-T row_sum_sq(const T* x, std::int64_t n, T c) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0)), cb(c);
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) {
-        B d = B::load_unaligned(x + i) - cb;
-        acc += d * d;
-    }
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += (x[i] - c) * (x[i] - c);
     return s;
 }
 
@@ -71,6 +59,10 @@ int row_chunks(std::int64_t rows, std::int64_t width) {
     return static_cast<int>(std::min(rows, kMaxChunks));
 }
 
+/// Rows narrower than this take the narrow-row code (one AVX2 register of T).
+template <typename T>
+constexpr std::int64_t kNarrow = 32 / static_cast<std::int64_t>(sizeof(T));
+
 }  // namespace
 
 void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& out,
@@ -78,8 +70,6 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
     detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = decltype(tag);
-        using B = xsimd::batch<T>;
-        constexpr auto vw = static_cast<std::int64_t>(B::size);
         const T* px = x.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         const T* pb = b.defined() ? b.impl()->data<T>() : nullptr;
@@ -91,7 +81,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
                 const T* xr = px + r * width;
                 T* yr = py + r * width;
                 // (x - mean) * rstd, written as PyTorch's CPU kernel does: x * rstd + (-rstd * mean).
-                if (width < 32 / static_cast<std::int64_t>(sizeof(T))) {
+                if (width < kNarrow<T>) {
                     // Rows narrower than one AVX2 register take PyTorch's scalar path, bit for bit:
                     // Welford moments, then one fused multiply-add per element.
                     T m = 0, m2 = 0;
@@ -112,25 +102,12 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
                     }
                     continue;
                 }
-                const T m = row_sum(xr, width) / static_cast<T>(width);
-                const T var = row_sum_sq(xr, width, m) / static_cast<T>(width);
-                const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
-                const T shift = -rs * m;
+                T m, m2;
+                norm_moments(xr, width, &m, &m2);
+                const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
                 pm[r] = m;
                 pr[r] = rs;
-                std::int64_t j = 0;
-                for (; j + vw <= width; j += vw) {
-                    B v = B::load_unaligned(xr + j) * B(rs) + B(shift);
-                    if (pw) v = v * B::load_unaligned(pw + j);
-                    if (pb) v = v + B::load_unaligned(pb + j);
-                    v.store_unaligned(yr + j);
-                }
-                for (; j < width; ++j) {
-                    T v = xr[j] * rs + shift;
-                    if (pw) v = v * pw[j];
-                    if (pb) v = v + pb[j];
-                    yr[j] = v;
-                }
+                norm_apply(xr, rs, -rs * m, pw, pb, yr, width);
             }
         });
     });
@@ -155,13 +132,20 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
         const auto part = static_cast<std::size_t>(chunks * width);
         std::vector<T> part_w(dw.defined() ? part : 0, T(0)), part_b(db.defined() ? part : 0, T(0));
         for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
-            std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+            // Scratch rows for the narrow-row path only.
+            const auto scratch = static_cast<std::size_t>(width < kNarrow<T> ? width : 0);
+            std::vector<T> xhat(scratch), dxhat(scratch);
             T* acc_w = dw.defined() ? part_w.data() + c * width : nullptr;
             T* acc_b = db.defined() ? part_b.data() + c * width : nullptr;
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* xr = px + r * width;
                 const T* gr = pg + r * width;
                 const T rs = pr[r], shift = -pr[r] * pm[r];
+                if (width >= kNarrow<T>) {
+                    norm_backward(gr, xr, pw, rs, shift, true,
+                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, acc_b, width);
+                    continue;
+                }
                 for (std::int64_t j = 0; j < width; ++j) {
                     xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
                     dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
@@ -207,6 +191,12 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
                 const T* xr = px + r * width;
                 T* yr = py + r * width;
                 // As PyTorch's composite: x * rsqrt(mean(x²) + eps), then * weight.
+                if (width >= kNarrow<T>) {
+                    const T rs = T(1) / std::sqrt(sum_squares(xr, width) / static_cast<T>(width) + static_cast<T>(eps));
+                    pr[r] = rs;
+                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width);
+                    continue;
+                }
                 const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
                 const T rs = T(1) / std::sqrt(ms + static_cast<T>(eps));
                 pr[r] = rs;
@@ -234,12 +224,18 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
         const int chunks = row_chunks(rows, width);
         std::vector<T> part_w(dw.defined() ? static_cast<std::size_t>(chunks * width) : 0, T(0));
         for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
-            std::vector<T> xhat(static_cast<std::size_t>(width)), dxhat(static_cast<std::size_t>(width));
+            const auto scratch = static_cast<std::size_t>(width < kNarrow<T> ? width : 0);
+            std::vector<T> xhat(scratch), dxhat(scratch);
             T* acc_w = dw.defined() ? part_w.data() + c * width : nullptr;
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* xr = px + r * width;
                 const T* gr = pg + r * width;
                 const T rs = pr[r];
+                if (width >= kNarrow<T>) {
+                    norm_backward(gr, xr, pw, rs, T(0), false,
+                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, nullptr, width);
+                    continue;
+                }
                 for (std::int64_t j = 0; j < width; ++j) {
                     xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
                     dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];

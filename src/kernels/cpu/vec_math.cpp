@@ -175,6 +175,34 @@ void vpow(const double* x, double e, double* y, std::int64_t n) {
     pow_impl(x, e, y, n);
 }
 
+void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
+    kernels<float>().norm_moments(x, n, mean, m2);
+}
+void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
+    kernels<double>().norm_moments(x, n, mean, m2);
+}
+float sum_squares(const float* x, std::int64_t n) {
+    return kernels<float>().sum_squares(x, n);
+}
+double sum_squares(const double* x, std::int64_t n) {
+    return kernels<double>().sum_squares(x, n);
+}
+void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n) {
+    kernels<float>().norm_apply(x, scale, shift, w, b, y, n);
+}
+void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
+                std::int64_t n) {
+    kernels<double>().norm_apply(x, scale, shift, w, b, y, n);
+}
+void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
+                   float* acc_w, float* acc_b, std::int64_t n) {
+    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+}
+void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n) {
+    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+}
+
 const char* simd_arch_name() {
     return current().name;
 }

@@ -65,6 +65,32 @@ void vpow(const float* x, double e, float* y, std::int64_t n);
 /// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases.
 void vpow(const double* x, double e, double* y, std::int64_t n);
 
+// ---- LayerNorm / RMSNorm rows (kernels/cpu/norm.cpp) ----
+// One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand
+// elements), so that each call reads its inputs from memory once.
+
+/// mean = Σx / n and m2 = Σ(x - mean)², in two passes over the row (no cancellation).
+void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
+/// mean = Σx / n and m2 = Σ(x - mean)², in two passes over the row (no cancellation).
+void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
+/// Σx².
+float sum_squares(const float* x, std::int64_t n);
+/// Σx².
+double sum_squares(const double* x, std::int64_t n);
+/// y = (x * scale + shift) * w + b; w and b may be null (then left out).
+void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n);
+/// y = (x * scale + shift) * w + b; w and b may be null (then left out).
+void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
+                std::int64_t n);
+/// One row of LayerNorm's (centre) or RMSNorm's backward, with xhat = x * scale + shift and d = g * w (g without
+/// w): acc_w += g * xhat, acc_b += g (each when not null), then, when dx is not null,
+/// dx = scale * (d - mean(d) - xhat * mean(d * xhat)), without the mean(d) term unless centre.
+void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
+                   float* acc_w, float* acc_b, std::int64_t n);
+/// As the float overload.
+void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n);
+
 /// The instruction sets vec_math has kernels for.
 enum class SimdArch { kSse2, kAvx2, kAvx512 };
 

@@ -829,6 +829,139 @@ B pow_(const B& x, typename B::value_type y_scalar) {
     return xsimd::select(y == B(0) || x == B(1), B(1), r);
 }
 
+// ---- LayerNorm / RMSNorm rows ------------------------------------------------------------------
+// A row is read from memory by the first pass; later passes find it in cache. Sums use several
+// accumulators so that the adds' latency does not bound the loop; tails are scalar.
+
+/// a * b + c for scalars, fused exactly where the batches' mla is.
+template <class B>
+typename B::value_type mla_s(typename B::value_type a, typename B::value_type b, typename B::value_type c) {
+    if constexpr (kFmaOf<B>)
+        return std::fma(a, b, c);
+    else
+        return a * b + c;
+}
+
+/// Σ term over a row: `vec(i)` is the batch of terms at i, `one(i)` the scalar term.
+template <class B, class V, class S>
+[[gnu::flatten]] typename B::value_type reduce_row(std::int64_t n, V vec, S one) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+    std::int64_t i = 0;
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+        a0 += vec(i);
+        a1 += vec(i + kW);
+        a2 += vec(i + 2 * kW);
+        a3 += vec(i + 3 * kW);
+    }
+    for (; i + kW <= n; i += kW) a0 += vec(i);
+    T s = xsimd::hadd((a0 + a1) + (a2 + a3));
+    for (; i < n; ++i) s += one(i);
+    return s;
+}
+
+template <class B>
+void norm_moments_(const typename B::value_type* x, std::int64_t n, typename B::value_type* mean,
+                   typename B::value_type* m2) {
+    using T = typename B::value_type;
+    const T m = reduce_row<B>(
+                    n, [x](std::int64_t i) { return B::load_unaligned(x + i); }, [x](std::int64_t i) { return x[i]; }) /
+                static_cast<T>(n);
+    const B mb(m);
+    *mean = m;
+    *m2 = reduce_row<B>(
+        n,
+        [x, mb](std::int64_t i) {
+            B d = B::load_unaligned(x + i) - mb;
+            return d * d;
+        },
+        [x, m](std::int64_t i) { return (x[i] - m) * (x[i] - m); });
+}
+
+template <class B>
+typename B::value_type sum_squares_(const typename B::value_type* x, std::int64_t n) {
+    return reduce_row<B>(
+        n,
+        [x](std::int64_t i) {
+            B v = B::load_unaligned(x + i);
+            return v * v;
+        },
+        [x](std::int64_t i) { return x[i] * x[i]; });
+}
+
+/// y = (x * scale + shift) * w + b, with the weight and bias each compiled in or out.
+template <class B, bool kHasW, bool kHasB>
+[[gnu::flatten]] void norm_apply_(const typename B::value_type* x, typename B::value_type scale,
+                                  typename B::value_type shift, const typename B::value_type* w,
+                                  const typename B::value_type* b, typename B::value_type* y, std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const B sb(scale), hb(shift);
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) {
+        B v = mla(B::load_unaligned(x + i), sb, hb);
+        if constexpr (kHasW) v = v * B::load_unaligned(w + i);
+        if constexpr (kHasB) v = v + B::load_unaligned(b + i);
+        v.store_unaligned(y + i);
+    }
+    for (; i < n; ++i) {
+        T v = mla_s<B>(x[i], scale, shift);
+        if constexpr (kHasW) v = v * w[i];
+        if constexpr (kHasB) v = v + b[i];
+        y[i] = v;
+    }
+}
+
+/// One row of the norms' backward (vec_math.hpp's norm_backward), the weight compiled in or out:
+/// the first pass reads g and x and accumulates, the second finds them in cache and writes dx.
+template <class B, bool kHasW>
+[[gnu::flatten]] void norm_backward_(const typename B::value_type* g, const typename B::value_type* x,
+                                     const typename B::value_type* w, typename B::value_type scale,
+                                     typename B::value_type shift, bool centre, typename B::value_type* dx,
+                                     typename B::value_type* acc_w, typename B::value_type* acc_b, std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const B sb(scale), hb(shift);
+    // d = g * w and xhat = x * scale + shift, at i.
+    auto d_at = [&](std::int64_t i) {
+        B gv = B::load_unaligned(g + i);
+        if constexpr (kHasW) gv = gv * B::load_unaligned(w + i);
+        return gv;
+    };
+    auto d_one = [&](std::int64_t i) { return kHasW ? g[i] * w[i] : g[i]; };
+    auto xhat_at = [&](std::int64_t i) { return mla(B::load_unaligned(x + i), sb, hb); };
+    auto xhat_one = [&](std::int64_t i) { return mla_s<B>(x[i], scale, shift); };
+    B sd0(T(0)), sd1(T(0)), sdx0(T(0)), sdx1(T(0));
+    std::int64_t i = 0;
+    auto step = [&](std::int64_t j, B& sd, B& sdx) {
+        const B xh = xhat_at(j), d = d_at(j), gv = B::load_unaligned(g + j);
+        sd += d;
+        sdx += d * xh;
+        if (acc_w) (B::load_unaligned(acc_w + j) + gv * xh).store_unaligned(acc_w + j);
+        if (acc_b) (B::load_unaligned(acc_b + j) + gv).store_unaligned(acc_b + j);
+    };
+    for (; i + 2 * kW <= n; i += 2 * kW) {
+        step(i, sd0, sdx0);
+        step(i + kW, sd1, sdx1);
+    }
+    for (; i + kW <= n; i += kW) step(i, sd0, sdx0);
+    T sd = xsimd::hadd(sd0 + sd1), sdx = xsimd::hadd(sdx0 + sdx1);
+    for (; i < n; ++i) {
+        const T xh = xhat_one(i), d = d_one(i);
+        sd += d;
+        sdx += d * xh;
+        if (acc_w) acc_w[i] += g[i] * xh;
+        if (acc_b) acc_b[i] += g[i];
+    }
+    if (!dx) return;
+    // dx = scale * (d - mean(d) - xhat * mean(d * xhat))
+    const T mean_d = centre ? sd / static_cast<T>(n) : T(0), mean_dx = sdx / static_cast<T>(n);
+    const B md(mean_d), mdx(mean_dx);
+    for (i = 0; i + kW <= n; i += kW) (sb * ((d_at(i) - md) - xhat_at(i) * mdx)).store_unaligned(dx + i);
+    for (; i < n; ++i) dx[i] = scale * ((d_one(i) - mean_d) - xhat_one(i) * mean_dx);
+}
+
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// y[i] = f(x[i]) a batch at a time; the tail goes through a zero-padded batch, so every element
@@ -895,6 +1028,25 @@ VecMathKernels<T> kernels_for() {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_tanh_backward_(gv, xv); });
     };
     k.pow = [](const T* x, T e, T* y, std::int64_t n) { map1<B>(x, y, n, [e](const B& v) { return pow_(v, e); }); };
+    k.norm_moments = norm_moments_<B>;
+    k.sum_squares = sum_squares_<B>;
+    k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n) {
+        if (w && b)
+            norm_apply_<B, true, true>(x, scale, shift, w, b, y, n);
+        else if (w)
+            norm_apply_<B, true, false>(x, scale, shift, w, b, y, n);
+        else if (b)
+            norm_apply_<B, false, true>(x, scale, shift, w, b, y, n);
+        else
+            norm_apply_<B, false, false>(x, scale, shift, w, b, y, n);
+    };
+    k.norm_backward = [](const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
+                         std::int64_t n) {
+        if (w)
+            norm_backward_<B, true>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+        else
+            norm_backward_<B, false>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+    };
     return k;
 }
 

@@ -17,6 +17,12 @@ struct VecMathKernels {
     void (*unary[kUnaryCount])(const T* x, T* y, std::int64_t n);
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);  ///< general exponent (no special cases)
+    // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
+    void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
+    T (*sum_squares)(const T* x, std::int64_t n);
+    void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n);
+    void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
+                          std::int64_t n);
 };
 
 /// One instruction set's kernels for both element types.
