@@ -65,6 +65,28 @@ static void delete_node(Node* node) {
     queue = nullptr;
 }
 
+Saved::Saved(const Tensor& t)
+    : tensor_(t.defined() ? t.detach() : t),
+      version_(t.defined() ? t.impl()->storage->version.load(std::memory_order_relaxed) : 0) {}
+
+const char*& current_backward_node() {
+    thread_local const char* name = nullptr;
+    return name;
+}
+
+void Saved::modified() const {
+    std::string shape;
+    for (std::int64_t i = 0; i < tensor_.dim(); ++i) shape += (i ? ", " : "") + std::to_string(tensor_.size(i));
+    std::string dtype = to_string(tensor_.dtype()).substr(6);  // "torch.float32" -> "float32"
+    const char* node = current_backward_node();
+    fail("backward",
+         "one of the variables needed for gradient computation has been modified by an inplace "
+         "operation: [" +
+             dtype + " [" + shape + "]]" + (node ? std::string(", saved by ") + node : "") + ", is at version " +
+             std::to_string(tensor_.impl()->storage->version.load(std::memory_order_relaxed)) + "; expected version " +
+             std::to_string(version_) + " instead");
+}
+
 static void attach(Tensor& out, const char* name, decltype(Node::next) next, BackwardFn backward) {
     std::shared_ptr<Node> node(new (pool_alloc(sizeof(Node))) Node, delete_node, PoolAllocator<Node>());
     node->name = name;
@@ -178,7 +200,16 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
         if (!node->pending.defined()) continue;
         Tensor g = std::move(node->pending);
         node->pending = Tensor();
-        std::vector<Tensor> grads = node->backward(g, node->needs);
+        struct NodeScope {  // names the node in Saved's error; restored for a nested backward
+            const char* saved = current_backward_node();
+            explicit NodeScope(const char* name) { current_backward_node() = name; }
+            ~NodeScope() { current_backward_node() = saved; }
+        };
+        std::vector<Tensor> grads;
+        {
+            NodeScope scope(node->name);
+            grads = node->backward(g, node->needs);
+        }
         g = Tensor();  // a gradient passed through unchanged is then owned by `grads` alone
         for (std::size_t k = 0; k < node->next.size() && k < grads.size(); ++k) {
             const Edge& e = node->next[k];

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "detail/convert.hpp"
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
@@ -29,10 +30,11 @@ std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char*
     return {a.to(t), b.to(t)};
 }
 
-/// Integer tensors meet floating scalars in float32 (PyTorch's default dtype).
+/// Integer tensors meet floating scalars in float32 (PyTorch's default dtype). A whole number stays
+/// an integer scalar only while int64 can hold it (a Python int can't be 1e30 either).
 Tensor for_scalar(const Tensor& a, double s, const char* op) {
     detail::check_defined(a, op);
-    return a.is_floating_point() || std::floor(s) == s ? a : a.to(kFloat32);
+    return a.is_floating_point() || (std::floor(s) == s && detail::fits_int64(s)) ? a : a.to(kFloat32);
 }
 
 /// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does.
@@ -78,8 +80,8 @@ Tensor Tensor::mul(const Tensor& other) const {
     if (detail::needs_grad({this, &other}))
         detail::record(
             out, "MulBackward0", {this, &other},
-            [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
-                return Grads{n[0] ? sum_to(g * b, a.shape()) : Tensor(), n[1] ? sum_to(g * a, b.shape()) : Tensor()};
+            [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
+                return Grads{n[0] ? sum_to(g * b, a->shape()) : Tensor(), n[1] ? sum_to(g * a, b->shape()) : Tensor()};
             });
     return out;
 }
@@ -93,9 +95,9 @@ Tensor Tensor::div(const Tensor& other) const {
     Tensor out = map_binary(a, b, "div", BinaryOp::kDiv);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "DivBackward0", {this, &other},
-                       [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g / b, a.shape()) : Tensor(),
-                                        n[1] ? sum_to(g.neg() * a / (b * b), b.shape()) : Tensor()};
+                       [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
+                           return Grads{n[0] ? sum_to(g / b, a->shape()) : Tensor(),
+                                        n[1] ? sum_to(g.neg() * a / (b * b), b->shape()) : Tensor()};
                        });
     return out;
 }
@@ -202,8 +204,8 @@ Tensor Tensor::pow(double e) const {
                  : e == -1.0 ? map_unary(x, UnaryOp::kReciprocal)
                              : map_unary(x, UnaryOp::kPow, e);
     if (detail::needs_grad({this}))
-        detail::record(out, "PowBackward0", {this}, [x = detach(), e](const Tensor& g, const NeedsGrad&) {
-            return Grads{e == 0.0 ? zeros_like(g) : g * x.pow(e - 1.0) * e};
+        detail::record(out, "PowBackward0", {this}, [x = detail::Saved(*this), e](const Tensor& g, const NeedsGrad&) {
+            return Grads{e == 0.0 ? zeros_like(g) : g * x->pow(e - 1.0) * e};
         });
     return out;
 }
@@ -213,18 +215,20 @@ Tensor Tensor::pow(const Tensor& exponent) const {
     Tensor out = float_binary(a, b, "pow", BinaryOp::kPow);
     if (detail::needs_grad({this, &exponent}))
         detail::record(out, "PowBackward1", {this, &exponent},
-                       [a = detach(), b = exponent.detach(), o = out.detach()](const Tensor& g, const NeedsGrad& n) {
+                       [a = detail::Saved(*this), b = detail::Saved(exponent), o = detail::Saved(out)](
+                           const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
                            if (n[0]) {
                                // b * a^(b-1), taken as 0 where b == 0 (PyTorch's convention; 0 * inf at a == 0).
-                               Tensor d = b * a.pow(b - 1.0);
-                               d = map_binary(d, b.to(d.dtype()), "pow", BinaryOp::kPowBaseGrad);
-                               r[0] = sum_to(g * d, a.shape());
+                               Tensor d = b * a->pow(b - 1.0);
+                               d = map_binary(d, b->to(d.dtype()), "pow", BinaryOp::kPowBaseGrad);
+                               r[0] = sum_to(g * d, a->shape());
                            }
                            if (n[1]) {
                                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention).
-                               Tensor ln = map_binary(a.to(o.dtype()), b.to(o.dtype()), "pow", BinaryOp::kPowLogBase);
-                               r[1] = sum_to(g * o * ln, b.shape());
+                               Tensor ln =
+                                   map_binary(a->to(o->dtype()), b->to(o->dtype()), "pow", BinaryOp::kPowLogBase);
+                               r[1] = sum_to(g * o * ln, b->shape());
                            }
                            return r;
                        });
@@ -236,7 +240,7 @@ Tensor Tensor::sqrt() const {
     Tensor out = map_unary(floating(*this), UnaryOp::kSqrt);
     if (detail::needs_grad({this}))
         detail::record(out, "SqrtBackward0", {this},
-                       [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g / (o * 2.0)}; });
+                       [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) { return Grads{g / (o * 2.0)}; });
     return out;
 }
 
@@ -244,8 +248,9 @@ Tensor Tensor::rsqrt() const {
     detail::check_defined(*this, "rsqrt");
     Tensor out = map_unary(floating(*this), UnaryOp::kRsqrt);
     if (detail::needs_grad({this}))
-        detail::record(out, "RsqrtBackward0", {this},
-                       [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g * o.pow(3.0) * -0.5}; });
+        detail::record(out, "RsqrtBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
+            return Grads{g * o->pow(3.0) * -0.5};
+        });
     return out;
 }
 
@@ -254,7 +259,7 @@ Tensor Tensor::exp() const {
     Tensor out = map_unary(floating(*this), UnaryOp::kExp);
     if (detail::needs_grad({this}))
         detail::record(out, "ExpBackward0", {this},
-                       [o = out.detach()](const Tensor& g, const NeedsGrad&) { return Grads{g * o}; });
+                       [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) { return Grads{g * o}; });
     return out;
 }
 
@@ -263,7 +268,7 @@ Tensor Tensor::log() const {
     Tensor out = map_unary(floating(*this), UnaryOp::kLog);
     if (detail::needs_grad({this}))
         detail::record(out, "LogBackward0", {this},
-                       [x = detach()](const Tensor& g, const NeedsGrad&) { return Grads{g / x}; });
+                       [x = detail::Saved(*this)](const Tensor& g, const NeedsGrad&) { return Grads{g / x}; });
     return out;
 }
 
@@ -271,8 +276,8 @@ Tensor Tensor::abs() const {
     detail::check_defined(*this, "abs");
     Tensor out = map_unary(*this, UnaryOp::kAbs);
     if (detail::needs_grad({this}))
-        detail::record(out, "AbsBackward0", {this}, [x = detach()](const Tensor& g, const NeedsGrad&) {
-            return Grads{map_binary(g, x.to(g.dtype()), "abs", BinaryOp::kAbsBackward)};
+        detail::record(out, "AbsBackward0", {this}, [x = detail::Saved(*this)](const Tensor& g, const NeedsGrad&) {
+            return Grads{map_binary(g, x->to(g.dtype()), "abs", BinaryOp::kAbsBackward)};
         });
     return out;
 }
@@ -283,7 +288,7 @@ Tensor Tensor::tanh() const {
     detail::check_defined(*this, "tanh");
     Tensor out = map_unary(floating(*this), UnaryOp::kTanh);
     if (detail::needs_grad({this}))
-        detail::record(out, "TanhBackward0", {this}, [o = out.detach()](const Tensor& g, const NeedsGrad&) {
+        detail::record(out, "TanhBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
             return Grads{map_binary(g, o, "tanh", BinaryOp::kTanhBackward)};
         });
     return out;
@@ -293,7 +298,7 @@ Tensor Tensor::sigmoid() const {
     detail::check_defined(*this, "sigmoid");
     Tensor out = map_unary(floating(*this), UnaryOp::kSigmoid);
     if (detail::needs_grad({this}))
-        detail::record(out, "SigmoidBackward0", {this}, [o = out.detach()](const Tensor& g, const NeedsGrad&) {
+        detail::record(out, "SigmoidBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
             return Grads{map_binary(g, o, "sigmoid", BinaryOp::kSigmoidBackward)};
         });
     return out;
@@ -303,7 +308,7 @@ Tensor Tensor::relu() const {
     detail::check_defined(*this, "relu");
     Tensor out = map_unary(floating(*this), UnaryOp::kRelu);
     if (detail::needs_grad({this}))
-        detail::record(out, "ReluBackward0", {this}, [o = out.detach()](const Tensor& g, const NeedsGrad&) {
+        detail::record(out, "ReluBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
             // PyTorch's threshold_backward: 0 where result <= 0, else g (also where the result is NaN).
             return Grads{map_binary(g, o, "relu", BinaryOp::kReluBackward)};
         });
@@ -317,10 +322,11 @@ Tensor Tensor::gelu(const std::string& approximate) const {
     const bool tanh_form = approximate == "tanh";
     Tensor out = map_unary(floating(*this), tanh_form ? UnaryOp::kGeluTanh : UnaryOp::kGelu);
     if (detail::needs_grad({this}))
-        detail::record(out, "GeluBackward0", {this}, [x = detach(), tanh_form](const Tensor& g, const NeedsGrad&) {
-            return Grads{map_binary(g, x.to(g.dtype()), "gelu",
-                                    tanh_form ? BinaryOp::kGeluTanhBackward : BinaryOp::kGeluBackward)};
-        });
+        detail::record(out, "GeluBackward0", {this},
+                       [x = detail::Saved(*this), tanh_form](const Tensor& g, const NeedsGrad&) {
+                           return Grads{map_binary(g, x->to(g.dtype()), "gelu",
+                                                   tanh_form ? BinaryOp::kGeluTanhBackward : BinaryOp::kGeluBackward)};
+                       });
     return out;
 }
 
@@ -345,7 +351,7 @@ Tensor Tensor::maximum(const Tensor& other) const {
     Tensor out = map_binary(a, b, "maximum", BinaryOp::kMaximum);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "MaximumBackward0", {this, &other},
-                       [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
+                       [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
                            return select_grads(g, a, b, n, true);
                        });
     return out;
@@ -356,7 +362,7 @@ Tensor Tensor::minimum(const Tensor& other) const {
     Tensor out = map_binary(a, b, "minimum", BinaryOp::kMinimum);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "MinimumBackward0", {this, &other},
-                       [a = detach(), b = other.detach()](const Tensor& g, const NeedsGrad& n) {
+                       [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
                            return select_grads(g, a, b, n, false);
                        });
     return out;
@@ -374,9 +380,10 @@ Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const {
     if (detail::needs_grad({this})) {
         // PyTorch's Tensor.clamp records ClampBackward1 with either bound or both (ClampMinBackward0
         // and ClampMaxBackward0 belong to clamp_min and clamp_max).
-        detail::record(out, "ClampBackward1", {this}, [x = detach(), l, h](const Tensor& g, const NeedsGrad&) {
-            return Grads{map_binary(g, x.to(g.dtype()), "clamp", BinaryOp::kClampBackward, l, h)};
-        });
+        detail::record(out, "ClampBackward1", {this},
+                       [x = detail::Saved(*this), l, h](const Tensor& g, const NeedsGrad&) {
+                           return Grads{map_binary(g, x->to(g.dtype()), "clamp", BinaryOp::kClampBackward, l, h)};
+                       });
     }
     return out;
 }

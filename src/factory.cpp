@@ -2,7 +2,9 @@
 #include "xgrad/factory.hpp"
 
 #include <cmath>
+#include <cstdio>
 
+#include "detail/convert.hpp"
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
@@ -15,9 +17,14 @@ namespace {
 
 /// A new contiguous tensor for the factory `op`, which names itself when the shape or the device is invalid.
 Tensor make(const char* op, const Shape& shape, const TensorOptions& options) {
-    for (auto d : shape)
-        if (d < 0) fail(op, "negative dimension " + std::to_string(d) + " in shape " + to_string(shape));
-    return detail::make_empty(shape, options.dtype(), detail::resolve_device(options.device(), op));
+    detail::checked_numel(shape, op);  // the shape's errors before the device's
+    return detail::make_empty(shape, options.dtype(), detail::resolve_device(options.device(), op), op);
+}
+
+/// Integer tensors take only values an int64 can hold: NaN, inf or 1e30 throw as in PyTorch.
+void check_fits(double value, DType dtype, const char* op) {
+    if (dtype == kInt64 && !detail::fits_int64(value))
+        fail(op, "value cannot be converted to type int64_t without overflow");
 }
 
 /// Values are written on the host; a tensor for another device is then copied there.
@@ -28,8 +35,10 @@ Tensor finish(Tensor t, const TensorOptions& options) {
 }
 
 /// A tensor of `shape` from row-major doubles, converted to the options' dtype.
-Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const TensorOptions& options) {
-    Tensor out = detail::make_empty(shape, options.dtype());
+Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const TensorOptions& options,
+                    const char* op) {
+    for (double v : values) check_fits(v, options.dtype(), op);
+    Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
     detail::dispatch(options.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* p = out.impl()->data<T>();
@@ -75,7 +84,7 @@ Tensor tensor(const NestedValues& values, TensorOptions options) {
     if ((f.rank != -1 && f.rank != static_cast<std::int64_t>(f.shape.size())) ||
         static_cast<std::int64_t>(f.values.size()) != Shape(f.shape).numel())
         fail("tensor", "nested lists are not rectangular: lists of different depths");
-    return from_doubles(f.values, Shape(f.shape), options);
+    return from_doubles(f.values, Shape(f.shape), options, "tensor");
 }
 
 template <typename T>
@@ -83,6 +92,8 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
     if (static_cast<std::int64_t>(values.size()) != shape.numel())
         fail("from_vector", std::to_string(values.size()) + " values cannot fill a tensor of shape " +
                                 to_string(shape) + " (" + std::to_string(shape.numel()) + " elements)");
+    if constexpr (std::is_floating_point_v<T>)
+        for (T v : values) check_fits(static_cast<double>(v), options.dtype(), "from_vector");
     Tensor out = make("from_vector", shape, options.device(kCPU));
     detail::dispatch(options.dtype(), [&](auto tag) {
         using D = decltype(tag);
@@ -104,6 +115,7 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 /// full, with `op` naming the factory the user called; filled by the device's kernel off the CPU.
 static Tensor fill(const char* op, const Shape& shape, double value, const TensorOptions& options) {
     Tensor out = make(op, shape, options);
+    check_fits(value, options.dtype(), op);
     if (out.device().is_cpu()) {
         detail::dispatch(options.dtype(), [&](auto tag) {
             using T = decltype(tag);
@@ -137,10 +149,25 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
     if ((end - start) / step < 0)
         fail("arange", "upper bound and larger bound inconsistent with step sign (start " + std::to_string(start) +
                            ", end " + std::to_string(end) + ", step " + std::to_string(step) + ")");
-    auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
-    std::vector<double> values(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
-    return from_doubles(values, Shape{n}, options);
+    // The length as PyTorch computes it, checked before any conversion to an integer: a range of
+    // 1e30 elements is an arange error, not a C++ length_error.
+    const double length = std::ceil((end - start) / step);
+    if (!(length < 0x1p63)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "the range [%g, %g) with step %g has too many elements (%g)", start, end, step,
+                      length);
+        fail("arange", buf);
+    }
+    if (options.dtype() == kInt64 && (!detail::fits_int64(start) || !detail::fits_int64(end)))
+        fail("arange", "value cannot be converted to type int64_t without overflow");
+    const auto n = static_cast<std::int64_t>(length);
+    Tensor out = detail::make_empty(Shape{n}, options.dtype(), kCPU, "arange");
+    detail::dispatch(options.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* p = out.impl()->data<T>();
+        for (std::int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(start + static_cast<double>(i) * step);
+    });
+    return finish(out, options);
 }
 
 /// Options with other's dtype and device, as PyTorch's *_like factories.

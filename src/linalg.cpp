@@ -14,6 +14,7 @@ namespace xgrad {
 
 using detail::fail;
 using detail::NeedsGrad;
+using detail::Saved;
 using Grads = std::vector<Tensor>;
 
 namespace detail {
@@ -26,13 +27,13 @@ Shape with(Shape s, std::initializer_list<std::int64_t> tail) {
 }
 
 Tensor mv(const Tensor& a, const Tensor& x) {
-    Tensor out = make_empty(Shape{a.size(0)}, a.dtype());
+    Tensor out = make_empty(Shape{a.size(0)}, a.dtype(), a.device(), "matmul");
     kernels::mv(a, x, out);
     return out;
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
-    Tensor out = make_empty(Shape{}, a.dtype());
+    Tensor out = make_empty(Shape{}, a.dtype(), a.device(), "matmul");
     kernels::dot(a, b, out);
     return out;
 }
@@ -41,7 +42,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 Tensor bmm(const Tensor& x, const Tensor& y) {
     Shape s = x.shape();
     s[s.size() - 1] = y.size(-1);
-    Tensor out = make_empty(s, x.dtype());
+    Tensor out = make_empty(s, x.dtype(), x.device(), "matmul");
     kernels::matmul(x, y, out);
     return out;
 }
@@ -77,17 +78,18 @@ Product folded(const Tensor& a, const Tensor& b) {
         if (g[1].defined() && a_t) g[1] = g[1].t();
         return Grads{g[1], g[0].defined() ? g[0].transpose(-1, -2) : Tensor()};
     };
+    const Saved sx(x), st2(t2);
     if (t2.dim() == 1) {
         auto backward = [=](const Tensor& g, const NeedsGrad& n) {
-            const Tensor gz = g.reshape(Shape{x.size(0)});
-            return to_ab(mv_backward(gz, x, t2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
+            const Tensor gz = g.reshape(Shape{sx->size(0)});
+            return to_ab(mv_backward(gz, sx, st2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
         };
         return {mv(x, t2).view(lead), backward};
     }
     const Tensor z = mm(x, t2).view(with(lead, {t2.size(1)}));
     auto backward = [=](const Tensor& g, const NeedsGrad& n) {
-        const Tensor gz = (transpose ? g.transpose(-1, -2) : g).reshape(Shape{x.size(0), t2.size(1)});
-        return to_ab(mm_backward(gz, x, t2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
+        const Tensor gz = (transpose ? g.transpose(-1, -2) : g).reshape(Shape{sx->size(0), st2->size(1)});
+        return to_ab(mm_backward(gz, sx, st2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
     };
     return {transpose ? z.transpose(-1, -2).contiguous() : z, backward};
 }
@@ -115,7 +117,9 @@ Product batched(const Tensor& a, const Tensor& b) {
     if (a.dim() > 1) out_shape.push_back(n);
     if (b.dim() > 1) out_shape.push_back(p);
     // PyTorch's BmmBackward0, then each gradient summed over the dims its operand was broadcast along.
-    auto backward = [x, y, sa = a.shape(), sb = b.shape(), sz = z.shape()](const Tensor& g, const NeedsGrad& n) {
+    auto backward = [sx = Saved(x), sy = Saved(y), sa = a.shape(), sb = b.shape(), sz = z.shape()](const Tensor& g,
+                                                                                                   const NeedsGrad& n) {
+        const Tensor &x = sx, &y = sy;
         const Tensor gz = g.reshape(sz);
         Grads r(2);
         if (n[0]) r[0] = sum_to(bmm(gz, y.transpose(-1, -2)), sa);
@@ -131,7 +135,7 @@ Product batched(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
-    Tensor out = make_empty(Shape{a.size(0), b.size(1)}, a.dtype());
+    Tensor out = make_empty(Shape{a.size(0), b.size(1)}, a.dtype(), a.device(), "matmul");
     kernels::matmul(a, b, out);
     return out;
 }
@@ -157,16 +161,18 @@ Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
     const Tensor a = a_in.detach(), b = b_in.detach();
     const std::int64_t da = a.dim(), db = b.dim();
     if (da == 1 && db == 1)
-        return {dot(a, b), [a, b](const Tensor& g, const NeedsGrad& n) {
-                    return Grads{n[0] ? g * b : Tensor(), n[1] ? g * a : Tensor()};
+        return {dot(a, b), [sa = Saved(a), sb = Saved(b)](const Tensor& g, const NeedsGrad& n) {
+                    return Grads{n[0] ? g * sb : Tensor(), n[1] ? g * sa : Tensor()};
                 }};
     if (da == 2 && db == 1)
-        return {mv(a, b), [a, b](const Tensor& g, const NeedsGrad& n) { return mv_backward(g, a, b, n[0], n[1]); }};
+        return {mv(a, b), [sa = Saved(a), sb = Saved(b)](const Tensor& g, const NeedsGrad& n) {
+                    return mv_backward(g, sa, sb, n[0], n[1]);
+                }};
     if (da <= 2 && db == 2) {  // mm; a vector on the left is a one-row matrix
         const Tensor x = da == 1 ? a.unsqueeze(0) : a;
         const Tensor z = mm(x, b);
-        auto backward = [x, b, vector = da == 1](const Tensor& g, const NeedsGrad& n) {
-            Grads r = mm_backward(vector ? g.unsqueeze(0) : g, x, b, n[0], n[1]);
+        auto backward = [sx = Saved(x), sb = Saved(b), vector = da == 1](const Tensor& g, const NeedsGrad& n) {
+            Grads r = mm_backward(vector ? g.unsqueeze(0) : g, sx, sb, n[0], n[1]);
             if (vector && r[0].defined()) r[0] = r[0].squeeze(0);
             return r;
         };

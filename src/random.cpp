@@ -35,6 +35,7 @@ using detail::fail;
 // ---- generators --------------------------------------------------------------------------------
 
 Generator& Generator::manual_seed(std::uint64_t seed) {
+    std::lock_guard<std::mutex> lock(mutex());
     seed_ = seed;
     engine_.seed(static_cast<std::uint32_t>(seed & 0xffffffffULL));
     next_normal_.reset();
@@ -239,12 +240,15 @@ void normal_fill(T* d, std::int64_t n, T mean, T std, Generator& g) {
 // ---- writing into tensors ------------------------------------------------------------------------
 
 /// PyTorch refuses in-place writes that would corrupt a graph; so does xgrad (see Tensor::fill_).
+/// Throws unless `t` may be written in place; then marks the write (its version counter).
 void check_writable(const Tensor& t, const char* op) {
     detail::check_defined(t, op);
-    if (!is_grad_enabled()) return;
-    if (t.is_leaf() && t.requires_grad())
-        fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
-    if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
+    if (is_grad_enabled()) {
+        if (t.is_leaf() && t.requires_grad())
+            fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
+        if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
+    }
+    detail::bump_version(t);
 }
 
 /// The dimensions of `t` from the largest stride to the smallest (ties keep their order): the order
@@ -304,13 +308,13 @@ Tensor empty_like_layout(const Tensor& other, DType dtype) {
 /// A CPU tensor to draw into (every generator is a CPU generator); finish() moves it to the device
 /// the options name, after checking here that it exists.
 Tensor make_random(const Shape& shape, const TensorOptions& options, const char* op) {
-    for (auto d : shape)
-        if (d < 0) fail(op, "negative dimension in shape " + to_string(shape));
+    detail::checked_numel(shape, op);
     detail::resolve_device(options.device(), op);
-    return detail::make_empty(shape, options.dtype(), kCPU);
+    return detail::make_empty(shape, options.dtype(), kCPU, op);
 }
 
 Tensor finish(Tensor t, const TensorOptions& options) {
+    t.impl()->storage->version.store(0, std::memory_order_relaxed);  // a new tensor: its fill is no update
     if (!options.device().is_cpu()) t = t.to(options.device());
     if (options.requires_grad()) t.requires_grad_(true);
     return t;
@@ -343,6 +347,7 @@ Tensor& uniform_(Tensor& self, double from, double to, Generator* gen) {
                              " > to=" + std::to_string(to));
     if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { uniform_(h, from, to, gen); });
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     detail::dispatch_float(self.dtype(), "uniform_", [&](auto tag) {
         using T = decltype(tag);
         const double lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
@@ -362,6 +367,7 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* gen) {
     if (!(std >= 0.0)) fail("normal_", "expects std >= 0.0, but found std " + std::to_string(std));
     if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { normal_(h, mean, std, gen); });
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     detail::dispatch_float(self.dtype(), "normal_", [&](auto tag) {
         using T = decltype(tag);
         const std::int64_t n = self.numel();
@@ -380,6 +386,7 @@ Tensor& bernoulli_(Tensor& self, double p, Generator* gen) {
     if (!(p >= 0.0 && p <= 1.0)) fail("bernoulli_", "expects p to be in [0, 1], but got p=" + std::to_string(p));
     if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { bernoulli_(h, p, gen); });
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     detail::dispatch(self.dtype(), [&](auto tag) {
         using T = decltype(tag);
         for_each_in_memory_order<T>(self, [&](T* q, std::int64_t) { *q = uniform_double(g) < p ? T(1) : T(0); });
@@ -394,6 +401,7 @@ Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen
                             " >= to=" + std::to_string(to));
     if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { random_(h, from, to, gen); });
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     const std::uint64_t range = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
     detail::dispatch(self.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -448,6 +456,7 @@ Tensor randperm(std::int64_t n, TensorOptions options, Generator* gen) {
         fail("randperm", "n = " + std::to_string(n) + " is too large for float32 (at most 2^24)");
     Tensor t = make_random(Shape{n}, options, "randperm");
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     // Fisher–Yates from the front, one 32-bit draw per step (PyTorch's CPU algorithm for small n).
     std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
     std::iota(perm.begin(), perm.end(), std::int64_t{0});
@@ -481,6 +490,7 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
     detail::check_defined(p, "bernoulli");
     check_floating(p.dtype(), "bernoulli");
     Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
     Tensor out = detail::make_empty(p.shape(), p.dtype());  // contiguous, as torch.bernoulli's
     detail::dispatch_float(p.dtype(), "bernoulli", [&](auto tag) {
         using T = decltype(tag);

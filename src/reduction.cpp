@@ -120,15 +120,15 @@ Tensor var_impl(const Tensor& self, const Dims& dims, bool unbiased, bool keepdi
     kernels::var_rows(rows_of(p), out, correction, take_sqrt);
     if (detail::needs_grad({&self}))
         detail::record(out, take_sqrt ? "StdBackward0" : "VarBackward0", {&self},
-                       [x = self.detach(), o = out.detach(), k = p.kept_shape, d = Dims(dims), n = p.width, correction,
-                        take_sqrt](const Tensor& g, const NeedsGrad&) {
-                           Tensor centred = x - x.mean(d, true);
+                       [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims), n = p.width,
+                        correction, take_sqrt](const Tensor& g, const NeedsGrad&) {
+                           Tensor centred = x - x->mean(d, true);
                            double denom = static_cast<double>(n) - correction;
                            Tensor gk = g.reshape(k);
                            if (!take_sqrt) return Grads{centred * (gk * (2.0 / denom))};
                            // d std = d var / (2 std), taken as 0 where std == 0 (a constant row) instead of
                            // 0/0, as PyTorch.
-                           Tensor scale = detail::map_binary(gk, o.reshape(k).to(gk.dtype()), "std",
+                           Tensor scale = detail::map_binary(gk, o->reshape(k).to(gk.dtype()), "std",
                                                              kernels::BinaryOp::kStdBackward, denom);
                            return Grads{centred * scale};
                        });
@@ -144,11 +144,11 @@ Tensor extreme_impl(const Tensor& self, const Dims& dims, bool keepdim, bool all
     if (detail::needs_grad({&self})) {
         const char* name = all ? (max ? "MaxBackward1" : "MinBackward1") : (max ? "MaxBackward0" : "MinBackward0");
         detail::record(out, name, {&self},
-                       [x = self.detach(), o = out.detach(), k = p.kept_shape, d = Dims(dims), all](const Tensor& g,
-                                                                                                    const NeedsGrad&) {
+                       [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims), all](
+                           const Tensor& g, const NeedsGrad&) {
                            // All-reduce: ties share the gradient evenly. Along a dim: the first extreme
                            // element takes it, as the index PyTorch returns. A NaN result hits the NaN inputs.
-                           Tensor hit = detail::map_binary(x, o.reshape(k).to(x.dtype()), "max",
+                           Tensor hit = detail::map_binary(x, o->reshape(k).to(x->dtype()), "max",
                                                            kernels::BinaryOp::kEqualOrBothNan);
                            if (!all) {
                                // Keep only the first hit along the reduced dims: zero the hits after a prior hit.
@@ -156,15 +156,15 @@ Tensor extreme_impl(const Tensor& self, const Dims& dims, bool keepdim, bool all
                                Tensor first = detail::make_empty(q.rows_view.shape(), hit.dtype(), hit.device());
                                kernels::first_hit_rows(rows_of(q), first);
                                // rows_view was permuted so reduced dims come last; undo that permutation.
-                               std::vector<std::int64_t> perm, inverse(static_cast<std::size_t>(x.dim()));
-                               for (std::int64_t i = 0; i < x.dim(); ++i)
+                               std::vector<std::int64_t> perm, inverse(static_cast<std::size_t>(x->dim()));
+                               for (std::int64_t i = 0; i < x->dim(); ++i)
                                    if (!q.reduced[static_cast<std::size_t>(i)]) perm.push_back(i);
-                               for (std::int64_t i = 0; i < x.dim(); ++i)
+                               for (std::int64_t i = 0; i < x->dim(); ++i)
                                    if (q.reduced[static_cast<std::size_t>(i)]) perm.push_back(i);
                                for (std::size_t i = 0; i < perm.size(); ++i)
                                    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
                                Shape permuted;
-                               for (auto i : perm) permuted.push_back(x.size(i));
+                               for (auto i : perm) permuted.push_back(x->size(i));
                                hit = first.reshape(permuted).permute(Dims(inverse));
                                return Grads{hit * g.reshape(k)};
                            }

@@ -52,6 +52,7 @@ std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape,
 Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, const char* op) {
     Shape out = shape;
     std::int64_t known = 1, infer = -1;
+    bool overflow = false, has_zero = false;
     for (std::int64_t i = 0; i < shape.size(); ++i) {
         if (shape[i] == -1) {
             if (infer >= 0) fail(op, "only one dimension can be inferred (-1) in shape " + to_string(shape));
@@ -59,17 +60,22 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
         } else if (shape[i] < 0) {
             fail(op, "invalid size " + std::to_string(shape[i]) + " in shape " + to_string(shape));
         } else {
-            known *= shape[i];
+            has_zero = has_zero || shape[i] == 0;
+            overflow = __builtin_mul_overflow(known, shape[i], &known) || overflow;
         }
     }
+    if (has_zero) known = 0;
+    const auto invalid = [&] {
+        fail(op, "shape " + to_string(shape) + " is invalid for input of shape " + to_string(from) + " (" +
+                     std::to_string(numel) + " elements)" +
+                     (overflow && !has_zero ? ": its size overflows int64" : ""));
+    };
+    if (overflow && !has_zero) invalid();
     if (infer >= 0) {
-        if (known == 0 || numel % known != 0)
-            fail(op, "shape " + to_string(shape) + " is invalid for input of shape " + to_string(from) + " (" +
-                         std::to_string(numel) + " elements)");
+        if (known == 0 || numel % known != 0) invalid();
         out[infer] = numel / known;
     } else if (known != numel) {
-        fail(op, "shape " + to_string(shape) + " is invalid for input of shape " + to_string(from) + " (" +
-                     std::to_string(numel) + " elements)");
+        invalid();
     }
     return out;
 }
@@ -236,6 +242,7 @@ Tensor Tensor::expand(const Shape& target) const {
         sizes[iu] = want;
         st[iu] = have == want ? strides()[static_cast<std::size_t>(i - lead)] : 0;
     }
+    detail::checked_numel(Shape(sizes), "expand");
     // Even to the same shape this is a new recorded view, as in PyTorch (callers skip the call instead).
     return view_op(*this, Shape(sizes), st, storage_offset(), "ExpandBackward0",
                    [s = shape()](const Tensor& g) { return detail::sum_to(g, s); });
@@ -308,11 +315,12 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
         if (!ok)
             fail("cat", "shapes " + to_string(first.shape()) + " and " + to_string(t.shape()) +
                             " differ outside dimension " + std::to_string(dim));
-        total += t.size(d);
+        if (__builtin_add_overflow(total, t.size(d), &total))
+            fail("cat", "the concatenated size along dimension " + std::to_string(dim) + " overflows int64");
     }
     Shape shape = first.shape();
     shape[d] = total;
-    Tensor out = detail::make_empty(shape, dtype, first.device());
+    Tensor out = detail::make_empty(shape, dtype, first.device(), "cat");
     std::vector<std::int64_t> sizes;
     {
         NoGradGuard no_grad;

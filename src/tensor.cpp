@@ -1,13 +1,18 @@
 // Tensor metadata, storage, conversions, copies and the in-place updates optimizers use.
 #include "xgrad/tensor.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
+#include "detail/convert.hpp"
 #include "detail/kernels.hpp"
 #include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
@@ -55,8 +60,13 @@ std::ostream& operator<<(std::ostream& os, Device device) {
 }
 
 std::int64_t Shape::numel() const {
+    // Tensors only ever hold shapes that passed detail::checked_numel; this guards shapes built
+    // by hand, so that no product of sizes can wrap around silently.
     std::int64_t n = 1;
-    for (auto d : dims_) n *= d;
+    for (auto d : dims_)
+        if (__builtin_mul_overflow(n, d, &n))
+            throw std::invalid_argument("numel: the number of elements of shape " + to_string(*this) +
+                                        " overflows int64");
     return n;
 }
 
@@ -106,10 +116,6 @@ public:
         cached_ += bytes;
         return true;
     }
-    ~BlockCache() {
-        for (auto& [bytes, list] : blocks_)
-            for (void* p : list) std::free(p);
-    }
 
 private:
     std::mutex mutex_;
@@ -117,14 +123,39 @@ private:
     std::size_t cached_ = 0;
 };
 
+/// Never destroyed: a Tensor in static storage is freed after every static destructor of this file
+/// may have run, and must still find the cache (the blocks it holds stay reachable, not leaked).
 BlockCache& block_cache() {
-    static BlockCache cache;
-    return cache;
+    static BlockCache* cache = new BlockCache;
+    return *cache;
 }
 
 }  // namespace
 
-Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(resolve_device(dev, "empty")) {
+namespace {
+
+/// "1.50 GiB": bytes as PyTorch's allocator messages write them.
+std::string format_bytes(std::size_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        ++u;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+    return buf;
+}
+
+}  // namespace
+
+[[noreturn]] void out_of_memory(const char* op, std::size_t bytes) {
+    throw OutOfMemoryError(std::string(op) + ": out of memory: tried to allocate " + format_bytes(bytes) + " (" +
+                           std::to_string(bytes) + " bytes) on the CPU");
+}
+
+Storage::Storage(std::size_t bytes, Device dev, const char* op) : nbytes(bytes), device(resolve_device(dev, op)) {
     if (device.is_cuda()) {
 #ifdef XGRAD_WITH_CUDA
         data = kernels::cuda::allocate(bytes, device.index());
@@ -142,10 +173,10 @@ Storage::Storage(std::size_t bytes, Device dev) : nbytes(bytes), device(resolve_
         data = std::malloc(bytes);
     } else {
         const std::size_t padded = (bytes + 63) / 64 * 64;
-        data = padded >= BlockCache::kMinBytes ? block_cache().take(padded) : nullptr;
+        data = !kAddressSanitizer && padded >= BlockCache::kMinBytes ? block_cache().take(padded) : nullptr;
         if (!data) data = std::aligned_alloc(64, padded);
     }
-    if (!data) throw std::bad_alloc();
+    if (!data) out_of_memory(op, bytes);
 }
 
 Storage::~Storage() {
@@ -157,7 +188,8 @@ Storage::~Storage() {
     }
     if (data == inline_data) return;
     const std::size_t padded = (nbytes + 63) / 64 * 64;
-    if (nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded)) return;
+    if (!kAddressSanitizer && nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded))
+        return;
     std::free(data);
 }
 
@@ -180,19 +212,41 @@ Strides contiguous_strides(const Shape& shape) {
     return strides;
 }
 
-Tensor make_empty(const Shape& shape, DType dtype, Device device) {
+std::int64_t checked_numel(const Shape& shape, const char* op) {
+    std::int64_t n = 1;
+    bool overflow = false;
+    for (auto d : shape) {
+        if (d < 0) fail(op, "negative dimension " + std::to_string(d) + " in shape " + to_string(shape));
+        overflow = overflow || __builtin_mul_overflow(n, d, &n);
+    }
+    // A zero anywhere makes an empty tensor, however large the other sizes are (as PyTorch).
     for (auto d : shape)
-        if (d < 0) fail("empty", "negative dimension in shape " + to_string(shape));
+        if (d == 0) return 0;
+    if (overflow) fail(op, "the shape " + to_string(shape) + " has too many elements: their number overflows int64");
+    return n;
+}
+
+std::size_t checked_nbytes(const Shape& shape, DType dtype, const char* op) {
+    const std::int64_t n = checked_numel(shape, op);
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(n, static_cast<std::int64_t>(element_size(dtype)), &bytes))
+        fail(op, "the shape " + to_string(shape) + " of " + to_string(dtype) +
+                     " is too large: its size in bytes overflows int64");
+    return static_cast<std::size_t>(bytes);
+}
+
+Tensor make_empty(const Shape& shape, DType dtype, Device device, const char* op) {
+    const std::size_t nbytes = checked_nbytes(shape, dtype, op);
     auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
-    impl->storage = std::allocate_shared<Storage>(
-        PoolAllocator<Storage>(), static_cast<std::size_t>(shape.numel()) * element_size(dtype), device);
+    impl->storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), nbytes, device, op);
     impl->strides = contiguous_strides(shape);
     impl->shape = shape;
     impl->dtype = dtype;
     return Tensor(std::move(impl));
 }
 
-Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset) {
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset, const char* op) {
+    checked_numel(shape, op);
     auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
     impl->storage = base.impl()->storage;
     impl->shape = std::move(shape);
@@ -251,7 +305,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                          std::to_string(da) + " != " + std::to_string(db) + " at dimension " + std::to_string(i) + ")");
         out[static_cast<std::size_t>(i)] = da == 1 ? db : da;
     }
-    return Shape(std::move(out));
+    Shape result(std::move(out));
+    checked_numel(result, op);
+    return result;
 }
 
 DType promote(DType a, DType b) {
@@ -312,8 +368,65 @@ bool Tensor::is_contiguous() const {
     return impl_->is_contiguous();
 }
 
+namespace {
+
+/// The name libtorch's "cannot be converted to type ..." messages give T.
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
+const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>)
+        return "bool";
+    else if constexpr (std::is_same_v<T, float>)
+        return "float";
+    else if constexpr (std::is_same_v<T, double>)
+        return "double";
+    else if constexpr (std::is_same_v<T, long double>)
+        return "long double";
+    else if constexpr (std::is_same_v<T, std::int64_t>)
+        return "int64_t";
+    else if constexpr (std::is_same_v<T, int>)
+        return "int";
+    else if constexpr (std::is_same_v<T, unsigned>)
+        return "unsigned int";
+    else if constexpr (std::is_same_v<T, short>)
+        return "short";
+    else if constexpr (std::is_same_v<T, unsigned short>)
+        return "unsigned short";
+    else if constexpr (std::is_same_v<T, std::uint64_t>)
+        return "uint64_t";
+    else if constexpr (std::is_signed_v<T>)
+        return sizeof(T) == 1 ? "signed char" : "long long";
+    else
+        return sizeof(T) == 1 ? "unsigned char" : "unsigned long long";
+}
+
+/// `v` as T, throwing as libtorch's checked_convert when T cannot hold it.
+template <typename T, typename S>
+T checked_convert(S v) {
+    bool ok = true;
+    if constexpr (std::is_same_v<T, bool>) {
+        return v != 0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+        // Overflow is a finite value beyond T's range; inf and NaN convert.
+        ok = !(std::isfinite(static_cast<long double>(v)) &&
+               std::fabs(static_cast<long double>(v)) > static_cast<long double>(std::numeric_limits<T>::max()));
+    } else if constexpr (std::is_floating_point_v<S>) {
+        // Whole-number range check in long double, which holds every integer bound exactly.
+        const long double x = v;
+        ok = std::isfinite(x) && std::trunc(x) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+             std::trunc(x) <= static_cast<long double>(std::numeric_limits<T>::max());
+    } else {
+        const long double x = static_cast<long double>(v);  // exact for every 64-bit integer
+        ok = x >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+             x <= static_cast<long double>(std::numeric_limits<T>::max());
+    }
+    if (!ok) fail("item", std::string("value cannot be converted to type ") + type_name<T>() + " without overflow");
+    return static_cast<T>(v);
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> Tensor::to_vector_as() const {
     detail::check_defined(*this, "to_vector");
     if (!device().is_cpu()) return detach().to(kCPU).to_vector<T>();  // the copy waits for the device
     std::vector<T> out(static_cast<std::size_t>(numel()));
@@ -321,19 +434,20 @@ std::vector<T> Tensor::to_vector() const {
         using S = decltype(tag);
         const S* p = static_cast<const S*>(impl_->storage->data);
         detail::for_each_offset(impl_->shape, impl_->strides, impl_->offset, [&](std::int64_t i, std::int64_t off) {
-            out[static_cast<std::size_t>(i)] = static_cast<T>(p[off]);
+            out[static_cast<std::size_t>(i)] = detail::convert<T>(p[off]);
         });
     });
     return out;
 }
 
 template <typename T>
-T Tensor::item() const {
+T Tensor::item_as() const {
     detail::check_defined(*this, "item");
     if (numel() != 1)
         fail("item", "a tensor with " + std::to_string(numel()) + " elements cannot be converted to a scalar (shape " +
                          to_string(shape()) + ")");
-    return to_vector<T>()[0];
+    if (dtype() == kInt64) return checked_convert<T>(to_vector_as<std::int64_t>()[0]);
+    return checked_convert<T>(to_vector_as<double>()[0]);
 }
 
 template <typename T>
@@ -348,13 +462,20 @@ T* Tensor::data_ptr() const {
     return impl_->data<T>();
 }
 
-template float Tensor::item<float>() const;
-template double Tensor::item<double>() const;
-template std::int64_t Tensor::item<std::int64_t>() const;
-template std::vector<float> Tensor::to_vector<float>() const;
-template std::vector<double> Tensor::to_vector<double>() const;
-template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
-template float* Tensor::data_ptr<float>() const;
+// Every arithmetic type (int64_t, size_t ... are among them).
+#define XGRAD_INSTANTIATE(T)               \
+    template T Tensor::item_as<T>() const; \
+    template std::vector<T> Tensor::to_vector_as<T>() const;
+// clang-format off
+XGRAD_INSTANTIATE(bool) XGRAD_INSTANTIATE(char) XGRAD_INSTANTIATE(signed char) XGRAD_INSTANTIATE(unsigned char)
+XGRAD_INSTANTIATE(wchar_t) XGRAD_INSTANTIATE(char8_t) XGRAD_INSTANTIATE(char16_t) XGRAD_INSTANTIATE(char32_t)
+XGRAD_INSTANTIATE(short) XGRAD_INSTANTIATE(unsigned short) XGRAD_INSTANTIATE(int) XGRAD_INSTANTIATE(unsigned)
+XGRAD_INSTANTIATE(long) XGRAD_INSTANTIATE(unsigned long) XGRAD_INSTANTIATE(long long)
+XGRAD_INSTANTIATE(unsigned long long) XGRAD_INSTANTIATE(float) XGRAD_INSTANTIATE(double)
+XGRAD_INSTANTIATE(long double)
+// clang-format on
+#undef XGRAD_INSTANTIATE
+                    template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template std::int64_t* Tensor::data_ptr<std::int64_t>() const;
 
@@ -411,7 +532,7 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
     detail::check_defined(*this, "clone");
-    Tensor out = detail::make_empty(shape(), dtype(), device());
+    Tensor out = detail::make_empty(shape(), dtype(), device(), "clone");
     strided_copy(*this, out);
     if (detail::needs_grad({this}))
         detail::record(out, "CloneBackward0", {this},
@@ -422,7 +543,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType target) const {
     detail::check_defined(*this, "to");
     if (target == dtype()) return *this;
-    Tensor out = detail::make_empty(shape(), target, device());
+    Tensor out = detail::make_empty(shape(), target, device(), "to");
     strided_copy(*this, out);
     if (detail::needs_grad({this}) && xgrad::is_floating_point(target)) {
         DType source = dtype();
@@ -437,7 +558,7 @@ Tensor Tensor::to(Device target) const {
     detail::check_defined(*this, "to");
     target = detail::resolve_device(target, "to");
     if (target == device()) return *this;
-    Tensor out = detail::make_empty(shape(), dtype(), target);
+    Tensor out = detail::make_empty(shape(), dtype(), target, "to");
     strided_copy(*this, out);
     if (detail::needs_grad({this})) {
         const Device source = device();
@@ -464,12 +585,16 @@ Tensor& Tensor::copy_(const Tensor& src) {
         from = from.clone();
     }
     strided_copy(from, *this);
+    detail::bump_version(*this);
     return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
     detail::check_inplace(*this, "fill_");
+    if (dtype() == kInt64 && !detail::fits_int64(value))
+        fail("fill_", "value cannot be converted to type int64_t without overflow");
     kernels::fill(*this, value);
+    detail::bump_version(*this);
     return *this;
 }
 
@@ -498,6 +623,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         dtype() == other.dtype() && is_floating_point()) {
         detail::check_inplace(*this, "add_");
         kernels::axpy(*this, other, alpha);
+        detail::bump_version(*this);
         return *this;
     }
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });

@@ -5,24 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace xgrad {
+#include "xgrad/tensor.hpp"  // OutOfMemoryError
 
-/// Thrown when a device cannot allocate the memory asked for, even after xgrad has returned its
-/// cached blocks to the device (PyTorch's `torch.cuda.OutOfMemoryError`). Nothing is allocated then,
-/// and later (smaller) allocations work as before.
-///
-/// ```cpp
-/// try {
-///     auto huge = xgrad::empty({1 << 20, 1 << 20}, xgrad::kCUDA);
-/// } catch (const xgrad::OutOfMemoryError& e) {
-///     std::cerr << e.what() << "\n";   // names the bytes asked for and the bytes cached
-/// }
-/// ```
-class OutOfMemoryError : public std::runtime_error {
-public:
-    /// An error with this message.
-    explicit OutOfMemoryError(const std::string& message) : std::runtime_error(message) {}
-};
+namespace xgrad {
 
 /// CUDA devices. Without the CUDA backend (or without a GPU) nothing is available: the queries
 /// return 0 or false and the other calls do nothing, so scripts written as

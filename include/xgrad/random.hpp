@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <random>
 
@@ -10,11 +11,27 @@
 
 namespace xgrad {
 
+namespace detail {
+/// A mutex that a copyable class can hold: a copy gets a fresh, unlocked mutex, and it never
+/// takes part in comparisons.
+struct CopyableMutex {
+    std::mutex mutex;
+    CopyableMutex() = default;
+    CopyableMutex(const CopyableMutex&) {}
+    CopyableMutex& operator=(const CopyableMutex&) { return *this; }
+    friend bool operator==(const CopyableMutex&, const CopyableMutex&) { return true; }
+};
+}  // namespace detail
+
 /// A source of random numbers with PyTorch's CPU generator state: a 32-bit Mersenne Twister plus
 /// the second value of the last double-precision Box–Muller pair, kept for the next normal draw.
 ///
-/// A Generator is not thread-safe; give each thread its own. Copying one copies its state, so the
-/// copy replays the same stream (as `torch.Generator.get_state` / `set_state`).
+/// Every random function locks the generator's mutex for its whole draw, as PyTorch does, so
+/// threads may share one (the default generator included; modules built in two threads at once
+/// then each get a consistent block of the stream, in whichever order the threads come). Calls of
+/// `random()` / `random64()` made directly are not locked: hold `mutex()` around them when the
+/// generator is shared. Copying a generator copies its state, so the copy replays the same stream
+/// (as `torch.Generator.get_state` / `set_state`).
 ///
 /// ```cpp
 /// xgrad::Generator gen(42);
@@ -50,6 +67,8 @@ public:
     std::optional<double> next_double_normal_sample() const { return next_normal_; }
     /// Sets or clears the cached normal.
     void set_next_double_normal_sample(std::optional<double> value) { next_normal_ = value; }
+    /// The mutex every random function holds while it draws from this generator.
+    std::mutex& mutex() const { return mutex_.mutex; }
     /// Equal when both will produce the same stream (same engine state and cached normal).
     friend bool operator==(const Generator&, const Generator&) = default;
 
@@ -57,6 +76,7 @@ private:
     std::mt19937 engine_;
     std::uint64_t seed_ = kDefaultSeed;
     std::optional<double> next_normal_;
+    mutable detail::CopyableMutex mutex_;
 };
 
 /// The generator every random function uses when given none (PyTorch's `torch.default_generator`).

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "xgrad/shape.hpp"
@@ -14,6 +16,24 @@ namespace xgrad {
 namespace detail {
 struct TensorImpl;
 }
+
+/// Thrown when memory for a tensor cannot be had: on the CPU when the system refuses the
+/// allocation, on a CUDA device even after xgrad has returned its cached blocks (PyTorch's
+/// `torch.cuda.OutOfMemoryError`). The message names the operation and the bytes asked for. Nothing
+/// is allocated then, and later (smaller) allocations work as before.
+///
+/// ```cpp
+/// try {
+///     auto huge = xgrad::empty({1 << 20, 1 << 20, 1 << 10});
+/// } catch (const xgrad::OutOfMemoryError& e) {
+///     std::cerr << e.what() << "\n";   // empty: out of memory: tried to allocate 4096.00 TiB ...
+/// }
+/// ```
+class OutOfMemoryError : public std::runtime_error {
+public:
+    /// An error with this message.
+    explicit OutOfMemoryError(const std::string& message) : std::runtime_error(message) {}
+};
 
 /// An n-dimensional array of float32, float64 or int64 values that records the operations applied to
 /// it, so that `backward()` can compute gradients.
@@ -63,14 +83,26 @@ public:
     /// True for float32 and float64 tensors.
     bool is_floating_point() const { return xgrad::is_floating_point(dtype()); }
 
-    /// The single value of a one-element tensor, converted to T (float, double or int64_t). On a
-    /// CUDA tensor it waits for the GPU and copies the value to the host.
+    /// The single value of a one-element tensor, converted to T (any arithmetic type: `float`,
+    /// `double`, `int`, `std::int64_t`, `bool` ...). As libtorch's `item<T>()`, a value that T cannot
+    /// hold throws ("value cannot be converted to type int without overflow"). On a CUDA tensor it
+    /// waits for the GPU and copies the value to the host.
     template <typename T>
-    T item() const;
-    /// All values in row-major order, converted to T (float, double or int64_t); copied from the GPU
-    /// (after waiting for it) for a CUDA tensor.
+    T item() const {
+        static_assert(std::is_arithmetic_v<T>,
+                      "Tensor::item<T>() needs an arithmetic T (bool, an integer or a "
+                      "floating-point type)");
+        return item_as<T>();
+    }
+    /// All values in row-major order, converted to T (any arithmetic type) as `to(dtype)` converts;
+    /// copied from the GPU (after waiting for it) for a CUDA tensor.
     template <typename T>
-    std::vector<T> to_vector() const;
+    std::vector<T> to_vector() const {
+        static_assert(std::is_arithmetic_v<T>,
+                      "Tensor::to_vector<T>() needs an arithmetic T (bool, an integer or "
+                      "a floating-point type)");
+        return to_vector_as<T>();
+    }
     /// Pointer to the first element of a contiguous tensor whose dtype is T; throws otherwise. For a
     /// CUDA tensor it is a device pointer (as in PyTorch), returned once the GPU has finished the
     /// work queued so far, so that other CUDA code may use it at once.
@@ -223,6 +255,11 @@ public:
     const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
 private:
+    template <typename T>
+    T item_as() const;
+    template <typename T>
+    std::vector<T> to_vector_as() const;
+
     std::shared_ptr<detail::TensorImpl> impl_;
 };
 

@@ -30,7 +30,7 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
                          double b = 0) {
     check_same_device(x, y, name);
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
-    Tensor out = make_empty(shape, x.dtype(), x.device());
+    Tensor out = make_empty(shape, x.dtype(), x.device(), name);
     kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);
     return out;
 }

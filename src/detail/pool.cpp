@@ -1,6 +1,8 @@
 // The per-thread small-block pool (see pool.hpp).
 #include "detail/pool.hpp"
 
+#include "detail/tensor_impl.hpp"  // out_of_memory
+
 #include <cstdlib>
 #include <new>
 
@@ -33,25 +35,14 @@ std::size_t class_of(std::size_t bytes) {
     return (bytes + kGranule - 1) / kGranule - 1;
 }
 
-/// Under AddressSanitizer every block goes back to malloc, so that use-after-free is still caught.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kBypass = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kBypass = true;
-#else
-constexpr bool kBypass = false;
-#endif
-#else
-constexpr bool kBypass = false;
-#endif
+constexpr bool kBypass = kAddressSanitizer;  // every block back to malloc, so ASan sees each use
 
 }  // namespace
 
 void* pool_alloc(std::size_t bytes) {
     if (kBypass || bytes == 0 || bytes > kMaxBytes) {
         void* p = std::malloc(bytes == 0 ? 1 : bytes);
-        if (!p) throw std::bad_alloc();
+        if (!p) out_of_memory("autograd", bytes);
         return p;
     }
     Lists& l = lists();
@@ -62,7 +53,7 @@ void* pool_alloc(std::size_t bytes) {
         return b;
     }
     void* p = std::malloc((c + 1) * kGranule);
-    if (!p) throw std::bad_alloc();
+    if (!p) out_of_memory("autograd", bytes);
     return p;
 }
 

@@ -7,6 +7,20 @@
 
 namespace xgrad::detail {
 
+/// True in AddressSanitizer builds: xgrad's caches (this pool, the large-block cache) then hand
+/// every block back to malloc, so that a use after free is reported instead of hidden by reuse.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 /// `bytes` of memory aligned for any object, from this thread's free list when it has a block.
 void* pool_alloc(std::size_t bytes);
 /// Returns a block from pool_alloc (on any thread) of the same `bytes`.

@@ -1,6 +1,7 @@
 // Internal representation of tensors and graph nodes, and the helpers every operation shares.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -24,12 +25,16 @@ struct Storage {
     void* data = nullptr;
     std::size_t nbytes = 0;
     Device device = kCPU;
+    // PyTorch's version counter, shared by every view and detach() of the storage: each in-place
+    // update bumps it, and a tensor saved for backward remembers the value it saw (Saved below).
+    std::atomic<std::uint32_t> version{0};
     // Small tensors keep their data here, in the same allocation as the Storage itself: a graph of
     // tiny tensors (a training step of a small model) then costs one allocation less per tensor.
     static constexpr std::size_t kInlineBytes = 128;
     alignas(16) unsigned char inline_data[kInlineBytes];
 
-    Storage(std::size_t nbytes, Device device);
+    /// Allocates `nbytes` on `device`; throws OutOfMemoryError naming `op` when that fails.
+    Storage(std::size_t nbytes, Device device, const char* op = "empty");
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
@@ -180,12 +185,54 @@ struct Node {
     Tensor pending;  // gradient accumulated for this node's output so far
 };
 
+/// A tensor an op keeps for its backward, with the version its storage had then (PyTorch's
+/// SavedVariable). Reading it inside a backward function after an in-place update of that storage
+/// (directly, through a view or detach(), or under NoGradGuard) throws PyTorch's error instead of
+/// computing a wrong gradient.
+class Saved {
+public:
+    Saved() = default;
+    /// Saves a detached handle to `t` (undefined stays undefined) and its current version.
+    Saved(const Tensor& t);  // NOLINT: implicit, so that `[x = save(t)]` reads as a Tensor capture
+    /// The saved tensor; throws when its storage was modified in place since it was saved.
+    const Tensor& get() const {
+        if (tensor_.defined() && tensor_.impl()->storage->version.load(std::memory_order_relaxed) != version_)
+            modified();
+        return tensor_;
+    }
+    /// Reads as the saved tensor (checked) in expressions: `g * x`.
+    operator const Tensor&() const { return get(); }  // NOLINT: implicit on purpose
+    /// Member access to the saved tensor (checked): `x->shape()`.
+    const Tensor* operator->() const { return &get(); }
+
+private:
+    [[noreturn]] void modified() const;
+    Tensor tensor_;
+    std::uint32_t version_ = 0;
+};
+
+/// Marks an in-place update of `t`'s storage (every view and saved handle of it sees the new version).
+inline void bump_version(const Tensor& t) {
+    t.impl()->storage->version.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// The name of the node whose backward function runs on this thread (for Saved's error), or null.
+const char*& current_backward_node();
+
 // ---- construction -------------------------------------------------------------------------------
 Strides contiguous_strides(const Shape& shape);
-/// A new contiguous tensor with uninitialised storage.
-Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU);
+/// The number of elements of `shape`; throws naming `op` and the shape for a negative size or a
+/// product that overflows int64 (every shape a tensor gets passes through here).
+std::int64_t checked_numel(const Shape& shape, const char* op);
+/// The bytes `shape` of `dtype` needs; throws naming `op` when that overflows int64.
+std::size_t checked_nbytes(const Shape& shape, DType dtype, const char* op);
+/// Throws OutOfMemoryError: `op` could not get `bytes` from the system.
+[[noreturn]] void out_of_memory(const char* op, std::size_t bytes);
+/// A new contiguous tensor with uninitialised storage; `op` names the caller in errors (a shape
+/// that overflows, memory that cannot be had).
+Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU, const char* op = "empty");
 /// A new view of `base`'s storage with the given geometry (no autograd record).
-Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset, const char* op = "view");
 
 /// Makes every handle to `t` see `src`'s contents, shape and dtype (modules converting or
 /// materialising parameters in place, so optimizers holding handles follow).

@@ -43,7 +43,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
             const Tensor x2 = x.dim() == 3 ? x.view(Shape{-1, x.size(-1)}) : x;  // (N, in)
             const Tensor out2 = detail::addmm(b, x2, wt);                        // (N, out)
             out = x.dim() == 3 ? out2.view(Shape{x.size(0), x.size(1), wt.size(1)}) : out2;
-            backward = [x2, wt, sx = x.shape(), sb = b.shape()](const Tensor& g, const detail::NeedsGrad& n) {
+            backward = [saved_x = detail::Saved(x2), saved_w = detail::Saved(wt), sx = x.shape(), sb = b.shape()](
+                           const Tensor& g, const detail::NeedsGrad& n) {
+                const Tensor &x2 = saved_x, &wt = saved_w;
                 const Tensor g2 = g.dim() == 2 ? g : g.reshape(Shape{x2.size(0), wt.size(1)});  // (N, out)
                 Grads r = detail::mm_backward(g2, x2, wt, n[0], n[1]);
                 if (r[0].defined() && sx.size() != 2) r[0] = r[0].reshape(sx);

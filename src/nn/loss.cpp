@@ -174,9 +174,9 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight,
 
     if (detail::needs_grad({&input})) {
         detail::record(out, two_d ? "NllLoss2DBackward0" : "NllLossBackward0", {&input},
-                       [t, tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt, device, op](
-                           const Tensor& grad, const NeedsGrad&) {
-                           const std::int64_t* pt = t.data_ptr<std::int64_t>();
+                       [st = detail::Saved(t), tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt,
+                        device, op](const Tensor& grad, const NeedsGrad&) {
+                           const std::int64_t* pt = st->data_ptr<std::int64_t>();
                            Tensor g = grad.to(kCPU).contiguous();
                            Tensor gi = zeros(shape, dt);
                            detail::dispatch_float(dt, op, [&](auto tag) {
@@ -269,7 +269,7 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
     }
     if (detail::needs_grad({&input}))
         detail::record(out, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&input},
-                       [out_ = out.detach(), to_rows, from_rows, log](const Tensor& g, const NeedsGrad&) {
+                       [out_ = detail::Saved(out), to_rows, from_rows, log](const Tensor& g, const NeedsGrad&) {
                            Tensor o = to_rows(out_), gr = to_rows(g);
                            Tensor dx = detail::make_empty(o.shape(), o.dtype(), o.device());
                            kernels::softmax_backward_rows(gr, o, dx, log);
@@ -389,7 +389,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     if (detail::needs_grad({&input, &target}))
         detail::record(
             out, "BinaryCrossEntropyWithLogitsBackward0", {&input, &target},
-            [x, t, w, pw, reduction](const Tensor& g, const NeedsGrad& n) {
+            [sx = detail::Saved(x), st = detail::Saved(t), sw = detail::Saved(w), spw = detail::Saved(pw), reduction](
+                const Tensor& g, const NeedsGrad& n) {
+                const Tensor &x = sx, &t = st, &w = sw, &pw = spw;
                 auto finish = [&](Tensor r, DType dt) {
                     if (w.defined()) r = r * w;
                     if (reduction == Reduction::kMean) r = r / static_cast<double>(x.numel());

@@ -57,7 +57,9 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
     kernels::layer_norm_forward(x, w, b, eps, out, mean, rstd);
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
     detail::record(out, "NativeLayerNormBackward0", {&input, &weight, &bias},
-                   [x, w, mean, rstd, width = norm_width](const Tensor& grad, const detail::NeedsGrad& need) {
+                   [sx = detail::Saved(x), sw = detail::Saved(w), mean, rstd, width = norm_width](
+                       const Tensor& grad, const detail::NeedsGrad& need) {
+                       const Tensor &x = sx, &w = sw;
                        Tensor g = grad.contiguous();
                        const DType dt = x.dtype();
                        const Device dev = x.device();
@@ -85,16 +87,18 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
     Tensor rstd = detail::make_empty(Shape{rows}, dt, dev);
     kernels::rms_norm_forward(x, w, e, out, rstd);
     if (!detail::needs_grad({&input, &weight})) return out;
-    detail::record(out, "MulBackward0", {&input, &weight},
-                   [x, w, rstd](const Tensor& grad, const detail::NeedsGrad& need) {
-                       Tensor g = grad.contiguous();
-                       const DType dt = x.dtype();
-                       const Device dev = x.device();
-                       Tensor dx = need[0] ? detail::make_empty(x.shape(), dt, dev) : Tensor();
-                       Tensor dw = need[1] ? detail::make_empty(w.shape(), dt, dev) : Tensor();
-                       kernels::rms_norm_backward(g, x, w, rstd, dx, dw);
-                       return Grads{dx, dw};
-                   });
+    detail::record(
+        out, "MulBackward0", {&input, &weight},
+        [sx = detail::Saved(x), sw = detail::Saved(w), rstd](const Tensor& grad, const detail::NeedsGrad& need) {
+            const Tensor &x = sx, &w = sw;
+            Tensor g = grad.contiguous();
+            const DType dt = x.dtype();
+            const Device dev = x.device();
+            Tensor dx = need[0] ? detail::make_empty(x.shape(), dt, dev) : Tensor();
+            Tensor dw = need[1] ? detail::make_empty(w.shape(), dt, dev) : Tensor();
+            kernels::rms_norm_backward(g, x, w, rstd, dx, dw);
+            return Grads{dx, dw};
+        });
     return out;
 }
 

@@ -71,6 +71,7 @@ void Adam::update(std::size_t index, Tensor& param, const Tensor& grad_in) {
     if (param.is_contiguous()) {  // one fused pass: the same arithmetic as the composite below
         kernels::adam_step(param, grad.contiguous(), s.exp_avg, s.exp_avg_sq, o.amsgrad ? s.max_exp_avg_sq : Tensor(),
                            beta1, beta2, step_size, bias_correction2_sqrt, o.eps);
+        detail::bump_version(param);
         return;
     }
     // Running averages of the gradient and of its square.

@@ -1,4 +1,5 @@
 // CPU kernels that move data: strided copy with dtype conversion, fill, and dst += alpha * src.
+#include "detail/convert.hpp"
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/loop.hpp"
@@ -18,7 +19,7 @@ void copy(const Tensor& src, const Tensor& dst) {
                 const S* p = in + src.storage_offset();
                 D* q = out + dst.storage_offset();
                 parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                    for (std::int64_t i = lo; i < hi; ++i) q[i] = static_cast<D>(p[i]);
+                    for (std::int64_t i = lo; i < hi; ++i) q[i] = detail::convert<D>(p[i]);
                 });
                 return;
             }
@@ -28,9 +29,9 @@ void copy(const Tensor& src, const Tensor& dst) {
                     D* q = out + off[0];
                     const S* p = in + off[1];
                     if (st[0] == 1 && st[1] == 1) {
-                        for (std::int64_t i = 0; i < count; ++i) q[i] = static_cast<D>(p[i]);
+                        for (std::int64_t i = 0; i < count; ++i) q[i] = detail::convert<D>(p[i]);
                     } else {
-                        for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = static_cast<D>(p[i * st[1]]);
+                        for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = detail::convert<D>(p[i * st[1]]);
                     }
                 });
             });

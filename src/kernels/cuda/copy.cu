@@ -1,5 +1,6 @@
 // CUDA kernels that move data on a device: strided copy with dtype conversion, fill, and
 // dst += alpha * src. (Copies between the host and a device are cudaMemcpy, in backend.cpp.)
+#include "detail/convert.hpp"
 #include "kernels/cuda/common.cuh"
 
 namespace xgrad::kernels::cuda {
@@ -11,7 +12,7 @@ __global__ void copy_kernel(D* dst, const S* src, Walk<2> walk) {
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
         i64 off[2];
         walk_offsets(walk, i, off);
-        dst[off[0]] = static_cast<D>(src[off[1]]);
+        dst[off[0]] = detail::convert<D>(src[off[1]]);  // the CPU's values for NaN/inf
     }
 }
 
