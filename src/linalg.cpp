@@ -191,6 +191,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (a.dim() == 0 || b.dim() == 0)
         fail("matmul", "both arguments need at least 1 dimension, got shapes " + to_string(a.shape()) + " and " +
                            to_string(b.shape()));
+    if (a.dtype() != b.dtype())  // PyTorch does not promote here either
+        fail("matmul", "expected both arguments to have the same dtype, but got " + to_string(a.dtype()) + " and " +
+                           to_string(b.dtype()) + " (shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) +
+                           ")");
     const std::int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
     if (ka != kb)
         fail("matmul", "shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " cannot be multiplied (" +

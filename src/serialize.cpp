@@ -2,7 +2,9 @@
 // loads that validate the whole file before anything reaches a module.
 #include "xgrad/serialize.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -600,6 +603,14 @@ public:
     ~Fd() { reset(); }
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
+    Fd& operator=(Fd&& other) noexcept {
+        if (this != &other) {
+            reset();
+            fd_ = other.fd_;
+            other.fd_ = -1;
+        }
+        return *this;
+    }
     int get() const { return fd_; }
     /// Closes now, returning close()'s result (it can report a failed write-back).
     int reset() {
@@ -699,18 +710,81 @@ mode_t new_file_mode() {
     return 0644;
 }
 
+/// The file a save to `path` must replace: `path` itself, or the file its chain of symbolic links
+/// ends at (which need not exist yet), so that saving over a link updates the link's target and
+/// keeps the link, as writing through it in Python would.
+std::string resolve_links(const std::string& path, const char* op) {
+    std::string at = path;
+    for (int hops = 0;; ++hops) {
+        struct stat st {};
+        if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+        if (hops == 40) io_error(op, path, "too many levels of symbolic links", ELOOP);
+        std::string target(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 4096) + 1, '\0');
+        const ssize_t n = ::readlink(at.c_str(), target.data(), target.size());
+        if (n < 0) io_error(op, path, "cannot read the symbolic link " + quoted(at), errno);
+        target.resize(static_cast<std::size_t>(n));
+        if (target.empty() || target[0] != '/') {  // relative to the link's own directory
+            const auto slash = at.find_last_of('/');
+            if (slash != std::string::npos) target = at.substr(0, slash + 1) + target;
+        }
+        at = target;
+    }
+}
+
+/// The directory part of `path` ("." for a bare name).
+std::string directory_of(const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Temporaries of a save to `path` are `<path>.xgrad-tmp.XXXXXX`.
+std::string temp_prefix(const std::string& path) {
+    return path + ".xgrad-tmp.";
+}
+
+/// Removes temporaries that earlier saves to `path` left behind when their process died (kill -9
+/// between writing and renaming). A live writer holds an flock on its temporary, and the kernel
+/// drops it when the process dies: a temporary whose lock can be taken has no owner any more.
+void remove_stale_temporaries(const std::string& path) {
+    const std::string dir = directory_of(path);
+    const auto slash = path.find_last_of('/');
+    const std::string prefix = temp_prefix(slash == std::string::npos ? path : path.substr(slash + 1));
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;  // best effort: the save itself reports a directory it cannot use
+    std::vector<std::string> stale;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.rfind(prefix, 0) != 0 || name.size() != prefix.size() + 6) continue;
+        const std::string full = dir + "/" + name;
+        Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (fd.get() >= 0 && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) stale.push_back(full);
+    }
+    ::closedir(d);
+    for (const auto& f : stale) ::unlink(f.c_str());
+}
+
 /// A temporary file next to the target that becomes the target on commit() and disappears otherwise.
+///
+/// Where the file system allows (ext4, xfs, tmpfs ...), the temporary is an unnamed O_TMPFILE inode
+/// while it is written, so a process killed then leaves nothing behind; it gets a name, under the
+/// writer's flock, only for the rename. Elsewhere it is a named file locked from its creation.
+/// Either way the next save to the same target removes what a killed process left.
 class AtomicFile {
 public:
     AtomicFile(const std::string& path, const char* op)
-        : path_(path), op_(op), temp_(path + ".tmp.XXXXXX"), fd_(::mkstemp(temp_.data())) {
-        if (fd_.get() < 0) io_error(op_, path_, "cannot create a temporary file in its directory", errno);
+        : path_(path), target_(resolve_links(path, op)), op_(op), fd_(-1) {
+        remove_stale_temporaries(target_);
+        fd_ = Fd(::open(directory_of(target_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+        if (fd_.get() < 0) {  // no O_TMPFILE here: a named temporary, locked at once
+            temp_ = temp_prefix(target_) + "XXXXXX";
+            fd_ = Fd(::mkostemp(temp_.data(), O_CLOEXEC));
+            if (fd_.get() < 0) io_error(op_, path_, "cannot create a temporary file in its directory", errno);
+            named_ = true;
+        }
+        if (::flock(fd_.get(), LOCK_EX) != 0) io_error(op_, path_, "cannot lock the temporary file", errno);
     }
     ~AtomicFile() {
-        if (!committed_) {
-            fd_.reset();
-            ::unlink(temp_.c_str());
-        }
+        if (named_ && !committed_) ::unlink(temp_.c_str());
     }
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
@@ -720,24 +794,42 @@ public:
     /// Flushes to disk and renames over the target, keeping an existing file's permissions.
     void commit() {
         struct stat st {};
-        mode_t mode = ::stat(path_.c_str(), &st) == 0 ? st.st_mode & 07777 : new_file_mode();
+        mode_t mode = ::stat(target_.c_str(), &st) == 0 ? st.st_mode & 07777 : new_file_mode();
         if (::fchmod(fd_.get(), mode) != 0) io_error(op_, path_, "cannot set permissions", errno);
         if (::fsync(fd_.get()) != 0) io_error(op_, path_, "cannot flush to disk", errno);
-        if (fd_.reset() != 0) io_error(op_, path_, "cannot close", errno);
-        if (::rename(temp_.c_str(), path_.c_str()) != 0) io_error(op_, path_, "cannot replace the file", errno);
+        if (!named_) give_name();
+        if (::rename(temp_.c_str(), target_.c_str()) != 0) io_error(op_, path_, "cannot replace the file", errno);
         committed_ = true;
+        if (fd_.reset() != 0) io_error(op_, path_, "cannot close", errno);
         // Make the rename itself durable; the file is already complete, so this is best effort.
-        auto slash = path_.find_last_of('/');
-        std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-        Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        Fd dir_fd(::open(directory_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
     }
 
 private:
-    const std::string& path_;
+    /// Links the unnamed temporary into the directory under a fresh temporary name.
+    void give_name() {
+        const std::string proc = "/proc/self/fd/" + std::to_string(fd_.get());
+        static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        std::random_device entropy;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            temp_ = temp_prefix(target_);
+            for (int i = 0; i < 6; ++i) temp_ += kChars[entropy() % (sizeof kChars - 1)];
+            if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+                named_ = true;
+                return;
+            }
+            if (errno != EEXIST) io_error(op_, path_, "cannot name the temporary file", errno);
+        }
+        io_error(op_, path_, "cannot name the temporary file", EEXIST);
+    }
+
+    const std::string& path_;  // as the user gave it, for messages
+    std::string target_;       // the file replaced: path_ with its symbolic links followed
     const char* op_;
     std::string temp_;
     Fd fd_;
+    bool named_ = false;
     bool committed_ = false;
 };
 
@@ -827,6 +919,13 @@ nn::NamedTensors load_tensors(const std::string& path, Metadata* metadata) {
 }
 
 void save(const nn::Module& module, const std::string& path) {
+    // named_modules() only lists; it is non-const because it hands out mutable pointers.
+    for (auto& [name, m] : const_cast<nn::Module&>(module).named_modules())
+        if (m->has_uninitialized_parameters())
+            bad("save", path,
+                "the module " + (name.empty() ? m->name() : quoted(name) + " (" + m->name() + ")") +
+                    " has uninitialized parameters: their shape is fixed by its first forward. Run a forward "
+                    "first, or give the module its shape when constructing it");
     write_file(module.state_dict(), path, {{"format", "pt"}}, "save");
 }
 

@@ -387,3 +387,30 @@ TEST_CASE("a chain of 10^5 ops: backward and freeing the graph do not overflow t
     golden::check_close(y_value, golden::get(kFile, "deep.float32.out"), "deep value", 1e-4);
     golden::check_close(x.grad(), golden::get(kFile, "deep.float32.g0"), "deep grad", 1e-4);
 }
+
+TEST_CASE("version counters: views and detach share one, in-place ops bump it, unsaved inputs may change") {
+    Tensor x = xgrad::randn({2, 3});
+    Tensor w = xgrad::randn({2, 3}).requires_grad_();
+    // add saves neither input: editing one afterwards is fine, as in PyTorch.
+    Tensor y = (w + x).sum();
+    x.mul_(2.0);
+    y.backward();
+    CHECK(w.grad().to_vector<float>() == std::vector<float>(6, 1.0f));
+    // A view's edit is an edit of its base; so is a NoGradGuard edit of a parameter after the forward.
+    Tensor z = (w * x).sum();
+    x.select(0, 1).fill_(0.0);
+    CHECK_THROWS_WITH_AS(z.backward(),
+                         doctest::Contains("[float32 [2, 3]], saved by MulBackward0, is at version 2; "
+                                           "expected version 1 instead"),
+                         std::invalid_argument);
+    // retain_graph then an optimizer-style update: the second backward refuses to use stale values.
+    w.mutable_grad() = Tensor();
+    Tensor loss = (w * w).sum();
+    loss.backward({}, /*retain_graph=*/true);
+    {
+        xgrad::NoGradGuard no_grad;
+        w.sub_(w.grad() * 0.1);
+    }
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("saved by MulBackward0, is at version 1"),
+                         std::invalid_argument);
+}

@@ -184,10 +184,13 @@ TEST_CASE("matmul of int64 tensors stays integral, as torch.matmul") {
     Tensor out = xgrad::matmul(a, b);
     CHECK(out.dtype() == xgrad::kInt64);
     CHECK(out.to_vector<std::int64_t>() == std::vector<std::int64_t>{17, 39});
-    // Mixed dtypes promote (PyTorch refuses them).
-    Tensor mixed = xgrad::matmul(a, xgrad::tensor({0.5, 0.25}, xgrad::kFloat64));
-    CHECK(mixed.dtype() == xgrad::kFloat64);
-    CHECK(mixed.to_vector<double>() == std::vector<double>{1.0, 2.5});
+    // Mixed dtypes throw, as PyTorch's "expected scalar type Long but found Double".
+    check_throws(
+        [&] {
+            xgrad::matmul(a, xgrad::tensor({0.5, 0.25}, xgrad::kFloat64));
+        },
+        "matmul: expected both arguments to have the same dtype, but got torch.int64 and torch.float64 "
+        "(shapes (2, 2) and (2,))");
 }
 
 TEST_CASE("matmul errors name both shapes") {

@@ -1,6 +1,12 @@
 // Tests for serialize.hpp: safetensors files from PyTorch, round trips, atomic saves and hostile files.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <cmath>
 #include <csignal>
@@ -278,6 +284,116 @@ TEST_CASE("saving is atomic: a failed save leaves the old file and no temporary 
         CHECK(read_bytes(path) == "old contents");
         CHECK(dir.entries() == std::vector<std::string>{"model.safetensors"});
     }
+}
+
+TEST_CASE("saving over a symbolic link writes the link's target, atomically, and keeps the link") {
+    TempDir dir;
+    fs::create_directory(dir / "real");
+    nn::Sequential model = make_model(6);
+    write_bytes(dir / "real/model.safetensors", "old contents");
+    fs::create_symlink("real/model.safetensors", dir / "link.safetensors");   // relative, as `ln -s` makes
+    fs::create_symlink(dir / "link.safetensors", dir / "link2.safetensors");  // a chain of two
+    xgrad::save(model, dir / "link2.safetensors");
+    CHECK(fs::is_symlink(dir / "link.safetensors"));
+    CHECK(fs::is_symlink(dir / "link2.safetensors"));
+    nn::Sequential other = make_model(7);
+    xgrad::load(other, dir / "real/model.safetensors");
+    CHECK(snapshot(other) == snapshot(model));
+    CHECK(dir.entries().size() == 3);  // real/, link, link2: no temporary left in either directory
+    CHECK(fs::directory_iterator(dir / "real")->path().filename() == "model.safetensors");
+    // A dangling link: its target is created.
+    fs::create_symlink("real/new.safetensors", dir / "dangling.safetensors");
+    xgrad::save(model, dir / "dangling.safetensors");
+    CHECK(fs::is_symlink(dir / "dangling.safetensors"));
+    CHECK(fs::is_regular_file(dir / "real/new.safetensors"));
+    // A loop is an error naming the path.
+    fs::create_symlink(dir / "loop_b", dir / "loop_a");
+    fs::create_symlink(dir / "loop_a", dir / "loop_b");
+    CHECK_THROWS_WITH_AS(xgrad::save(model, dir / "loop_a"), doctest::Contains("too many levels of symbolic links"),
+                         std::runtime_error);
+}
+
+TEST_CASE("a save removes the temporaries that killed saves left, but never a live writer's") {
+    TempDir dir;
+    nn::Sequential model = make_model(6);
+    const std::string path = dir / "model.safetensors";
+    xgrad::save(model, path);
+    // What a process killed between writing and renaming leaves: a temporary nobody holds a lock on.
+    write_bytes(path + ".xgrad-tmp.dead01", "partial");
+    // A writer still at work: it holds an flock on its temporary (here a child process, as another
+    // process saving the same file would).
+    const std::string live = path + ".xgrad-tmp.live01";
+    write_bytes(live, "in progress");
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t writer = ::fork();
+    REQUIRE(writer >= 0);
+    if (writer == 0) {
+        const int fd = ::open(live.c_str(), O_RDONLY);
+        ::flock(fd, LOCK_EX);
+        (void)!::write(ready[1], "x", 1);
+        ::pause();
+        ::_exit(0);
+    }
+    char c = 0;
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    // Other files that merely look alike are not temporaries of this target.
+    write_bytes(dir / "other.safetensors.xgrad-tmp.abc123", "another target's");
+    write_bytes(path + ".xgrad-tmp.toolong1", "not xgrad's name");
+    xgrad::save(model, path);
+    auto names = dir.entries();
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"model.safetensors", "model.safetensors.xgrad-tmp.live01",
+                                            "model.safetensors.xgrad-tmp.toolong1",
+                                            "other.safetensors.xgrad-tmp.abc123"});
+    ::kill(writer, SIGKILL);  // the writer dies: its lock goes with it, and the next save cleans up
+    ::waitpid(writer, nullptr, 0);
+    xgrad::save(model, path);
+    CHECK(!fs::exists(live));
+    ::close(ready[0]);
+    ::close(ready[1]);
+}
+
+TEST_CASE("kill -9 during save never loses the old file and leaves nothing behind after the next save") {
+    TempDir dir;
+    const std::string path = dir / "big.safetensors";
+    const Tensor big = xgrad::randn({1 << 22});  // 16 MiB: a save takes a while
+    xgrad::save_tensors({{"a", xgrad::ones({3})}}, path);
+    for (int i = 0; i < 10; ++i) {
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            for (;;) xgrad::save_tensors({{"a", big}}, path);
+        }
+        ::usleep(static_cast<useconds_t>(5000 + 3000 * i));
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+        const auto loaded = xgrad::load_tensors(path);  // always a whole file, old or new
+        REQUIRE(loaded.size() == 1);
+        CHECK((loaded[0].second.numel() == 3 || loaded[0].second.numel() == (1 << 22)));
+    }
+    xgrad::save_tensors({{"a", xgrad::ones({3})}}, path);
+    CHECK(dir.entries() == std::vector<std::string>{"big.safetensors"});
+}
+
+TEST_CASE("a lazy LayerNorm or RMSNorm takes its shape from the file it loads") {
+    TempDir dir;
+    nn::Sequential trained(nn::Linear(4, 6), nn::LayerNorm(1), nn::RMSNorm(1));
+    trained(xgrad::randn({2, 4}));  // the first forward fixes the norms' shapes: (6,)
+    {
+        xgrad::NoGradGuard no_grad;
+        for (auto& p : trained.parameters()) p.add_(xgrad::randn(p.shape()));
+    }
+    xgrad::save(trained, dir / "m.safetensors");
+    nn::Sequential fresh(nn::Linear(4, 6), nn::LayerNorm(1), nn::RMSNorm(1));
+    const std::vector<Tensor> handles = fresh.parameters();  // as an optimizer made before loading holds them
+    CHECK(fresh.children()[1]->has_uninitialized_parameters());
+    xgrad::load(fresh, dir / "m.safetensors");
+    CHECK(!fresh.children()[1]->has_uninitialized_parameters());
+    CHECK(snapshot(fresh) == snapshot(trained));
+    CHECK(handles[2].shape() == xgrad::Shape{6});  // the optimizer's handle follows
+    const Tensor x = xgrad::randn({3, 4});
+    CHECK(fresh(x).to_vector<float>() == trained(x).to_vector<float>());
 }
 
 TEST_CASE("load checks names, shapes and dtypes against the module and changes nothing on error") {

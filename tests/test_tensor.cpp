@@ -235,3 +235,35 @@ TEST_CASE("without a usable GPU, CUDA tensors are refused with the op's name") {
     check_throws([&] { layer.to(xgrad::kCUDA); }, {"Module::to:", "cuda"});
     CHECK(layer.weight.device() == xgrad::kCPU);  // nothing moved
 }
+
+TEST_CASE("casting NaN, inf and out-of-range floats to int64 gives PyTorch's x86-64 values") {
+    for (const char* dt : {"float32", "float64"}) {
+        INFO(dt);
+        const Tensor in = golden::get("hardening.txt", std::string("cast.") + dt + ".in");
+        const Tensor expected = golden::get("hardening.txt", std::string("cast.") + dt + ".out");
+        CHECK(in.to(xgrad::kInt64).to_vector<std::int64_t>() == expected.to_vector<std::int64_t>());
+        // The same through a strided view and through to_vector.
+        CHECK(in.slice(0, 1, std::nullopt, 2).to(xgrad::kInt64).to_vector<std::int64_t>() ==
+              expected.slice(0, 1, std::nullopt, 2).to_vector<std::int64_t>());
+        CHECK(in.to_vector<std::int64_t>() == expected.to_vector<std::int64_t>());
+    }
+}
+
+TEST_CASE("item and to_vector take every arithmetic type, with libtorch's overflow check on item") {
+    const Tensor x = xgrad::tensor({3.75});
+    CHECK(x.item<int>() == 3);
+    CHECK(x.item<unsigned char>() == 3);
+    CHECK(x.item<bool>());
+    CHECK(xgrad::zeros({1}).item<bool>() == false);
+    CHECK(x.item<long double>() == 3.75L);
+    CHECK(xgrad::tensor({-2.5}).item<short>() == -2);
+    // int64 values go through int64, not double: 2^62 + 1 survives.
+    const Tensor big = xgrad::from_vector(std::vector<std::int64_t>{(std::int64_t{1} << 62) + 1}, {1}, xgrad::kInt64);
+    CHECK(big.item<std::uint64_t>() == (std::uint64_t{1} << 62) + 1);
+    CHECK(big.item<long long>() == (1LL << 62) + 1);
+    CHECK(xgrad::tensor({300.0}, xgrad::kInt64).to_vector<std::uint8_t>() == std::vector<std::uint8_t>{44});
+    check_throws([] { xgrad::tensor({300.0}, xgrad::kInt64).item<std::uint8_t>(); },
+                 {"item: value cannot be converted to type unsigned char without overflow"});
+    check_throws([] { xgrad::tensor({-1.0}).item<unsigned>(); },
+                 {"item: value cannot be converted to type unsigned int without overflow"});
+}

@@ -23,6 +23,13 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
         fail("linear", "input of shape " + to_string(input.shape()) + " does not match weight of shape " +
                            to_string(weight.shape()) + " (last dimension must be " + std::to_string(weight.size(1)) +
                            ")");
+    // As PyTorch: no silent promotion, which would train a float32 layer in float64 (or the reverse).
+    if (input.dtype() != weight.dtype())
+        fail("linear", "expected input and weight to have the same dtype, but got " + to_string(input.dtype()) +
+                           " (input) and " + to_string(weight.dtype()) + " (weight)");
+    if (bias.defined() && bias.dtype() != weight.dtype())
+        fail("linear", "expected bias and weight to have the same dtype, but got " + to_string(bias.dtype()) +
+                           " (bias) and " + to_string(weight.dtype()) + " (weight)");
     if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))
         fail("linear", "bias of shape " + to_string(bias.shape()) + " does not match weight of shape " +
                            to_string(weight.shape()));

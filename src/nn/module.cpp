@@ -244,6 +244,13 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     for (const auto& [name, t] : state) {
         if (!given.emplace(name, t).second) fail("load_state_dict", "the name '" + name + "' appears twice");
     }
+    // Lazy modules take their shapes from the file (as PyTorch's lazy modules do when loading).
+    std::map<std::string, Module*> lazy;  // by prefix: "" for this module, "norm." for a child
+    for (auto& [name, m] : named_modules())
+        if (m->has_uninitialized_parameters()) {
+            m->initialize_from(given, name.empty() ? "" : name + ".", /*apply=*/false);
+            lazy[name.empty() ? "" : name + "."] = m;
+        }
     std::vector<std::string> missing, unexpected;
     std::map<std::string, bool> known;
     for (const auto& [name, t] : own) {
@@ -255,7 +262,8 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
         }
         const Tensor& src = it->second;
         if (!src.defined()) fail("load_state_dict", "the tensor for '" + name + "' is undefined");
-        if (src.shape() != t.shape())
+        const bool shape_from_file = lazy.count(name.substr(0, name.rfind('.') + 1)) != 0;
+        if (!shape_from_file && src.shape() != t.shape())
             fail("load_state_dict", "size mismatch for " + name + ": the file has shape " + to_string(src.shape()) +
                                         ", the module has shape " + to_string(t.shape()));
         if (src.dtype() != t.dtype())
@@ -276,6 +284,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
         fail("load_state_dict", msg);
     }
     NoGradGuard no_grad;  // everything checked: now write
+    for (auto& [prefix, m] : lazy) m->initialize_from(given, prefix, /*apply=*/true);
     for (auto& [name, t] : own) {
         auto it = given.find(name);
         if (it != given.end()) t.copy_(it->second);

@@ -1,7 +1,9 @@
 // LayerNorm and RMSNorm: fused forward/backward ops (kernels in kernels/*/norm) and the modules.
 #include "xgrad/nn/normalization.hpp"
 
+#include <atomic>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <sstream>
 
@@ -121,10 +123,52 @@ Shape trailing_shape(const Tensor& input, std::int64_t dimensions, const char* o
     return Shape(std::vector<std::int64_t>(input.shape().end() - dimensions, input.shape().end()));
 }
 
+/// The warning for giagrad's integer form normalising every axis of `input` (the batch included),
+/// once per process, as PyTorch's TORCH_WARN_ONCE.
+void warn_if_all_axes(const char* module, std::int64_t dimensions, const Tensor& input) {
+    static std::atomic<bool> warned{false};
+    if (dimensions != input.dim() || input.dim() < 2 || warned.exchange(true)) return;
+    const std::string d = std::to_string(dimensions), last = std::to_string(input.size(-1));
+    std::cerr << "xgrad warning: nn::" << module << "(" << d << ") normalises the last " << d
+              << " dimensions of its input of shape " << to_string(input.shape())
+              << ", that is all of them, the batch included (giagrad's meaning of an integer). For PyTorch's nn."
+              << module << "(" << last << "), over the last dimension only, write nn::" << module << "({" << last
+              << "}).\n";
+}
+
+/// The normalised shape a lazy module takes from the entries of `state` under `prefix`; nothing
+/// when `state` has no weight for it. Throws naming the entry when it cannot fit.
+std::optional<Shape> shape_from_state(const std::map<std::string, Tensor>& state, const std::string& prefix,
+                                      std::int64_t dimensions, bool has_bias, const char* module) {
+    auto weight = state.find(prefix + "weight");
+    if (weight == state.end() || !weight->second.defined()) return std::nullopt;
+    const Shape shape = weight->second.shape();
+    if (shape.size() != dimensions)
+        fail("load_state_dict", "size mismatch for " + prefix + "weight: the file has shape " + to_string(shape) +
+                                    ", which cannot be the normalized shape of " + module + "(" +
+                                    std::to_string(dimensions) + ") (it needs " + std::to_string(dimensions) +
+                                    " dimensions)");
+    auto bias = has_bias ? state.find(prefix + "bias") : state.end();
+    if (bias != state.end() && bias->second.defined() && bias->second.shape() != shape)
+        fail("load_state_dict", "size mismatch for " + prefix + "bias: the file has shape " +
+                                    to_string(bias->second.shape()) + ", the weight has shape " + to_string(shape));
+    return shape;
+}
+
 }  // namespace
 
+void LayerNorm::initialize_from(const std::map<std::string, Tensor>& state, const std::string& prefix, bool apply) {
+    auto shape = shape_from_state(state, prefix, dimensions_, true, "LayerNorm");
+    if (shape && apply) materialize(*shape);
+}
+
+void RMSNorm::initialize_from(const std::map<std::string, Tensor>& state, const std::string& prefix, bool apply) {
+    auto shape = shape_from_state(state, prefix, dimensions_, false, "RMSNorm");
+    if (shape && apply) materialize(*shape);
+}
+
 LayerNorm::LayerNorm(std::int64_t dimensions, std::optional<Shape> shape, double eps, bool affine)
-    : dimensions_(dimensions), eps_(eps), affine_(affine) {
+    : dimensions_(dimensions), eps_(eps), affine_(affine), from_int_(!shape) {
     if (dimensions < 1) fail("LayerNorm", "dimensions must be at least 1, got " + std::to_string(dimensions));
     if (affine) {
         // Handles exist from the start (empty until the shape is known) so optimizers can hold them.
@@ -148,6 +192,7 @@ void LayerNorm::materialize(const Shape& shape) {
 Tensor LayerNorm::forward(const Tensor& input) {
     Shape trailing = trailing_shape(input, dimensions_, "LayerNorm");
     if (!normalized_shape_) materialize(trailing);
+    if (from_int_) warn_if_all_axes("LayerNorm", dimensions_, input);
     if (trailing != *normalized_shape_)
         fail("LayerNorm", "input of shape " + to_string(input.shape()) + " does not end with the normalized shape " +
                               to_string(*normalized_shape_) + " fixed by " +
@@ -162,7 +207,7 @@ std::string LayerNorm::extra_repr() const {
 }
 
 RMSNorm::RMSNorm(std::int64_t dimensions, std::optional<Shape> shape, std::optional<double> eps, bool affine)
-    : dimensions_(dimensions), eps_(eps), affine_(affine) {
+    : dimensions_(dimensions), eps_(eps), affine_(affine), from_int_(!shape) {
     if (dimensions < 1) fail("RMSNorm", "dimensions must be at least 1, got " + std::to_string(dimensions));
     if (affine) {
         weight = empty({0});
@@ -181,6 +226,7 @@ void RMSNorm::materialize(const Shape& shape) {
 Tensor RMSNorm::forward(const Tensor& input) {
     Shape trailing = trailing_shape(input, dimensions_, "RMSNorm");
     if (!normalized_shape_) materialize(trailing);
+    if (from_int_) warn_if_all_axes("RMSNorm", dimensions_, input);
     if (trailing != *normalized_shape_)
         fail("RMSNorm", "input of shape " + to_string(input.shape()) + " does not end with the normalized shape " +
                             to_string(*normalized_shape_));

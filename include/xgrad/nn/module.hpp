@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -78,6 +79,11 @@ public:
     /// Everything is checked before anything is written: on error the module is unchanged.
     void load_state_dict(const NamedTensors& state, bool strict = true);
 
+    /// True while this module's own parameters still wait for their shape: a lazy module such as
+    /// `LayerNorm(1)` before its first forward (PyTorch's `has_uninitialized_params()`). Saving a
+    /// model with one throws; loading a state dict gives it the file's shapes.
+    virtual bool has_uninitialized_parameters() const { return false; }
+
     /// Re-initialises the parameters as the constructor did (drawing from the default generator);
     /// modules without random initialisation do nothing.
     virtual void reset_parameters() {}
@@ -100,6 +106,14 @@ protected:
     Module& operator=(const Module&) = default;
     /// Move-assigns the registrations.
     Module& operator=(Module&&) noexcept = default;
+
+    /// For lazy modules: the shapes of this module's entries in `state` (named `prefix` + parameter
+    /// name) become its parameters' shapes. load_state_dict calls it with `apply` false to check
+    /// (throw naming the entry when a shape cannot fit), then, once everything is checked, with
+    /// `apply` true to create the parameters before their values are copied.
+    virtual void initialize_from(const std::map<std::string, Tensor>& state, const std::string& prefix, bool apply) {
+        (void)state, (void)prefix, (void)apply;
+    }
 
     /// Registers a member tensor as a parameter named `name`; returns it.
     Tensor& register_parameter(const std::string& name, Tensor& member);
