@@ -156,7 +156,9 @@ TEST_CASE("F::linear's output and gradients match PyTorch's, bit for bit on the 
     Tensor bias = xgrad::from_vector(lcg(24, 6), {24});
     Tensor w = xgrad::from_vector(lcg(8 * 24, 7), {8, 24});
     const double tol = same_blas(/*threads_too=*/false) ? 0 : 1e-4;
-    for (const auto& [name, shape] : {std::pair{"linear2d", Shape{8, 1000}}, {"linear4d", Shape{2, 2, 2, 1000}}}) {
+    for (const auto& c : {std::pair{"linear2d", Shape{8, 1000}}, {"linear4d", Shape{2, 2, 2, 1000}}}) {
+        const char* name = c.first;  // not a structured binding: clang 14 cannot capture those (INFO)
+        const Shape& shape = c.second;
         INFO(name);
         Tensor xi = x.reshape(shape).clone().requires_grad_(), W = weight.clone().requires_grad_();
         Tensor b = bias.clone().requires_grad_();

@@ -94,7 +94,9 @@ TEST_CASE("50 optimizer steps match PyTorch's parameters (SGD, Adam, AdamW, with
     const auto runs = golden_lines("run");
     REQUIRE(runs.size() == 22);  // gen_optim.py's 11 runs in two dtypes
     const Tensor labels = golden::get(kFile, "data.labels");
-    for (const auto& [key, o] : runs) {
+    for (const auto& run : runs) {
+        const auto& key = run.first;  // not structured bindings: clang 14 cannot capture those (INFO)
+        const auto& o = run.second;
         INFO(describe(key, o));
         const std::string dt = key.substr(key.rfind('.') + 1);
         const bool f32 = dt == "float32";
@@ -129,7 +131,9 @@ TEST_CASE("50 optimizer steps match PyTorch's parameters (SGD, Adam, AdamW, with
 TEST_CASE("StepLR and CosineAnnealingLR give PyTorch's learning rates for 30 steps") {
     const auto schedules = golden_lines("schedule");
     REQUIRE(schedules.size() == 4);
-    for (const auto& [key, o] : schedules) {
+    for (const auto& schedule : schedules) {
+        const auto& key = schedule.first;  // not structured bindings: clang 14 cannot capture those (INFO)
+        const auto& o = schedule.second;
         INFO(describe(key, o));
         Tensor p = xgrad::zeros({1}).requires_grad_();
         optim::SGD opt({p}, {.lr = num(o, "lr", 0.0)});

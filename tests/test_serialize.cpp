@@ -169,8 +169,9 @@ TEST_CASE("save writes PyTorch's names in a well-formed header, and the file loa
                   R"("2.weight":{"dtype":"F32","shape":[2,6],"data_offsets":[144,192]},)"
                   R"("2.bias":{"dtype":"F32","shape":[2],"data_offsets":[192,200]}})");
     std::size_t at = 8 + n;
-    for (const auto& [name, t] : model.state_dict()) {  // raw little-endian float32, in header order
-        auto values = t.to_vector<float>();
+    for (const auto& entry : model.state_dict()) {  // raw little-endian float32, in header order
+        const std::string& name = entry.first;      // not a structured binding: clang 14 cannot capture one
+        auto values = entry.second.to_vector<float>();
         INFO(name);
         CHECK(std::memcmp(bytes.data() + at, values.data(), values.size() * sizeof(float)) == 0);
         at += values.size() * sizeof(float);
