@@ -2,6 +2,13 @@
 #include "xgrad/tensor.hpp"
 
 #include <cmath>
+#if defined(__has_include) && __has_include(<sanitizer/asan_interface.h>)
+#include <sanitizer/asan_interface.h>  // poisoning macros; no-ops outside AddressSanitizer builds
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +113,7 @@ public:
         void* p = it->second.back();
         it->second.pop_back();
         cached_ -= bytes;
+        ASAN_UNPOISON_MEMORY_REGION(p, bytes);
         return p;
     }
     /// Keeps `p` for reuse; false when the cache is full (the caller frees it).
@@ -114,6 +122,8 @@ public:
         if (cached_ + bytes > kMaxCached) return false;
         blocks_[bytes].push_back(p);
         cached_ += bytes;
+        // Under AddressSanitizer a cached block is poisoned: a use after free stays a reported error.
+        ASAN_POISON_MEMORY_REGION(p, bytes);
         return true;
     }
 
@@ -173,7 +183,7 @@ Storage::Storage(std::size_t bytes, Device dev, const char* op) : nbytes(bytes),
         data = std::malloc(bytes);
     } else {
         const std::size_t padded = (bytes + 63) / 64 * 64;
-        data = !kAddressSanitizer && padded >= BlockCache::kMinBytes ? block_cache().take(padded) : nullptr;
+        data = padded >= BlockCache::kMinBytes ? block_cache().take(padded) : nullptr;
         if (!data) data = std::aligned_alloc(64, padded);
     }
     if (!data) out_of_memory(op, bytes);
@@ -188,8 +198,7 @@ Storage::~Storage() {
     }
     if (data == inline_data) return;
     const std::size_t padded = (nbytes + 63) / 64 * 64;
-    if (!kAddressSanitizer && nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded))
-        return;
+    if (nbytes > 4096 && padded >= BlockCache::kMinBytes && block_cache().give(data, padded)) return;
     std::free(data);
 }
 

@@ -7,8 +7,8 @@
 
 namespace xgrad::detail {
 
-/// True in AddressSanitizer builds: xgrad's caches (this pool, the large-block cache) then hand
-/// every block back to malloc, so that a use after free is reported instead of hidden by reuse.
+/// True in AddressSanitizer builds: this pool then hands every block back to malloc (and the
+/// large-block cache poisons the blocks it keeps), so a use after free is reported, not hidden.
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool kAddressSanitizer = true;
 #elif defined(__has_feature)

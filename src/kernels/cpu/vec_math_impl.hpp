@@ -316,9 +316,23 @@ template <class B>
 B ldexp2(const B& d, const IntBatch<B>& e) {
     return d * pow2i<B>(e >> 1) * pow2i<B>(e - (e >> 1));
 }
+/// floor(x), with no undefined behaviour on SSE2: there xsimd 8.1 floors through a scalar
+/// double-to-int64 conversion of every lane, undefined for inf, NaN and huge values (UBSan reports
+/// it) even though its select then keeps x for them. Such lanes skip the conversion here; every
+/// result is the same as xsimd's (and roundpd's on SSE4.1 and later, which need no detour).
+template <class B>
+B floor_defined(const B& x) {
+    if constexpr (std::is_same_v<typename B::arch_type, xsimd::sse2>) {
+        const auto small = xsimd::abs(x) < B(0x1p52);  // false for NaN and inf
+        return xsimd::select(small, xsimd::floor(xsimd::select(small, x, B(0))), x);
+    } else {
+        return xsimd::floor(x);
+    }
+}
+
 template <class B>
 B ldexp2_d(const B& d, const B& e) {
-    B h = xsimd::floor(e * B(0.5));
+    B h = floor_defined(e * B(0.5));
     return d * pow2i_d(h) * pow2i_d(e - h);
 }
 
