@@ -1,5 +1,5 @@
-// safetensors files: the header written and read (as a strict, bounded event stream) with nlohmann::json,
-// atomic saves, and loads that validate the whole file before anything reaches a module.
+// safetensors files (the header written and read with nlohmann::json, as a strict and bounded event
+// stream) and NumPy .npy files: atomic saves, and loads that validate the whole file before use.
 #include "xgrad/serialize.hpp"
 
 #include <fcntl.h>
@@ -587,6 +587,286 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
     file.commit();
 }
 
+// ---- .npy files ---------------------------------------------------------------------------------
+//
+// NumPy's format (numpy.lib.format): the magic string "\x93NUMPY", the format version (1.0, 2.0 or
+// 3.0: two bytes), the header's length (2 bytes in 1.0, 4 after), the header, then the elements. The
+// header is a Python dict literal, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr std::size_t kNpyMagicBytes = 6;
+// NumPy's own reader stops at 10000 bytes unless told otherwise; real headers are under 200.
+constexpr std::uint64_t kMaxNpyHeaderBytes = 10000;
+// NumPy aligns the data to 64 bytes, and leaves room for the growth axis's size to reach 21 digits.
+constexpr std::size_t kNpyAlign = 64;
+constexpr std::size_t kNpyGrowthDigits = 21;
+
+/// What a .npy header says.
+struct NpyHeader {
+    std::string descr;
+    DType dtype = kFloat32;
+    bool big_endian = false;
+    bool fortran_order = false;
+    std::vector<std::uint64_t> shape;
+};
+
+/// Parses the header's dict literal: exactly the keys 'descr', 'fortran_order' and 'shape', in any
+/// order, with the Python spellings NumPy writes (and 'L' suffixes from Python 2's files).
+class NpyHeaderReader {
+public:
+    NpyHeaderReader(const char* op, const std::string& path, std::string_view text) : op_(op), path_(path), s_(text) {}
+
+    NpyHeader read() {
+        NpyHeader h;
+        bool has_descr = false, has_order = false, has_shape = false;
+        expect('{');
+        while (!next_is('}')) {
+            std::string key = read_string("a key");
+            bool* seen = key == "descr"           ? &has_descr
+                         : key == "fortran_order" ? &has_order
+                         : key == "shape"         ? &has_shape
+                                                  : nullptr;
+            if (!seen)
+                fail("unknown key " + json_quoted(key) + " (a .npy header has 'descr', 'fortran_order' and 'shape')");
+            if (*seen) fail("the key '" + key + "' appears twice");
+            *seen = true;
+            expect(':');
+            if (key == "descr")
+                read_descr(h);
+            else if (key == "fortran_order")
+                h.fortran_order = read_bool();
+            else
+                h.shape = read_shape();
+            if (!next_is(',')) break;
+            ++pos_;
+        }
+        expect('}');
+        skip_ws();
+        if (pos_ != s_.size()) syntax("unexpected text after the dict");
+        if (!has_descr) fail("the header has no 'descr'");
+        if (!has_order) fail("the header has no 'fortran_order'");
+        if (!has_shape) fail("the header has no 'shape'");
+        return h;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { bad(op_, path_, what); }
+    [[noreturn]] void syntax(const std::string& what) const {
+        fail("the header is not a Python dict literal: " + what + " (byte " + std::to_string(pos_) + " of the header)");
+    }
+
+    void skip_ws() {
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+            ++pos_;
+    }
+    bool next_is(char c) {
+        skip_ws();
+        return pos_ < s_.size() && s_[pos_] == c;
+    }
+    void expect(char c) {
+        if (!next_is(c)) syntax(std::string("expected '") + c + "'");
+        ++pos_;
+    }
+    /// A quoted string without escapes (no key or dtype needs one).
+    std::string read_string(const char* what) {
+        skip_ws();
+        if (pos_ == s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) syntax(std::string("expected ") + what);
+        char quote = s_[pos_++];
+        std::size_t end = s_.find(quote, pos_);
+        if (end == std::string_view::npos) syntax("unterminated string");
+        std::string_view text = s_.substr(pos_, end - pos_);
+        if (text.find('\\') != std::string_view::npos) syntax("escapes in strings are not supported");
+        pos_ = end + 1;
+        return std::string(text);
+    }
+    bool read_bool() {
+        skip_ws();
+        for (auto [word, value] :
+             {std::pair{std::string_view("True"), true}, std::pair{std::string_view("False"), false}})
+            if (s_.substr(pos_, word.size()) == word) {
+                pos_ += word.size();
+                return value;
+            }
+        fail("'fortran_order' must be True or False");
+    }
+    std::uint64_t read_size() {
+        skip_ws();
+        if (pos_ == s_.size() || s_[pos_] < '0' || s_[pos_] > '9')
+            fail("the sizes in 'shape' must be non-negative integers");
+        std::uint64_t value = 0;
+        auto [end, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), value);
+        if (ec != std::errc{}) fail("a size in 'shape' is 2^64 or more");
+        pos_ = static_cast<std::size_t>(end - s_.data());
+        if (pos_ < s_.size() && (s_[pos_] == 'L' || s_[pos_] == 'l')) ++pos_;  // Python 2's long
+        return value;
+    }
+    /// A tuple: (), (3,), (2, 3) or (2, 3,); a lone (3) is an int in Python, not a shape.
+    std::vector<std::uint64_t> read_shape() {
+        if (!next_is('(')) fail("'shape' must be a tuple of integers");
+        ++pos_;
+        std::vector<std::uint64_t> shape;
+        bool comma = false;
+        while (!next_is(')')) {
+            if (shape.size() == kMaxDims) fail("the shape has more than " + std::to_string(kMaxDims) + " dimensions");
+            shape.push_back(read_size());
+            comma = next_is(',');
+            if (!comma) break;
+            ++pos_;
+        }
+        expect(')');
+        if (shape.size() == 1 && !comma) fail("'shape' must be a tuple of integers: (n) is a number, (n,) a tuple");
+        return shape;
+    }
+    void read_descr(NpyHeader& h) {
+        if (next_is('[')) fail("'descr' is a structured dtype (a list of fields), which xgrad does not support");
+        std::string descr = h.descr = read_string("a dtype string for 'descr'");
+        std::string_view code = descr;
+        char order = code.empty() ? '?' : code[0];
+        if (order == '<' || order == '>' || order == '=' || order == '|') code.remove_prefix(1);
+        h.big_endian = order == '>' || (order != '<' && std::endian::native == std::endian::big);
+        if (code == "f4")
+            h.dtype = kFloat32;
+        else if (code == "f8")
+            h.dtype = kFloat64;
+        else if (code == "i8")
+            h.dtype = kInt64;
+        else
+            fail("dtype " + json_quoted(descr) +
+                 " is not one xgrad reads (float32 '<f4', float64 '<f8' or int64 '<i8', either byte order); "
+                 "convert the array first, e.g. with a.astype(numpy.float32)");
+    }
+
+    const char* op_;
+    const std::string& path_;
+    std::string_view s_;
+    std::size_t pos_ = 0;
+};
+
+/// Reverses each element's bytes: data of the other byte order.
+void reverse_bytes(void* data, std::size_t bytes, std::size_t element) {
+    auto* p = static_cast<unsigned char*>(data);
+    for (std::size_t i = 0; i + element <= bytes; i += element) std::reverse(p + i, p + i + element);
+}
+
+/// The reversed dimensions: a Fortran-ordered array is the C-ordered array of its transpose.
+Dims reversed_dims(std::int64_t ndim) {
+    std::vector<std::int64_t> order;
+    for (std::int64_t d = ndim - 1; d >= 0; --d) order.push_back(d);
+    return Dims(order);
+}
+
+Tensor read_npy(const std::string& path) {
+    const char* op = "load_npy";
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) io_error(op, path, "cannot open", errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) io_error(op, path, "cannot stat", errno);
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(std::string(op) + ": '" + path + "': not a regular file");
+    auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+
+    unsigned char prefix[12] = {};
+    if (file_bytes < 10)
+        bad(op, path, "the file has " + std::to_string(file_bytes) + " bytes, too few for a .npy header");
+    read_exact(fd.get(), prefix, 10, 0, op, path);
+    if (std::memcmp(prefix, kNpyMagic, kNpyMagicBytes) != 0)
+        bad(op, path, "the file does not start with \\x93NUMPY (is it a .npy file?)");
+    int major = prefix[6], minor = prefix[7];
+    if (major < 1 || major > 3 || minor != 0)
+        bad(op, path,
+            "format version " + std::to_string(major) + "." + std::to_string(minor) +
+                " is not one xgrad reads (1.0, 2.0 and 3.0)");
+    std::uint64_t prefix_bytes = major == 1 ? 10 : 12;
+    if (file_bytes < prefix_bytes)
+        bad(op, path, "the file has " + std::to_string(file_bytes) + " bytes, too few for a .npy header");
+    if (major > 1) read_exact(fd.get(), prefix + 10, 2, 10, op, path);
+    std::uint64_t header_bytes = 0;
+    for (std::uint64_t i = prefix_bytes; i-- > 8;) header_bytes = (header_bytes << 8) | prefix[i];
+    if (header_bytes > kMaxNpyHeaderBytes)
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " exceeds the limit of " +
+                std::to_string(kMaxNpyHeaderBytes) + " bytes");
+    if (header_bytes > file_bytes - prefix_bytes)
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " is larger than the rest of the file (" +
+                std::to_string(file_bytes - prefix_bytes) + " bytes)");
+    std::string header(static_cast<std::size_t>(header_bytes), '\0');
+    read_exact(fd.get(), header.data(), header_bytes, prefix_bytes, op, path);
+    NpyHeader h = NpyHeaderReader(op, path, header).read();
+
+    // As for safetensors: every stride must fit in int64, and the data must be exactly the elements.
+    Shape shape;
+    std::uint64_t extent = 1, numel = 1, bytes = 0;
+    for (std::uint64_t size : h.shape) {
+        if (__builtin_mul_overflow(extent, std::max<std::uint64_t>(size, 1), &extent) ||
+            extent > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            bad(op, path, "the shape is too large");
+        numel *= size;
+        shape.push_back(static_cast<std::int64_t>(size));
+    }
+    std::size_t element = element_size(h.dtype);
+    if (__builtin_mul_overflow(numel, element, &bytes)) bad(op, path, "the shape is too large");
+    std::uint64_t data_start = prefix_bytes + header_bytes, data_bytes = file_bytes - data_start;
+    if (data_bytes != bytes)
+        bad(op, path,
+            "shape " + to_string(shape) + " of " + h.descr + " needs " + std::to_string(bytes) +
+                " bytes of data, but the file has " + std::to_string(data_bytes) +
+                (data_bytes < bytes ? "; it may be truncated" : " (one array per file)"));
+
+    // Fortran order: the bytes are the C-ordered transpose, which is read as such and transposed back.
+    std::vector<std::int64_t> stored = shape.vec();
+    if (h.fortran_order) std::reverse(stored.begin(), stored.end());
+    Tensor t = empty(Shape(stored), h.dtype);
+    if (bytes > 0) {
+        read_exact(fd.get(), raw_data(t), bytes, data_start, op, path);
+        if (h.big_endian != (std::endian::native == std::endian::big))
+            reverse_bytes(raw_data(t), static_cast<std::size_t>(bytes), element);
+    }
+    if (h.fortran_order && t.dim() > 1) t = t.permute(reversed_dims(t.dim())).contiguous();
+    return t;
+}
+
+void write_npy(const Tensor& tensor, const std::string& path, bool fortran_order) {
+    const char* op = "save_npy";
+    if (!tensor.defined()) bad(op, path, "the tensor is undefined");
+    if (static_cast<std::size_t>(tensor.dim()) > kMaxDims)
+        bad(op, path, "the tensor has more than " + std::to_string(kMaxDims) + " dimensions");
+    Tensor data = tensor.detach().cpu();
+    data = fortran_order && data.dim() > 1 ? data.permute(reversed_dims(data.dim())).contiguous() : data.contiguous();
+    std::size_t element = element_size(data.dtype()), bytes = static_cast<std::size_t>(data.numel()) * element;
+
+    // numpy.lib.format's header, space for space: keys sorted, then room for the growth axis (the
+    // first, or the last in Fortran order) to grow to 21 digits, then padding to 64 bytes and '\n'.
+    const char* descr = data.dtype() == kFloat32 ? "<f4" : data.dtype() == kFloat64 ? "<f8" : "<i8";
+    std::string shape = "(";
+    for (std::int64_t d = 0; d < tensor.dim(); ++d) shape += (d > 0 ? ", " : "") + std::to_string(tensor.size(d));
+    shape += tensor.dim() == 1 ? ",)" : ")";
+    std::string header = std::string("{'descr': '") + descr +
+                         "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': " + shape + ", }";
+    if (tensor.dim() > 0)
+        header.append(kNpyGrowthDigits - std::to_string(tensor.size(fortran_order ? -1 : 0)).size(), ' ');
+    auto padding = [&](std::size_t length_bytes) {
+        return kNpyAlign - (kNpyMagicBytes + 2 + length_bytes + header.size() + 1) % kNpyAlign;
+    };
+    // Format 1.0 stores the header's length in 2 bytes; a longer header needs 2.0 and 4 bytes.
+    std::size_t length_bytes = header.size() + padding(2) + 1 <= 0xFFFF ? 2 : 4;
+    header.append(padding(length_bytes), ' ');
+    header += '\n';
+
+    std::string prefix(kNpyMagic, kNpyMagicBytes);
+    prefix += static_cast<char>(length_bytes == 2 ? 1 : 2);
+    prefix += '\0';
+    for (std::size_t i = 0; i < length_bytes; ++i) prefix += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+    if constexpr (std::endian::native == std::endian::big) {
+        data = data.clone();
+        reverse_bytes(raw_data(data), bytes, element);
+    }
+    AtomicFile file(path, op);
+    file.write(prefix.data(), prefix.size());
+    file.write(header.data(), header.size());
+    if (bytes > 0) file.write(raw_data(data), bytes);
+    file.commit();
+}
+
 }  // namespace
 
 void save_tensors(const nn::NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
@@ -608,6 +888,14 @@ void load(nn::Module& module, const std::string& path, bool strict) {
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("load: '" + path + "': " + e.what());
     }
+}
+
+void save_npy(const Tensor& tensor, const std::string& path, bool fortran_order) {
+    write_npy(tensor, path, fortran_order);
+}
+
+Tensor load_npy(const std::string& path) {
+    return read_npy(path);
 }
 
 }  // namespace xgrad
