@@ -60,11 +60,16 @@ std::string printable(const std::string& s) {
 }
 
 /// A name from a file, quoted and escaped for an error message, and cut short if it is very long.
-std::string json_quoted(std::string_view name) {
+std::string quoted(const std::string& name) {
     constexpr std::size_t kMaxShown = 100;
-    std::string out = Json(std::string(name.substr(0, kMaxShown))).dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string out = Json(name.substr(0, kMaxShown)).dump(-1, ' ', false, Json::error_handler_t::replace);
     if (name.size() > kMaxShown) out.insert(out.size() - 1, "...");
     return out;
+}
+/// The same for a non-const string. Argument-dependent lookup also finds std::quoted (<iomanip>, which
+/// nlohmann::json includes); these two overloads, as exact matches that are not templates, win.
+std::string quoted(std::string& name) {
+    return quoted(static_cast<const std::string&>(name));
 }
 
 /// True when `s` is valid UTF-8, as every JSON string must be.
@@ -147,7 +152,7 @@ public:
     bool string(Json::string_t& value) {
         if (at_ == At::kMetadata) {
             if (!metadata_->emplace(key_, std::move(value)).second)
-                fail("\"__metadata__\" has the key " + json_quoted(key_) + " twice");
+                fail("\"__metadata__\" has the key " + quoted(key_) + " twice");
             return true;
         }
         if (at_ == At::kEntry && field_ == "dtype") {
@@ -178,8 +183,8 @@ public:
                          : key == "shape"        ? &has_shape_
                          : key == "data_offsets" ? &has_offsets_
                                                  : nullptr;
-            if (!seen) fail(tensor(name_) + " has an unknown field " + json_quoted(key));
-            if (*seen) fail(tensor(name_) + " has " + json_quoted(key) + " twice");
+            if (!seen) fail(tensor(name_) + " has an unknown field " + quoted(key));
+            if (*seen) fail(tensor(name_) + " has " + quoted(key) + " twice");
             *seen = true;
             field_ = std::move(key);
             return true;
@@ -224,7 +229,7 @@ private:
 
     [[noreturn]] void fail(const std::string& what) const { bad(op_, path_, what); }
 
-    static std::string tensor(const std::string& name) { return "tensor " + json_quoted(name); }
+    static std::string tensor(const std::string& name) { return "tensor " + quoted(name); }
 
     /// A value of `kind` where the schema has no place for it.
     [[noreturn]] void unexpected(const std::string& kind) const {
@@ -236,7 +241,7 @@ private:
                 if (key_ != "__metadata__") fail(tensor(key_) + " must be described by an object, not " + kind);
                 fail("\"__metadata__\" must be an object, not " + kind);
             case At::kMetadata:
-                fail("\"__metadata__\" values must be strings; " + json_quoted(key_) + " is " + kind);
+                fail("\"__metadata__\" values must be strings; " + quoted(key_) + " is " + kind);
             case At::kEntry:
                 fail(tensor(name_) + ": \"" + field_ + "\" must be " + (field_ == "dtype" ? "a string" : "an array") +
                      ", not " + kind);
@@ -276,7 +281,7 @@ private:
                  ", which xgrad does not support (only F32, F64 and I64); "
                  "convert it before saving, e.g. with tensor.float() in PyTorch");
         else
-            fail(tensor + " has the unknown dtype " + json_quoted(code_));
+            fail(tensor + " has the unknown dtype " + quoted(code_));
 
         // Every stride must fit in int64, so the product of the sizes (zeros counted as 1) must too.
         std::uint64_t extent = 1, numel = 1;
@@ -314,7 +319,7 @@ private:
         std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
         auto twice = std::adjacent_find(names.begin(), names.end(),
                                         [](const std::string* a, const std::string* b) { return *a == *b; });
-        if (twice != names.end()) fail("the header names tensor " + json_quoted(**twice) + " twice");
+        if (twice != names.end()) fail("the header names tensor " + quoted(**twice) + " twice");
     }
 
     /// The tensors must tile the data section exactly: no overlaps, no gaps, nothing left over.
@@ -328,11 +333,11 @@ private:
         const Entry* previous = nullptr;
         for (const Entry* e : by_offset) {
             if (e->begin < cursor)
-                fail("tensors " + json_quoted(previous->name) + " and " + json_quoted(e->name) + " overlap (bytes " +
+                fail("tensors " + quoted(previous->name) + " and " + quoted(e->name) + " overlap (bytes " +
                      std::to_string(e->begin) + " to " + std::to_string(cursor) + " of the data)");
             if (e->begin > cursor)
                 fail("bytes " + std::to_string(cursor) + " to " + std::to_string(e->begin) +
-                     " of the data belong to no tensor (before tensor " + json_quoted(e->name) + ")");
+                     " of the data belong to no tensor (before tensor " + quoted(e->name) + ")");
             cursor = e->end;
             previous = e;
         }
@@ -538,10 +543,10 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
     std::vector<Item> items;
     std::set<std::string> seen;
     for (const auto& [name, t] : tensors) {
-        if (!t.defined()) bad(op, path, "tensor " + json_quoted(name) + " is undefined");
+        if (!t.defined()) bad(op, path, "tensor " + quoted(name) + " is undefined");
         if (name == "__metadata__") bad(op, path, "\"__metadata__\" is reserved and cannot name a tensor");
-        if (!is_utf8(name)) bad(op, path, "tensor name " + json_quoted(name) + " is not valid UTF-8");
-        if (!seen.insert(name).second) bad(op, path, "tensor name " + json_quoted(name) + " appears twice");
+        if (!is_utf8(name)) bad(op, path, "tensor name " + quoted(name) + " is not valid UTF-8");
+        if (!seen.insert(name).second) bad(op, path, "tensor name " + quoted(name) + " appears twice");
         Tensor data = t.detach().cpu().contiguous();
         if constexpr (std::endian::native == std::endian::big) {
             data = data.clone();
@@ -551,8 +556,7 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
         items.push_back({&name, data});
     }
     for (const auto& [key, value] : metadata)
-        if (!is_utf8(key) || !is_utf8(value))
-            bad(op, path, "metadata entry " + json_quoted(key) + " is not valid UTF-8");
+        if (!is_utf8(key) || !is_utf8(value)) bad(op, path, "metadata entry " + quoted(key) + " is not valid UTF-8");
     // Wider elements first, as the reference implementation orders them, keeps every tensor aligned
     // to its element size (the header is padded to 8 bytes) for readers that map the file.
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
@@ -626,8 +630,7 @@ public:
                          : key == "fortran_order" ? &has_order
                          : key == "shape"         ? &has_shape
                                                   : nullptr;
-            if (!seen)
-                fail("unknown key " + json_quoted(key) + " (a .npy header has 'descr', 'fortran_order' and 'shape')");
+            if (!seen) fail("unknown key " + quoted(key) + " (a .npy header has 'descr', 'fortran_order' and 'shape')");
             if (*seen) fail("the key '" + key + "' appears twice");
             *seen = true;
             expect(':');
@@ -731,7 +734,7 @@ private:
         else if (code == "i8")
             h.dtype = kInt64;
         else
-            fail("dtype " + json_quoted(descr) +
+            fail("dtype " + quoted(descr) +
                  " is not one xgrad reads (float32 '<f4', float64 '<f8' or int64 '<i8', either byte order); "
                  "convert the array first, e.g. with a.astype(numpy.float32)");
     }
