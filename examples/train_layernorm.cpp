@@ -2,6 +2,7 @@
 // and with RMSNorm, trained on three interleaved spirals; loss curves to a CSV and a gnuplot plot.
 //
 //   train_layernorm [--out DIR] [--steps N] [--quick] [--optimizer adam|sgd] [--lr LR] [--init default|he]
+//   (train_layernorm --help describes them; the command line is parsed with CLI11)
 //
 // The network is 8 hidden blocks Linear → [norm] → ReLU of width 128 (the first Linear takes the 2
 // coordinates), then Linear(128, 3).
@@ -40,6 +41,8 @@
 #include <xgrad/xgrad.hpp>
 
 #include <unistd.h>
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -318,57 +321,42 @@ if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
     return {};
 }
 
-int usage(const char* argv0, int status) {
-    Config d;
-    std::fprintf(status == 0 ? stdout : stderr,
-                 "usage: %s [--out DIR] [--steps N] [--quick] [--optimizer adam|sgd] [--lr LR] [--init default|he]\n"
-                 "Trains an MLP (%d hidden layers of %d) on three spirals three times: without normalisation,\n"
-                 "with LayerNorm and with RMSNorm. Writes DIR/train_layernorm.csv (the loss of every step) and,\n"
-                 "when gnuplot is on PATH, DIR/train_layernorm.png (or .svg).\n"
-                 "  --out DIR        output directory, created if needed (default: .)\n"
-                 "  --steps N        training steps per variant (default: %d)\n"
-                 "  --quick          a smoke test: width 32 and 60 steps (unless --steps is given)\n"
-                 "  --optimizer O    adam (default) or sgd (momentum 0.9)\n"
-                 "  --lr LR          learning rate (default: %g)\n"
-                 "  --init I         default (nn::Linear's own, as PyTorch) or he (Kaiming normal, zero biases)\n",
-                 argv0, d.depth, d.width, d.steps, d.lr);
-    return status;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     Config cfg;
-    bool quick = false, steps_given = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        bool has_value = i + 1 < argc;
-        try {
-            if (arg == "--help" || arg == "-h") return usage(argv[0], 0);
-            if (arg == "--quick")
-                quick = true;
-            else if (arg == "--out" && has_value)
-                cfg.out_dir = argv[++i];
-            else if (arg == "--steps" && has_value)
-                cfg.steps = std::stoi(argv[++i]), steps_given = true;
-            else if (arg == "--optimizer" && has_value)
-                cfg.optimizer = argv[++i];
-            else if (arg == "--lr" && has_value)
-                cfg.lr = std::stod(argv[++i]);
-            else if (arg == "--init" && has_value)
-                cfg.init = argv[++i];
-            else
-                return usage(argv[0], 2);
-        } catch (const std::exception&) {
-            return usage(argv[0], 2);
-        }
-    }
-    if (cfg.steps < 1 || (cfg.optimizer != "adam" && cfg.optimizer != "sgd") ||
-        (cfg.init != "default" && cfg.init != "he"))
-        return usage(argv[0], 2);
+    std::string out_dir = cfg.out_dir.string();
+    bool quick = false;
+    CLI::App app("Trains an MLP (" + std::to_string(cfg.depth) + " hidden layers of " + std::to_string(cfg.width) +
+                     ") on three spirals three times: without normalisation,\n"
+                     "with LayerNorm and with RMSNorm. Writes DIR/train_layernorm.csv (the loss of every step)\n"
+                     "and, when gnuplot is on PATH, DIR/train_layernorm.png (or .svg).",
+                 "train_layernorm");
+    // CLI11's PositiveNumber would print the largest double in its message.
+    CLI::Validator positive(
+        [](std::string& text) {
+            char* end = nullptr;
+            double value = std::strtod(text.c_str(), &end);
+            return end != text.c_str() && *end == '\0' && value > 0 ? std::string()
+                                                                    : text + " is not a positive number";
+        },
+        "POSITIVE");
+    app.add_option("--out", out_dir, "Output directory DIR, created if needed")->capture_default_str();
+    auto* steps =
+        app.add_option("--steps", cfg.steps, "Training steps per variant")->check(positive)->capture_default_str();
+    app.add_flag("--quick", quick, "A smoke test: width 32 and 60 steps (unless --steps is given)");
+    app.add_option("--optimizer", cfg.optimizer, "adam, or sgd (momentum 0.9)")
+        ->check(CLI::IsMember({"adam", "sgd"}))
+        ->capture_default_str();
+    app.add_option("--lr", cfg.lr, "Learning rate")->check(positive)->capture_default_str();
+    app.add_option("--init", cfg.init, "default (nn::Linear's own, as PyTorch) or he (Kaiming normal, zero biases)")
+        ->check(CLI::IsMember({"default", "he"}))
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    cfg.out_dir = out_dir;
     if (quick) {
         cfg.width = 32;
-        if (!steps_given) cfg.steps = 60;
+        if (steps->count() == 0) cfg.steps = 60;
     }
 
     // Before training, so that a bad directory fails at once rather than after a minute.

@@ -1,5 +1,5 @@
-// safetensors files: a JSON writer and a strict, bounded JSON parser for the header, atomic saves, and
-// loads that validate the whole file before anything reaches a module.
+// safetensors files (the header written and read with nlohmann::json, as a strict and bounded event
+// stream) and NumPy .npy files: atomic saves, and loads that validate the whole file before use.
 #include "xgrad/serialize.hpp"
 
 #include <dirent.h>
@@ -27,6 +27,8 @@
 
 #include "xgrad/factory.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace xgrad {
 namespace {
 
@@ -45,314 +47,43 @@ constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
     throw std::runtime_error(std::string(op) + ": '" + path + "': " + what + ": " + std::strerror(err));
 }
 
-// ---- JSON writing -------------------------------------------------------------------------------
+// ---- JSON ---------------------------------------------------------------------------------------
+//
+// nlohmann::json reads and writes the header. The reader uses its SAX interface: values go straight
+// into Entries as they arrive, with no document tree in between, so memory stays a small multiple of
+// the header's size however hostile the file, and a value nested deeper than the schema allows is
+// refused at its first bracket.
 
-/// Appends `s` as a JSON string literal (UTF-8 passes through; quotes and control characters are escaped).
-void append_json_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (char ch : s) {
-        auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    out += '"';
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;  // keeps insertion order: the header lists tensors as saved
+
+/// `s` with every byte that breaks UTF-8 replaced by U+FFFD, so that messages stay printable.
+std::string printable(const std::string& s) {
+    return Json::parse(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
 }
 
 /// A name from a file, quoted and escaped for an error message, and cut short if it is very long.
-std::string quoted(std::string_view name) {
+std::string quoted(const std::string& name) {
     constexpr std::size_t kMaxShown = 100;
-    std::string out;
-    append_json_string(out, name.substr(0, kMaxShown));
+    std::string out = Json(name.substr(0, kMaxShown)).dump(-1, ' ', false, Json::error_handler_t::replace);
     if (name.size() > kMaxShown) out.insert(out.size() - 1, "...");
     return out;
 }
-
-/// The offset of the first byte that breaks UTF-8 (overlong forms and surrogates included), or npos.
-std::size_t invalid_utf8_at(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t extra = 0;
-        std::uint32_t cp = 0;
-        if (c >= 0xC2 && c <= 0xDF) {
-            extra = 1, cp = c & 0x1Fu;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            extra = 2, cp = c & 0x0Fu;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            extra = 3, cp = c & 0x07u;
-        } else {
-            return i;
-        }
-        if (s.size() - i <= extra) return i;
-        for (std::size_t k = 1; k <= extra; ++k) {
-            auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xC0u) != 0x80u) return i;
-            cp = (cp << 6) | (cc & 0x3Fu);
-        }
-        if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += extra + 1;
-    }
-    return std::string_view::npos;
+/// The same for a non-const string. Argument-dependent lookup also finds std::quoted (<iomanip>, which
+/// nlohmann::json includes); these two overloads, as exact matches that are not templates, win.
+std::string quoted(std::string& name) {
+    return quoted(static_cast<const std::string&>(name));
 }
 
-// ---- JSON parsing -------------------------------------------------------------------------------
-//
-// The header is read by a pull parser that the header's schema drives: values go straight into
-// Entries, with no document tree in between, and nothing recurses. Memory stays a small multiple of
-// the header's size however hostile the file, and there is no nesting depth to bound.
-
-enum class JsonKind { kNull, kBool, kNumber, kString, kArray, kObject };
-
-const char* kind_name(JsonKind kind) {
-    switch (kind) {
-        case JsonKind::kNull:
-            return "null";
-        case JsonKind::kBool:
-            return "a boolean";
-        case JsonKind::kNumber:
-            return "a number";
-        case JsonKind::kString:
-            return "a string";
-        case JsonKind::kArray:
-            return "an array";
-        case JsonKind::kObject:
-            return "an object";
-    }
-    return "a value";
-}
-
-/// Where and why the header is not JSON.
-struct JsonError {
-    std::size_t pos;
-    std::string what;
-};
-
-/// Reads RFC 8259 JSON token by token; the text must already be valid UTF-8.
-class JsonReader {
-public:
-    explicit JsonReader(std::string_view text) : s_(text) {}
-
-    /// The kind of the next value, which is not consumed.
-    JsonKind peek() {
-        skip_ws();
-        if (pos_ == s_.size()) error("unexpected end of the header");
-        char c = s_[pos_];
-        if (c == '{') return JsonKind::kObject;
-        if (c == '[') return JsonKind::kArray;
-        if (c == '"') return JsonKind::kString;
-        if (c == '-' || (c >= '0' && c <= '9')) return JsonKind::kNumber;
-        if (s_.substr(pos_, 4) == "true" || s_.substr(pos_, 5) == "false") return JsonKind::kBool;
-        if (s_.substr(pos_, 4) == "null") return JsonKind::kNull;
-        error(c >= 0x20 && c < 0x7F ? std::string("unexpected character '") + c + "'"
-                                    : "unexpected byte " + std::to_string(static_cast<unsigned char>(c)));
-    }
-    /// Consumes the '{' or '[' that peek() found.
-    void open() { ++pos_; }
-    /// Moves to the next member or element of the object or array closed by `close`; false at its end.
-    bool next(bool& first, char close) {
-        skip_ws();
-        if (pos_ == s_.size()) error("unexpected end of the header");
-        if (s_[pos_] == close) {
-            ++pos_;
-            return false;
-        }
-        if (!first) {
-            if (s_[pos_] != ',') error(std::string("expected ',' or '") + close + "'");
-            ++pos_;
-        }
-        first = false;
+/// True when `s` is valid UTF-8, as every JSON string must be.
+bool is_utf8(const std::string& s) {
+    try {
+        (void)Json(s).dump();
         return true;
+    } catch (const Json::type_error&) {
+        return false;
     }
-    /// An object member's key and the ':' after it.
-    std::string read_key() {
-        skip_ws();
-        if (pos_ == s_.size() || s_[pos_] != '"') error("expected a string key");
-        std::string key = read_string();
-        skip_ws();
-        if (pos_ == s_.size() || s_[pos_] != ':') error("expected ':' after a key");
-        ++pos_;
-        return key;
-    }
-    /// The string that peek() found, unescaped.
-    std::string read_string() {
-        skip_ws();
-        ++pos_;  // '"'
-        std::string out;
-        while (true) {
-            if (pos_ == s_.size()) error("unterminated string");
-            auto c = static_cast<unsigned char>(s_[pos_]);
-            if (c == '"') {
-                ++pos_;
-                return out;
-            }
-            if (c < 0x20) error("control character in a string (it must be escaped)");
-            ++pos_;
-            if (c != '\\') {
-                out += static_cast<char>(c);  // bytes of a UTF-8 sequence, validated beforehand
-                continue;
-            }
-            if (pos_ == s_.size()) error("unterminated string");
-            char e = s_[pos_++];
-            switch (e) {
-                case '"':
-                case '\\':
-                case '/':
-                    out += e;
-                    break;
-                case 'b':
-                    out += '\b';
-                    break;
-                case 'f':
-                    out += '\f';
-                    break;
-                case 'n':
-                    out += '\n';
-                    break;
-                case 'r':
-                    out += '\r';
-                    break;
-                case 't':
-                    out += '\t';
-                    break;
-                case 'u':
-                    append_utf8(out, read_escaped_code_point());
-                    break;
-                default:
-                    --pos_, error("invalid escape in a string");
-            }
-        }
-    }
-    /// The literal text of the number that peek() found, checked against JSON's grammar.
-    std::string read_number() {
-        skip_ws();
-        std::size_t start = pos_;
-        if (s_[pos_] == '-') ++pos_;
-        if (pos_ < s_.size() && s_[pos_] == '0') {
-            ++pos_;
-        } else if (is_digit()) {
-            while (is_digit()) ++pos_;
-        } else {
-            error("invalid number");
-        }
-        if (pos_ < s_.size() && s_[pos_] == '.') {
-            ++pos_;
-            if (!is_digit()) error("invalid number: digits must follow '.'");
-            while (is_digit()) ++pos_;
-        }
-        if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-            ++pos_;
-            if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-            if (!is_digit()) error("invalid number: digits must follow the exponent");
-            while (is_digit()) ++pos_;
-        }
-        return std::string(s_.substr(start, pos_ - start));
-    }
-    /// Consumes the `null` that peek() found.
-    void read_null() {
-        skip_ws();
-        pos_ += 4;
-    }
-    /// Nothing but whitespace (the header's padding) may follow the top-level value.
-    void finish() {
-        skip_ws();
-        if (pos_ != s_.size()) error("unexpected text after the top-level value");
-    }
-
-private:
-    [[noreturn]] void error(const std::string& what) const { throw JsonError{pos_, what}; }
-
-    void skip_ws() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-            ++pos_;
-    }
-    bool is_digit() const { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; }
-
-    std::uint32_t hex4() {
-        if (s_.size() - pos_ < 4) error("a \\u escape needs four hex digits");
-        std::uint32_t cp = 0;
-        for (int k = 0; k < 4; ++k) {
-            char h = s_[pos_++];
-            cp <<= 4;
-            if (h >= '0' && h <= '9')
-                cp |= static_cast<std::uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f')
-                cp |= static_cast<std::uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F')
-                cp |= static_cast<std::uint32_t>(h - 'A' + 10);
-            else
-                error("a \\u escape needs four hex digits");
-        }
-        return cp;
-    }
-
-    /// The code point of `\uXXXX`, or of a `\uD8xx\uDCxx` surrogate pair (a lone surrogate is an error).
-    std::uint32_t read_escaped_code_point() {
-        std::uint32_t cp = hex4();
-        if (cp >= 0xDC00 && cp <= 0xDFFF) error("unpaired surrogate in a \\u escape");
-        if (cp < 0xD800 || cp > 0xDBFF) return cp;
-        if (s_.substr(pos_, 2) != "\\u") error("unpaired surrogate in a \\u escape");
-        pos_ += 2;
-        std::uint32_t low = hex4();
-        if (low < 0xDC00 || low > 0xDFFF) error("unpaired surrogate in a \\u escape");
-        return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-    }
-
-    static void append_utf8(std::string& out, std::uint32_t cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
-    std::string_view s_;
-    std::size_t pos_ = 0;
-};
+}
 
 // ---- the safetensors header ---------------------------------------------------------------------
 
@@ -380,132 +111,184 @@ struct Entry {
 };
 
 /// Reads the header and checks it against the spec and the `data_bytes` that follow it.
+///
+/// The public member functions from null() on are nlohmann::json's SAX events; each is checked
+/// against where it stands in the schema `{"__metadata__": {str: str}, name: {"dtype": str, "shape":
+/// [uint], "data_offsets": [uint, uint]}}`, and the first that does not fit throws.
 class HeaderReader {
 public:
     HeaderReader(const char* op, const std::string& path, std::uint64_t data_bytes)
         : op_(op), path_(path), data_bytes_(data_bytes) {}
 
-    std::vector<Entry> read(const std::string& header, Metadata& metadata) const {
-        if (auto at = invalid_utf8_at(header); at != std::string::npos)
-            fail("the header is not valid UTF-8 (byte " + std::to_string(at) + " of the header)");
-        std::vector<Entry> entries;
-        try {
-            JsonReader json(header);
-            if (JsonKind k = json.peek(); k != JsonKind::kObject)
-                fail(std::string("the header must be a JSON object, not ") + kind_name(k));
-            json.open();
-            bool seen_metadata = false;
-            for (bool first = true; json.next(first, '}');) {
-                std::string key = json.read_key();
-                if (key != "__metadata__") {
-                    entries.push_back(read_entry(json, std::move(key)));
-                } else if (seen_metadata) {
-                    fail("the header has \"__metadata__\" twice");
-                } else {
-                    seen_metadata = true;
-                    read_metadata(json, metadata);
-                }
-            }
-            json.finish();
-        } catch (const JsonError& e) {
-            fail("the header is not valid JSON: " + e.what + " at byte " + std::to_string(e.pos) + " of the header");
+    std::vector<Entry> read(const std::string& header, Metadata& metadata) {
+        metadata_ = &metadata;
+        Json::sax_parse(header.begin(), header.end(), this);  // strict: only whitespace may follow
+        check_unique(entries_);
+        check_layout(entries_);
+        return std::move(entries_);
+    }
+
+    bool null() {
+        if (at_ == At::kHeader && key_ == "__metadata__") return true;  // as the reference implementation
+        unexpected("null");
+    }
+    bool boolean(bool) { unexpected("a boolean"); }
+    bool number_integer(Json::number_integer_t value) {  // JSON integers with a minus sign
+        return not_an_index(value == 0 ? "-0" : std::to_string(value));
+    }
+    bool number_float(Json::number_float_t, const Json::string_t& text) { return not_an_index(text); }
+    bool number_unsigned(Json::number_unsigned_t value) {
+        if (at_ == At::kShape) {
+            if (dims_.size() == kMaxDims)
+                fail(tensor(name_) + ": the shape has more than " + std::to_string(kMaxDims) + " dimensions");
+            dims_.push_back(value);
+            return true;
         }
-        check_unique(entries);
-        check_layout(entries);
-        return entries;
+        if (at_ == At::kOffsets) {
+            if (offsets_.size() == 2)
+                fail(tensor(name_) + ": \"data_offsets\" must be an array of two integers [begin, end]");
+            offsets_.push_back(value);
+            return true;
+        }
+        unexpected("a number");
+    }
+    bool string(Json::string_t& value) {
+        if (at_ == At::kMetadata) {
+            if (!metadata_->emplace(key_, std::move(value)).second)
+                fail("\"__metadata__\" has the key " + quoted(key_) + " twice");
+            return true;
+        }
+        if (at_ == At::kEntry && field_ == "dtype") {
+            code_ = std::move(value);
+            return true;
+        }
+        unexpected("a string");
+    }
+    bool binary(Json::binary_t&) { unexpected("binary data"); }  // never in JSON text
+    bool start_object(std::size_t) {
+        if (at_ == At::kTop) {
+            at_ = At::kHeader;
+        } else if (at_ == At::kHeader && key_ == "__metadata__") {
+            at_ = At::kMetadata;
+        } else if (at_ == At::kHeader) {
+            at_ = At::kEntry;
+            name_ = key_;
+            has_dtype_ = has_shape_ = has_offsets_ = false;
+            code_.clear(), dims_.clear(), offsets_.clear();
+        } else {
+            unexpected("an object");
+        }
+        return true;
+    }
+    bool key(Json::string_t& key) {
+        if (at_ == At::kEntry) {
+            bool* seen = key == "dtype"          ? &has_dtype_
+                         : key == "shape"        ? &has_shape_
+                         : key == "data_offsets" ? &has_offsets_
+                                                 : nullptr;
+            if (!seen) fail(tensor(name_) + " has an unknown field " + quoted(key));
+            if (*seen) fail(tensor(name_) + " has " + quoted(key) + " twice");
+            *seen = true;
+            field_ = std::move(key);
+            return true;
+        }
+        if (at_ == At::kHeader && key == "__metadata__") {
+            if (seen_metadata_) fail("the header has \"__metadata__\" twice");
+            seen_metadata_ = true;
+        }
+        key_ = std::move(key);
+        return true;
+    }
+    bool end_object() {
+        if (at_ == At::kEntry) entries_.push_back(finish_entry());
+        at_ = at_ == At::kHeader ? At::kDone : At::kHeader;
+        return true;
+    }
+    bool start_array(std::size_t) {
+        if (at_ != At::kEntry || field_ == "dtype") unexpected("an array");
+        at_ = field_ == "shape" ? At::kShape : At::kOffsets;
+        return true;
+    }
+    bool end_array() {
+        if (at_ == At::kOffsets && offsets_.size() != 2)
+            fail(tensor(name_) + ": \"data_offsets\" must be an array of two integers [begin, end]");
+        at_ = At::kEntry;
+        return true;
+    }
+    bool parse_error(std::size_t position, const std::string&, const Json::exception& e) {
+        // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <reason>".
+        std::string reason = e.what();
+        if (auto id_end = reason.find("] "); id_end != std::string::npos) reason.erase(0, id_end + 2);
+        if (reason.rfind("parse error at line ", 0) == 0)
+            if (auto colon = reason.find(": "); colon != std::string::npos) reason.erase(0, colon + 2);
+        fail("the header is not valid JSON: " + printable(reason) + " (byte " + std::to_string(position) +
+             " of the header)");
     }
 
 private:
+    /// Where the parser stands: before the top-level value, in it, in "__metadata__", in a tensor's
+    /// object, in its "shape" or "data_offsets" array, or after the top-level value.
+    enum class At { kTop, kHeader, kMetadata, kEntry, kShape, kOffsets, kDone };
+
     [[noreturn]] void fail(const std::string& what) const { bad(op_, path_, what); }
 
-    void read_metadata(JsonReader& json, Metadata& metadata) const {
-        JsonKind k = json.peek();
-        if (k == JsonKind::kNull) return json.read_null();  // the reference implementation accepts null
-        if (k != JsonKind::kObject) fail(std::string("\"__metadata__\" must be an object, not ") + kind_name(k));
-        json.open();
-        for (bool first = true; json.next(first, '}');) {
-            std::string key = json.read_key();
-            if (JsonKind v = json.peek(); v != JsonKind::kString)
-                fail("\"__metadata__\" values must be strings; " + quoted(key) + " is " + kind_name(v));
-            if (!metadata.emplace(key, json.read_string()).second)
-                fail("\"__metadata__\" has the key " + quoted(key) + " twice");
+    static std::string tensor(const std::string& name) { return "tensor " + quoted(name); }
+
+    /// A value of `kind` where the schema has no place for it.
+    [[noreturn]] void unexpected(const std::string& kind) const {
+        switch (at_) {
+            case At::kTop:
+            case At::kDone:
+                fail("the header must be a JSON object, not " + kind);
+            case At::kHeader:
+                if (key_ != "__metadata__") fail(tensor(key_) + " must be described by an object, not " + kind);
+                fail("\"__metadata__\" must be an object, not " + kind);
+            case At::kMetadata:
+                fail("\"__metadata__\" values must be strings; " + quoted(key_) + " is " + kind);
+            case At::kEntry:
+                fail(tensor(name_) + ": \"" + field_ + "\" must be " + (field_ == "dtype" ? "a string" : "an array") +
+                     ", not " + kind);
+            case At::kShape:
+            case At::kOffsets:
+                fail(index_name() + " must be a non-negative integer, not " + kind);
         }
+        fail("unexpected " + kind);
     }
 
-    std::uint64_t read_index(JsonReader& json, const std::string& what) const {
-        if (JsonKind k = json.peek(); k != JsonKind::kNumber)
-            fail(what + " must be a non-negative integer, not " + kind_name(k));
-        std::string t = json.read_number();
-        std::uint64_t value = 0;
-        auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-        if (ec != std::errc{} || end != t.data() + t.size())
-            fail(what + " must be a non-negative integer below 2^64, not " + t);
-        return value;
+    /// A number with a sign, a fraction or an exponent, or one past 2^64, where a size or offset must be.
+    bool not_an_index(const std::string& text) const {
+        if (at_ != At::kShape && at_ != At::kOffsets) unexpected("a number");
+        fail(index_name() + " must be a non-negative integer below 2^64, not " + text);
     }
 
-    /// Opens the array that must come next (`what` names it in errors).
-    void open_array(JsonReader& json, const std::string& what) const {
-        if (JsonKind k = json.peek(); k != JsonKind::kArray) fail(what + " must be an array, not " + kind_name(k));
-        json.open();
+    std::string index_name() const {
+        return tensor(name_) + (at_ == At::kShape ? ": a size in \"shape\"" : ": \"data_offsets\"");
     }
 
-    Entry read_entry(JsonReader& json, std::string name) const {
-        std::string tensor = "tensor " + quoted(name);
-        if (JsonKind k = json.peek(); k != JsonKind::kObject)
-            fail(tensor + " must be described by an object, not " + kind_name(k));
-        json.open();
-        bool has_dtype = false, has_shape = false, has_offsets = false;
-        std::string code;
-        std::vector<std::uint64_t> dims, offsets;
-        for (bool first = true; json.next(first, '}');) {
-            std::string key = json.read_key();
-            bool& seen = key == "dtype" ? has_dtype : key == "shape" ? has_shape : has_offsets;
-            if (key != "dtype" && key != "shape" && key != "data_offsets")
-                fail(tensor + " has an unknown field " + quoted(key));
-            if (seen) fail(tensor + " has " + quoted(key) + " twice");
-            seen = true;
-            if (key == "dtype") {
-                if (JsonKind k = json.peek(); k != JsonKind::kString)
-                    fail(tensor + ": \"dtype\" must be a string, not " + kind_name(k));
-                code = json.read_string();
-            } else if (key == "shape") {
-                open_array(json, tensor + ": \"shape\"");
-                for (bool f = true; json.next(f, ']');) {
-                    if (dims.size() == kMaxDims)
-                        fail(tensor + ": the shape has more than " + std::to_string(kMaxDims) + " dimensions");
-                    dims.push_back(read_index(json, tensor + ": a size in \"shape\""));
-                }
-            } else {
-                std::string what = tensor + ": \"data_offsets\"";
-                open_array(json, what);
-                for (bool f = true; json.next(f, ']');) {
-                    if (offsets.size() == 2) fail(what + " must be an array of two integers [begin, end]");
-                    offsets.push_back(read_index(json, what));
-                }
-                if (offsets.size() != 2) fail(what + " must be an array of two integers [begin, end]");
-            }
-        }
-        if (!has_dtype) fail(tensor + " has no \"dtype\"");
-        if (!has_shape) fail(tensor + " has no \"shape\"");
-        if (!has_offsets) fail(tensor + " has no \"data_offsets\"");
+    /// The tensor whose object just closed, checked on its own and against the data section.
+    Entry finish_entry() const {
+        std::string tensor = HeaderReader::tensor(name_);
+        if (!has_dtype_) fail(tensor + " has no \"dtype\"");
+        if (!has_shape_) fail(tensor + " has no \"shape\"");
+        if (!has_offsets_) fail(tensor + " has no \"data_offsets\"");
 
-        Entry e{std::move(name), kFloat32, Shape(), offsets[0], offsets[1]};
-        if (code == "F32")
+        Entry e{name_, kFloat32, Shape(), offsets_[0], offsets_[1]};
+        if (code_ == "F32")
             e.dtype = kFloat32;
-        else if (code == "F64")
+        else if (code_ == "F64")
             e.dtype = kFloat64;
-        else if (code == "I64")
+        else if (code_ == "I64")
             e.dtype = kInt64;
-        else if (is_known_dtype(code))
-            fail(tensor + " has dtype " + code +
+        else if (is_known_dtype(code_))
+            fail(tensor + " has dtype " + code_ +
                  ", which xgrad does not support (only F32, F64 and I64); "
                  "convert it before saving, e.g. with tensor.float() in PyTorch");
         else
-            fail(tensor + " has the unknown dtype " + quoted(code));
+            fail(tensor + " has the unknown dtype " + quoted(code_));
 
         // Every stride must fit in int64, so the product of the sizes (zeros counted as 1) must too.
         std::uint64_t extent = 1, numel = 1;
-        for (std::uint64_t size : dims) {
+        for (std::uint64_t size : dims_) {
             if (__builtin_mul_overflow(extent, std::max<std::uint64_t>(size, 1), &extent) ||
                 extent > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
                 fail(tensor + ": the shape is too large");
@@ -519,7 +302,7 @@ private:
         if (e.end < e.begin) fail(tensor + ": data_offsets " + range + " end before they begin");
         if (e.end - e.begin != bytes)
             fail(tensor + ": data_offsets " + range + " hold " + std::to_string(e.end - e.begin) +
-                 " bytes, but shape " + to_string(e.shape) + " of " + code + " needs " + std::to_string(bytes));
+                 " bytes, but shape " + to_string(e.shape) + " of " + code_ + " needs " + std::to_string(bytes));
         if (e.end > data_bytes_)
             fail(tensor + ": data_offsets " + range + " go past the end of the data (" + std::to_string(data_bytes_) +
                  " bytes); the file may be truncated");
@@ -570,6 +353,16 @@ private:
     const char* op_;
     const std::string& path_;
     std::uint64_t data_bytes_;
+    Metadata* metadata_ = nullptr;
+    std::vector<Entry> entries_;
+    At at_ = At::kTop;
+    std::string key_;  // the key being read in the header or in "__metadata__"
+    bool seen_metadata_ = false;
+    std::string name_;  // the tensor being read, its field being read, and what it has so far
+    std::string field_;
+    bool has_dtype_ = false, has_shape_ = false, has_offsets_ = false;
+    std::string code_;
+    std::vector<std::uint64_t> dims_, offsets_;
 };
 
 // ---- raw bytes ----------------------------------------------------------------------------------
@@ -844,8 +637,7 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
     for (const auto& [name, t] : tensors) {
         if (!t.defined()) bad(op, path, "tensor " + quoted(name) + " is undefined");
         if (name == "__metadata__") bad(op, path, "\"__metadata__\" is reserved and cannot name a tensor");
-        if (invalid_utf8_at(name) != std::string::npos)
-            bad(op, path, "tensor name " + quoted(name) + " is not valid UTF-8");
+        if (!is_utf8(name)) bad(op, path, "tensor name " + quoted(name) + " is not valid UTF-8");
         if (!seen.insert(name).second) bad(op, path, "tensor name " + quoted(name) + " appears twice");
         Tensor data = t.detach().cpu().contiguous();
         if constexpr (std::endian::native == std::endian::big) {
@@ -856,41 +648,24 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
         items.push_back({&name, data});
     }
     for (const auto& [key, value] : metadata)
-        if (invalid_utf8_at(key) != std::string::npos || invalid_utf8_at(value) != std::string::npos)
-            bad(op, path, "metadata entry " + quoted(key) + " is not valid UTF-8");
+        if (!is_utf8(key) || !is_utf8(value)) bad(op, path, "metadata entry " + quoted(key) + " is not valid UTF-8");
     // Wider elements first, as the reference implementation orders them, keeps every tensor aligned
     // to its element size (the header is padded to 8 bytes) for readers that map the file.
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
         return element_size(a.data.dtype()) > element_size(b.data.dtype());
     });
 
-    std::string header = "{";
-    if (!metadata.empty()) {
-        header += "\"__metadata__\":{";
-        for (const auto& [key, value] : metadata) {
-            if (header.back() != '{') header += ',';
-            append_json_string(header, key);
-            header += ':';
-            append_json_string(header, value);
-        }
-        header += '}';
-    }
+    OrderedJson json = OrderedJson::object();
+    if (!metadata.empty()) json["__metadata__"] = metadata;
     std::uint64_t offset = 0;
     for (const Item& item : items) {
-        if (header.size() > 1) header += ',';
-        append_json_string(header, *item.name);
-        header += ":{\"dtype\":\"";
-        header += dtype_code(item.data.dtype());
-        header += "\",\"shape\":[";
-        for (std::int64_t i = 0; i < item.data.dim(); ++i) {
-            if (i > 0) header += ',';
-            header += std::to_string(item.data.size(i));
-        }
         std::uint64_t end = offset + static_cast<std::uint64_t>(item.data.numel()) * element_size(item.data.dtype());
-        header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
+        json[*item.name] = {{"dtype", dtype_code(item.data.dtype())},
+                            {"shape", item.data.shape().vec()},
+                            {"data_offsets", {offset, end}}};
         offset = end;
     }
-    header += '}';
+    std::string header = json.dump();
     header.append((8 - header.size() % 8) % 8, ' ');
     if (header.size() > kMaxHeaderBytes)
         bad(op, path, "the header would exceed " + std::to_string(kMaxHeaderBytes) + " bytes");
@@ -905,6 +680,285 @@ void write_file(const nn::NamedTensors& tensors, const std::string& path, const 
         auto bytes = static_cast<std::size_t>(item.data.numel()) * element_size(item.data.dtype());
         if (bytes > 0) file.write(raw_data(item.data), bytes);
     }
+    file.commit();
+}
+
+// ---- .npy files ---------------------------------------------------------------------------------
+//
+// NumPy's format (numpy.lib.format): the magic string "\x93NUMPY", the format version (1.0, 2.0 or
+// 3.0: two bytes), the header's length (2 bytes in 1.0, 4 after), the header, then the elements. The
+// header is a Python dict literal, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr std::size_t kNpyMagicBytes = 6;
+// NumPy's own reader stops at 10000 bytes unless told otherwise; real headers are under 200.
+constexpr std::uint64_t kMaxNpyHeaderBytes = 10000;
+// NumPy aligns the data to 64 bytes, and leaves room for the growth axis's size to reach 21 digits.
+constexpr std::size_t kNpyAlign = 64;
+constexpr std::size_t kNpyGrowthDigits = 21;
+
+/// What a .npy header says.
+struct NpyHeader {
+    std::string descr;
+    DType dtype = kFloat32;
+    bool big_endian = false;
+    bool fortran_order = false;
+    std::vector<std::uint64_t> shape;
+};
+
+/// Parses the header's dict literal: exactly the keys 'descr', 'fortran_order' and 'shape', in any
+/// order, with the Python spellings NumPy writes (and 'L' suffixes from Python 2's files).
+class NpyHeaderReader {
+public:
+    NpyHeaderReader(const char* op, const std::string& path, std::string_view text) : op_(op), path_(path), s_(text) {}
+
+    NpyHeader read() {
+        NpyHeader h;
+        bool has_descr = false, has_order = false, has_shape = false;
+        expect('{');
+        while (!next_is('}')) {
+            std::string key = read_string("a key");
+            bool* seen = key == "descr"           ? &has_descr
+                         : key == "fortran_order" ? &has_order
+                         : key == "shape"         ? &has_shape
+                                                  : nullptr;
+            if (!seen) fail("unknown key " + quoted(key) + " (a .npy header has 'descr', 'fortran_order' and 'shape')");
+            if (*seen) fail("the key '" + key + "' appears twice");
+            *seen = true;
+            expect(':');
+            if (key == "descr")
+                read_descr(h);
+            else if (key == "fortran_order")
+                h.fortran_order = read_bool();
+            else
+                h.shape = read_shape();
+            if (!next_is(',')) break;
+            ++pos_;
+        }
+        expect('}');
+        skip_ws();
+        if (pos_ != s_.size()) syntax("unexpected text after the dict");
+        if (!has_descr) fail("the header has no 'descr'");
+        if (!has_order) fail("the header has no 'fortran_order'");
+        if (!has_shape) fail("the header has no 'shape'");
+        return h;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { bad(op_, path_, what); }
+    [[noreturn]] void syntax(const std::string& what) const {
+        fail("the header is not a Python dict literal: " + what + " (byte " + std::to_string(pos_) + " of the header)");
+    }
+
+    void skip_ws() {
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+            ++pos_;
+    }
+    bool next_is(char c) {
+        skip_ws();
+        return pos_ < s_.size() && s_[pos_] == c;
+    }
+    void expect(char c) {
+        if (!next_is(c)) syntax(std::string("expected '") + c + "'");
+        ++pos_;
+    }
+    /// A quoted string without escapes (no key or dtype needs one).
+    std::string read_string(const char* what) {
+        skip_ws();
+        if (pos_ == s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) syntax(std::string("expected ") + what);
+        char quote = s_[pos_++];
+        std::size_t end = s_.find(quote, pos_);
+        if (end == std::string_view::npos) syntax("unterminated string");
+        std::string_view text = s_.substr(pos_, end - pos_);
+        if (text.find('\\') != std::string_view::npos) syntax("escapes in strings are not supported");
+        pos_ = end + 1;
+        return std::string(text);
+    }
+    bool read_bool() {
+        skip_ws();
+        for (auto [word, value] :
+             {std::pair{std::string_view("True"), true}, std::pair{std::string_view("False"), false}})
+            if (s_.substr(pos_, word.size()) == word) {
+                pos_ += word.size();
+                return value;
+            }
+        fail("'fortran_order' must be True or False");
+    }
+    std::uint64_t read_size() {
+        skip_ws();
+        if (pos_ == s_.size() || s_[pos_] < '0' || s_[pos_] > '9')
+            fail("the sizes in 'shape' must be non-negative integers");
+        std::uint64_t value = 0;
+        auto [end, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), value);
+        if (ec != std::errc{}) fail("a size in 'shape' is 2^64 or more");
+        pos_ = static_cast<std::size_t>(end - s_.data());
+        if (pos_ < s_.size() && (s_[pos_] == 'L' || s_[pos_] == 'l')) ++pos_;  // Python 2's long
+        return value;
+    }
+    /// A tuple: (), (3,), (2, 3) or (2, 3,); a lone (3) is an int in Python, not a shape.
+    std::vector<std::uint64_t> read_shape() {
+        if (!next_is('(')) fail("'shape' must be a tuple of integers");
+        ++pos_;
+        std::vector<std::uint64_t> shape;
+        bool comma = false;
+        while (!next_is(')')) {
+            if (shape.size() == kMaxDims) fail("the shape has more than " + std::to_string(kMaxDims) + " dimensions");
+            shape.push_back(read_size());
+            comma = next_is(',');
+            if (!comma) break;
+            ++pos_;
+        }
+        expect(')');
+        if (shape.size() == 1 && !comma) fail("'shape' must be a tuple of integers: (n) is a number, (n,) a tuple");
+        return shape;
+    }
+    void read_descr(NpyHeader& h) {
+        if (next_is('[')) fail("'descr' is a structured dtype (a list of fields), which xgrad does not support");
+        std::string descr = h.descr = read_string("a dtype string for 'descr'");
+        std::string_view code = descr;
+        char order = code.empty() ? '?' : code[0];
+        if (order == '<' || order == '>' || order == '=' || order == '|') code.remove_prefix(1);
+        h.big_endian = order == '>' || (order != '<' && std::endian::native == std::endian::big);
+        if (code == "f4")
+            h.dtype = kFloat32;
+        else if (code == "f8")
+            h.dtype = kFloat64;
+        else if (code == "i8")
+            h.dtype = kInt64;
+        else
+            fail("dtype " + quoted(descr) +
+                 " is not one xgrad reads (float32 '<f4', float64 '<f8' or int64 '<i8', either byte order); "
+                 "convert the array first, e.g. with a.astype(numpy.float32)");
+    }
+
+    const char* op_;
+    const std::string& path_;
+    std::string_view s_;
+    std::size_t pos_ = 0;
+};
+
+/// Reverses each element's bytes: data of the other byte order.
+void reverse_bytes(void* data, std::size_t bytes, std::size_t element) {
+    auto* p = static_cast<unsigned char*>(data);
+    for (std::size_t i = 0; i + element <= bytes; i += element) std::reverse(p + i, p + i + element);
+}
+
+/// The reversed dimensions: a Fortran-ordered array is the C-ordered array of its transpose.
+Dims reversed_dims(std::int64_t ndim) {
+    std::vector<std::int64_t> order;
+    for (std::int64_t d = ndim - 1; d >= 0; --d) order.push_back(d);
+    return Dims(order);
+}
+
+Tensor read_npy(const std::string& path) {
+    const char* op = "load_npy";
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) io_error(op, path, "cannot open", errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) io_error(op, path, "cannot stat", errno);
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(std::string(op) + ": '" + path + "': not a regular file");
+    auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+
+    unsigned char prefix[12] = {};
+    if (file_bytes < 10)
+        bad(op, path, "the file has " + std::to_string(file_bytes) + " bytes, too few for a .npy header");
+    read_exact(fd.get(), prefix, 10, 0, op, path);
+    if (std::memcmp(prefix, kNpyMagic, kNpyMagicBytes) != 0)
+        bad(op, path, "the file does not start with \\x93NUMPY (is it a .npy file?)");
+    int major = prefix[6], minor = prefix[7];
+    if (major < 1 || major > 3 || minor != 0)
+        bad(op, path,
+            "format version " + std::to_string(major) + "." + std::to_string(minor) +
+                " is not one xgrad reads (1.0, 2.0 and 3.0)");
+    std::uint64_t prefix_bytes = major == 1 ? 10 : 12;
+    if (file_bytes < prefix_bytes)
+        bad(op, path, "the file has " + std::to_string(file_bytes) + " bytes, too few for a .npy header");
+    if (major > 1) read_exact(fd.get(), prefix + 10, 2, 10, op, path);
+    std::uint64_t header_bytes = 0;
+    for (std::uint64_t i = prefix_bytes; i-- > 8;) header_bytes = (header_bytes << 8) | prefix[i];
+    if (header_bytes > kMaxNpyHeaderBytes)
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " exceeds the limit of " +
+                std::to_string(kMaxNpyHeaderBytes) + " bytes");
+    if (header_bytes > file_bytes - prefix_bytes)
+        bad(op, path,
+            "the header length " + std::to_string(header_bytes) + " is larger than the rest of the file (" +
+                std::to_string(file_bytes - prefix_bytes) + " bytes)");
+    std::string header(static_cast<std::size_t>(header_bytes), '\0');
+    read_exact(fd.get(), header.data(), header_bytes, prefix_bytes, op, path);
+    NpyHeader h = NpyHeaderReader(op, path, header).read();
+
+    // As for safetensors: every stride must fit in int64, and the data must be exactly the elements.
+    Shape shape;
+    std::uint64_t extent = 1, numel = 1, bytes = 0;
+    for (std::uint64_t size : h.shape) {
+        if (__builtin_mul_overflow(extent, std::max<std::uint64_t>(size, 1), &extent) ||
+            extent > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            bad(op, path, "the shape is too large");
+        numel *= size;
+        shape.push_back(static_cast<std::int64_t>(size));
+    }
+    std::size_t element = element_size(h.dtype);
+    if (__builtin_mul_overflow(numel, element, &bytes)) bad(op, path, "the shape is too large");
+    std::uint64_t data_start = prefix_bytes + header_bytes, data_bytes = file_bytes - data_start;
+    if (data_bytes != bytes)
+        bad(op, path,
+            "shape " + to_string(shape) + " of " + h.descr + " needs " + std::to_string(bytes) +
+                " bytes of data, but the file has " + std::to_string(data_bytes) +
+                (data_bytes < bytes ? "; it may be truncated" : " (one array per file)"));
+
+    // Fortran order: the bytes are the C-ordered transpose, which is read as such and transposed back.
+    std::vector<std::int64_t> stored = shape.vec();
+    if (h.fortran_order) std::reverse(stored.begin(), stored.end());
+    Tensor t = empty(Shape(stored), h.dtype);
+    if (bytes > 0) {
+        read_exact(fd.get(), raw_data(t), bytes, data_start, op, path);
+        if (h.big_endian != (std::endian::native == std::endian::big))
+            reverse_bytes(raw_data(t), static_cast<std::size_t>(bytes), element);
+    }
+    if (h.fortran_order && t.dim() > 1) t = t.permute(reversed_dims(t.dim())).contiguous();
+    return t;
+}
+
+void write_npy(const Tensor& tensor, const std::string& path, bool fortran_order) {
+    const char* op = "save_npy";
+    if (!tensor.defined()) bad(op, path, "the tensor is undefined");
+    if (static_cast<std::size_t>(tensor.dim()) > kMaxDims)
+        bad(op, path, "the tensor has more than " + std::to_string(kMaxDims) + " dimensions");
+    Tensor data = tensor.detach().cpu();
+    data = fortran_order && data.dim() > 1 ? data.permute(reversed_dims(data.dim())).contiguous() : data.contiguous();
+    std::size_t element = element_size(data.dtype()), bytes = static_cast<std::size_t>(data.numel()) * element;
+
+    // numpy.lib.format's header, space for space: keys sorted, then room for the growth axis (the
+    // first, or the last in Fortran order) to grow to 21 digits, then padding to 64 bytes and '\n'.
+    const char* descr = data.dtype() == kFloat32 ? "<f4" : data.dtype() == kFloat64 ? "<f8" : "<i8";
+    std::string shape = "(";
+    for (std::int64_t d = 0; d < tensor.dim(); ++d) shape += (d > 0 ? ", " : "") + std::to_string(tensor.size(d));
+    shape += tensor.dim() == 1 ? ",)" : ")";
+    std::string header = std::string("{'descr': '") + descr +
+                         "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': " + shape + ", }";
+    if (tensor.dim() > 0)
+        header.append(kNpyGrowthDigits - std::to_string(tensor.size(fortran_order ? -1 : 0)).size(), ' ');
+    auto padding = [&](std::size_t length_bytes) {
+        return kNpyAlign - (kNpyMagicBytes + 2 + length_bytes + header.size() + 1) % kNpyAlign;
+    };
+    // Format 1.0 stores the header's length in 2 bytes; a longer header needs 2.0 and 4 bytes.
+    std::size_t length_bytes = header.size() + padding(2) + 1 <= 0xFFFF ? 2 : 4;
+    header.append(padding(length_bytes), ' ');
+    header += '\n';
+
+    std::string prefix(kNpyMagic, kNpyMagicBytes);
+    prefix += static_cast<char>(length_bytes == 2 ? 1 : 2);
+    prefix += '\0';
+    for (std::size_t i = 0; i < length_bytes; ++i) prefix += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+    if constexpr (std::endian::native == std::endian::big) {
+        data = data.clone();
+        reverse_bytes(raw_data(data), bytes, element);
+    }
+    AtomicFile file(path, op);
+    file.write(prefix.data(), prefix.size());
+    file.write(header.data(), header.size());
+    if (bytes > 0) file.write(raw_data(data), bytes);
     file.commit();
 }
 
@@ -936,6 +990,14 @@ void load(nn::Module& module, const std::string& path, bool strict) {
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("load: '" + path + "': " + e.what());
     }
+}
+
+void save_npy(const Tensor& tensor, const std::string& path, bool fortran_order) {
+    write_npy(tensor, path, fortran_order);
+}
+
+Tensor load_npy(const std::string& path) {
+    return read_npy(path);
 }
 
 }  // namespace xgrad

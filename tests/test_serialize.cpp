@@ -455,21 +455,25 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
         {"header length over the cap", le64(200'000'000) + "{}", "exceeds the limit"},
         {"header length past the end", le64(1000) + w8,
          "the header length 1000 is larger than the rest of the file (54 bytes)"},
-        {"not JSON", craft("not json", ""), "the header is not valid JSON: unexpected character 'n' at byte 0"},
+        {"not JSON", craft("not json", ""),
+         "the header is not valid JSON: syntax error while parsing value - invalid literal; last read: 'no' (byte 2 of "
+         "the header)"},
         {"unterminated object", craft(w8.substr(0, w8.size() - 1), eight),
-         "not valid JSON: unexpected end of the header at byte 56"},
-        {"trailing text", craft("{} x", ""), "unexpected text after the top-level value"},
+         "not valid JSON: syntax error while parsing object - unexpected end of input; expected '}' (byte 57 of the "
+         "header)"},
+        {"trailing text", craft("{} x", ""), "expected end of input (byte 4 of the header)"},
         {"top level array", craft("[1,2]", ""), "the header must be a JSON object, not an array"},
         {"top level null", craft("null", ""), "the header must be a JSON object, not null"},
-        {"invalid UTF-8", craft("{\"w\xff\":1}", ""), "the header is not valid UTF-8 (byte 3 of the header)"},
-        {"overlong UTF-8", craft("{\"w\xc0\xaf\":1}", ""), "not valid UTF-8"},
+        {"invalid UTF-8", craft("{\"w\xff\":1}", ""), "ill-formed UTF-8 byte; last read: '\"w\xEF\xBF\xBD'"},
+        {"overlong UTF-8", craft("{\"w\xc0\xaf\":1}", ""), "ill-formed UTF-8 byte"},
         {"deep nesting", craft(deep, ""), "tensor \"w\" must be described by an object, not an array"},
-        {"control character", craft("{\"w\x01\":1}", ""), "control character in a string"},
-        {"bad escape", craft(R"({"w\x":1})", ""), "invalid escape in a string"},
-        {"lone surrogate", craft(R"({"\ud800":1})", ""), "unpaired surrogate"},
+        {"control character", craft("{\"w\x01\":1}", ""), "control character U+0001 (SOH) must be escaped"},
+        {"bad escape", craft(R"({"w\x":1})", ""), "forbidden character after backslash"},
+        {"lone surrogate", craft(R"({"\ud800":1})", ""), "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"},
         {"bad number", craft(R"({"w":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", eight.substr(4)),
          "not valid JSON"},
-        {"truncated literal", craft(R"({"__metadata__":nul})", ""), "unexpected character 'n'"},
+        {"truncated literal", craft(R"({"__metadata__":nul})", ""),
+         "invalid literal; last read: '\"__metadata__\":nul}'"},
         {"duplicate names",
          craft("{" + tensor("w", "F32", "[1]", "[0,4]") + "," + tensor("w", "F32", "[1]", "[4,8]") + "}", eight),
          "the header names tensor \"w\" twice"},
@@ -480,10 +484,12 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
          "the header has \"__metadata__\" twice"},
         {"metadata key twice", craft(R"({"__metadata__":{"k":"a","k":"b"}})", ""),
          "\"__metadata__\" has the key \"k\" twice"},
-        {"missing comma", craft(R"({"__metadata__":{"k":"a" "j":"b"}})", ""), "expected ',' or '}' at byte 25"},
-        {"trailing comma", craft(R"({"__metadata__":{"k":"a",}})", ""), "expected a string key at byte 25"},
-        {"missing colon", craft(R"({"__metadata__" {}})", ""), "expected ':' after a key"},
-        {"bad \\u escape", craft(R"({"\u12G4":1})", ""), "a \\u escape needs four hex digits"},
+        {"missing comma", craft(R"({"__metadata__":{"k":"a" "j":"b"}})", ""),
+         "unexpected string literal; expected '}' (byte 28 of the header)"},
+        {"trailing comma", craft(R"({"__metadata__":{"k":"a",}})", ""),
+         "unexpected '}'; expected string literal (byte 26 of the header)"},
+        {"missing colon", craft(R"({"__metadata__" {}})", ""), "unexpected '{'; expected ':'"},
+        {"bad \\u escape", craft(R"({"\u12G4":1})", ""), "'\\u' must be followed by 4 hex digits"},
         {"tensor not an object", craft(R"({"w":[1]})", ""),
          "tensor \"w\" must be described by an object, not an array"},
         {"missing dtype", craft(R"({"w":{"shape":[],"data_offsets":[0,4]}})", eight.substr(4)),
@@ -504,6 +510,11 @@ TEST_CASE("malformed files are refused with a message naming the file and the pr
          "must be a non-negative integer below 2^64, not -2"},
         {"fractional size", craft("{" + tensor("w", "F32", "[2.0]", "[0,8]") + "}", eight), "not 2.0"},
         {"exponent size", craft("{" + tensor("w", "F32", "[2e0]", "[0,8]") + "}", eight), "not 2e0"},
+        {"negative zero size", craft("{" + tensor("w", "F32", "[-0]", "[0,0]") + "}", ""), "not -0"},
+        {"boolean size", craft("{" + tensor("w", "F32", "[true]", "[0,4]") + "}", eight.substr(4)),
+         "a size in \"shape\" must be a non-negative integer, not a boolean"},
+        {"number overflow", craft("{" + tensor("w", "F32", "[1e400]", "[0,4]") + "}", eight.substr(4)),
+         "not valid JSON: number overflow parsing '1e400'"},
         {"string size", craft("{" + tensor("w", "F32", "[\"2\"]", "[0,8]") + "}", eight),
          "must be a non-negative integer, not a string"},
         {"size past 2^64", craft("{" + tensor("w", "F32", "[18446744073709551616]", "[0,8]") + "}", eight),
@@ -642,4 +653,233 @@ TEST_CASE("damaged files only ever throw: byte flips, truncations and insertions
     }
     MESSAGE("fuzz (tensors): " << refused << " refused, " << loaded << " loaded");
     CHECK(refused > 200);
+}
+
+// ---- .npy ---------------------------------------------------------------------------------------
+
+namespace {
+
+/// A .npy file from a header dict and data: magic, version, length (2 bytes in 1.0, 4 after), header.
+std::string craft_npy(const std::string& dict, const std::string& data, int major = 1, int minor = 0) {
+    std::string header = dict + "\n";
+    std::string out = std::string("\x93NUMPY", 6) + static_cast<char>(major) + static_cast<char>(minor);
+    for (int i = 0; i < (major == 1 ? 2 : 4); ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+    return out + header + data;
+}
+
+/// The golden arrays of gen_npy.py, built in xgrad from the same formulas.
+Tensor npy_f4_c() {
+    return (xgrad::arange(6.0) * 0.5 - 1.25).reshape({2, 3});
+}
+Tensor npy_f8_fortran() {
+    return xgrad::arange(12.0, xgrad::kFloat64).reshape({3, 4}) / 8;
+}
+Tensor npy_i8() {
+    return xgrad::from_vector<std::int64_t>({-(std::int64_t{1} << 62), -1, 0, 1, (std::int64_t{1} << 40) + 1}, {5},
+                                            xgrad::kInt64);
+}
+
+}  // namespace
+
+TEST_CASE("load_npy reads NumPy's files: C and Fortran order, three dtypes, both byte orders, format 2.0") {
+    auto load = [](const std::string& name) { return xgrad::load_npy(golden::dir() + "/" + name); };
+    struct Case {
+        const char* file;
+        Tensor expected;
+    };
+    std::vector<Case> cases = {
+        {"npy_f4_c.npy", npy_f4_c()},
+        {"npy_f8_fortran.npy", npy_f8_fortran()},
+        {"npy_i8.npy", npy_i8()},
+        {"npy_f8_scalar.npy", xgrad::tensor(3.5, xgrad::kFloat64)},
+        {"npy_f4_empty.npy", xgrad::zeros({0, 3})},
+        {"npy_f8_big_endian.npy", xgrad::arange(4.0, xgrad::kFloat64).reshape({2, 2}) - 1.5},
+        {"npy_f4_v2.npy", xgrad::arange(8.0).reshape({2, 2, 2}) / 4},
+        {"npy_i8_fortran_3d.npy", xgrad::arange(24.0, xgrad::kInt64).reshape({2, 3, 4})},
+    };
+    for (const Case& c : cases) {
+        INFO(c.file);
+        Tensor t = load(c.file);
+        CHECK(t.dtype() == c.expected.dtype());
+        CHECK(t.shape() == c.expected.shape());
+        CHECK(t.is_contiguous());
+        CHECK(t.device() == xgrad::kCPU);
+        check_equal(t, c.expected, c.file);
+    }
+}
+
+TEST_CASE("save_npy writes what NumPy writes, byte for byte, and load_npy reads it back") {
+    TempDir dir;
+    struct Case {
+        const char* golden;
+        Tensor tensor;
+        bool fortran;
+    };
+    std::vector<Case> cases = {
+        {"npy_f4_c.npy", npy_f4_c(), false},
+        {"npy_f8_fortran.npy", npy_f8_fortran(), true},
+        {"npy_i8.npy", npy_i8(), false},
+        {"npy_f8_scalar.npy", xgrad::tensor(3.5, xgrad::kFloat64), false},
+        {"npy_f4_empty.npy", xgrad::zeros({0, 3}), false},
+    };
+    for (const Case& c : cases) {
+        INFO(c.golden);
+        std::string path = dir / c.golden;
+        xgrad::save_npy(c.tensor, path, c.fortran);
+        CHECK(read_bytes(path) == read_bytes(golden::dir() + "/" + c.golden));
+        check_equal(xgrad::load_npy(path), c.tensor, c.golden);
+    }
+
+    // A view in a graph, in both orders; a 3-d Fortran round trip.
+    xgrad::manual_seed(1);
+    Tensor view = xgrad::randn({3, 4}, xgrad::kFloat64).requires_grad_().transpose(0, 1).slice(0, 1, 4);
+    for (bool fortran : {false, true}) {
+        xgrad::save_npy(view, dir / "view.npy", fortran);
+        Tensor back = xgrad::load_npy(dir / "view.npy");
+        CHECK(!back.requires_grad());
+        check_equal(back, view.detach(), fortran ? "view, Fortran order" : "view, C order");
+    }
+    Tensor cube = xgrad::arange(60.0).reshape({3, 4, 5});
+    xgrad::save_npy(cube, dir / "cube.npy", true);
+    check_equal(xgrad::load_npy(dir / "cube.npy"), cube, "3-d, Fortran order");
+    CHECK(dir.entries().size() == 7);  // no temporaries left behind
+
+    std::string msg = invalid_argument_of([&] { xgrad::save_npy(Tensor(), dir / "undefined.npy"); });
+    CHECK_MESSAGE(contains(msg, "save_npy: '" + (dir / "undefined.npy") + "': the tensor is undefined"), msg);
+}
+
+TEST_CASE("load_npy refuses dtypes xgrad does not have, naming the dtype") {
+    std::string path = golden::dir() + "/npy_i4.npy";
+    std::string msg = invalid_argument_of([&] { xgrad::load_npy(path); });
+    CHECK_MESSAGE(contains(msg, "load_npy: '" + path + "': dtype \"<i4\" is not one xgrad reads"), msg);
+    CHECK_MESSAGE(contains(msg, "a.astype(numpy.float32)"), msg);
+    path = golden::dir() + "/npy_structured.npy";
+    msg = invalid_argument_of([&] { xgrad::load_npy(path); });
+    CHECK_MESSAGE(contains(msg, "load_npy: '" + path + "': 'descr' is a structured dtype"), msg);
+}
+
+TEST_CASE("load_npy accepts the dict literal in other spellings Python writes") {
+    TempDir dir;
+    std::string path = dir / "a.npy";
+    std::string data(8, '\0');
+    data[2] = '\x80', data[3] = '\x3f', data[7] = '\x40';  // 1.0f, 2.0f
+    for (const std::string& dict :
+         {std::string(R"({"shape": (2L,), "fortran_order": False, "descr": "<f4"})"),
+          std::string("{ 'descr' : '=f4' ,\n\t'fortran_order' : True , 'shape' : ( 2 , ) , }"),
+          std::string("{'descr': 'f4', 'fortran_order': False, 'shape': (2,),}")}) {
+        INFO(dict);
+        write_bytes(path, craft_npy(dict, data));
+        CHECK(xgrad::load_npy(path).to_vector<float>() == std::vector<float>{1.0f, 2.0f});
+    }
+}
+
+TEST_CASE("malformed .npy files are refused with a message naming the file and the problem") {
+    TempDir dir;
+    std::string path = dir / "bad.npy";
+    const std::string f4 = "'descr': '<f4', 'fortran_order': False, ";
+    const std::string eight(8, '\0');
+    std::string many_dims = "(1";
+    for (int i = 0; i < 1024; ++i) many_dims += ", 1";
+    many_dims += ")";
+    struct Case {
+        const char* what;
+        std::string bytes;
+        std::string phrase;
+    };
+    std::vector<Case> cases = {
+        {"empty file", "", "the file has 0 bytes, too few for a .npy header"},
+        {"not .npy", "PK\x03\x04 a zip file", "the file does not start with \\x93NUMPY (is it a .npy file?)"},
+        {"version 4.0", craft_npy("{" + f4 + "'shape': (2,)}", eight, 4), "format version 4.0 is not one xgrad reads"},
+        {"version 1.1", craft_npy("{" + f4 + "'shape': (2,)}", eight, 1, 1), "format version 1.1"},
+        {"short 2.0 prefix", std::string("\x93NUMPY\x02\x00\x10\x00", 10), "too few for a .npy header"},
+        {"header past the end", std::string("\x93NUMPY\x01\x00\x00\x01{}", 12),
+         "the header length 256 is larger than the rest of the file (2 bytes)"},
+        {"header over the limit", std::string("\x93NUMPY\x02\x00\x20\x4e\x00\x00", 12) + std::string(20000, ' '),
+         "the header length 20000 exceeds the limit of 10000 bytes"},
+        {"not a dict", craft_npy("[1, 2]", ""), "the header is not a Python dict literal: expected '{' (byte 0"},
+        {"unknown key", craft_npy("{" + f4 + "'shape': (2,), 'extra': 1}", eight),
+         "unknown key \"extra\" (a .npy header has 'descr', 'fortran_order' and 'shape')"},
+        {"key twice", craft_npy("{" + f4 + "'descr': '<f4', 'shape': (2,)}", eight), "the key 'descr' appears twice"},
+        {"no descr", craft_npy("{'fortran_order': False, 'shape': (2,)}", eight), "the header has no 'descr'"},
+        {"no order", craft_npy("{'descr': '<f4', 'shape': (2,)}", eight), "the header has no 'fortran_order'"},
+        {"no shape", craft_npy("{" + f4 + "}", eight), "the header has no 'shape'"},
+        {"key not a string", craft_npy("{descr: '<f4'}", eight), "expected a key"},
+        {"missing colon", craft_npy("{'descr' '<f4'}", eight), "expected ':'"},
+        {"missing comma", craft_npy("{'descr': '<f4' 'shape': (2,)}", eight), "expected '}'"},
+        {"quote missing", craft_npy("{'descr: '<f4'}", eight), "unknown key \"descr: \""},
+        {"unterminated descr", craft_npy("{'descr': '<f4}", eight), "unterminated string"},
+        {"escape", craft_npy("{'descr': '<f\\x34'}", eight), "escapes in strings are not supported"},
+        {"text after", craft_npy("{" + f4 + "'shape': (2,)} x", eight), "unexpected text after the dict"},
+        {"order not a bool", craft_npy("{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", eight),
+         "'fortran_order' must be True or False"},
+        {"shape a list", craft_npy("{" + f4 + "'shape': [2]}", eight), "'shape' must be a tuple of integers"},
+        {"shape a number", craft_npy("{" + f4 + "'shape': (2)}", eight), "(n) is a number, (n,) a tuple"},
+        {"negative size", craft_npy("{" + f4 + "'shape': (-2,)}", eight), "must be non-negative integers"},
+        {"fractional size", craft_npy("{" + f4 + "'shape': (2.0,)}", eight), "expected ')'"},
+        {"size past 2^64", craft_npy("{" + f4 + "'shape': (18446744073709551616,)}", eight), "is 2^64 or more"},
+        {"shape too large", craft_npy("{" + f4 + "'shape': (4294967296, 4294967296)}", eight),
+         "the shape is too large"},
+        {"empty but huge", craft_npy("{" + f4 + "'shape': (0, 4294967296, 4294967296)}", ""), "the shape is too large"},
+        {"too many dimensions", craft_npy("{" + f4 + "'shape': " + many_dims + "}", eight.substr(4)),
+         "more than 1024 dimensions"},
+        {"float16", craft_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (4,)}", eight),
+         "dtype \"<f2\" is not one xgrad reads"},
+        {"descr not a string", craft_npy("{'descr': 4, 'fortran_order': False, 'shape': (2,)}", eight),
+         "expected a dtype string for 'descr'"},
+        {"truncated", craft_npy("{" + f4 + "'shape': (3,)}", eight),
+         "shape (3,) of <f4 needs 12 bytes of data, but the file has 8; it may be truncated"},
+        {"data left over", craft_npy("{" + f4 + "'shape': (1,)}", eight),
+         "shape (1,) of <f4 needs 4 bytes of data, but the file has 8 (one array per file)"},
+    };
+    for (const Case& c : cases) {
+        INFO(std::string(c.what));
+        write_bytes(path, c.bytes);
+        std::string msg = invalid_argument_of([&] { xgrad::load_npy(path); });
+        CHECK_MESSAGE(contains(msg, "load_npy: '" + path + "': "), msg);
+        CHECK_MESSAGE(contains(msg, c.phrase), msg);
+    }
+    CHECK_THROWS_AS(xgrad::load_npy(dir / "missing.npy"), std::runtime_error);
+    CHECK_THROWS_AS(xgrad::load_npy(dir.path), std::runtime_error);
+}
+
+TEST_CASE("damaged .npy files only ever throw") {
+    TempDir dir;
+    std::string path = dir / "fuzz.npy";
+    const std::string good = read_bytes(golden::dir() + "/npy_f8_fortran.npy");
+    const std::string structural = "{}()[]':,0123456789-LTrueFalse \n";
+    std::mt19937 rng(20240602);
+    auto below = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+    int refused = 0, loaded = 0;
+    for (int iteration = 0; iteration < 400; ++iteration) {
+        std::string bytes = good;
+        for (std::size_t k = 0, edits = 1 + below(3); k < edits && !bytes.empty(); ++k) {
+            std::size_t at = below(4) ? below(std::min<std::size_t>(bytes.size(), 128)) : below(bytes.size());
+            switch (below(4)) {
+                case 0:
+                    bytes[at] = static_cast<char>(bytes[at] ^ (1 << below(8)));
+                    break;
+                case 1:
+                    bytes[at] = structural[below(structural.size())];
+                    break;
+                case 2:
+                    bytes.resize(at);
+                    break;
+                case 3:
+                    bytes.insert(at, 1, structural[below(structural.size())]);
+                    break;
+            }
+        }
+        write_bytes(path, bytes);
+        try {
+            xgrad::load_npy(path);
+            ++loaded;
+        } catch (const std::invalid_argument&) {
+            ++refused;
+        } catch (const std::runtime_error&) {
+            ++refused;
+        }
+    }
+    MESSAGE("fuzz (.npy): " << refused << " refused, " << loaded << " loaded");
+    CHECK(refused > 250);
+    CHECK(loaded > 0);
 }

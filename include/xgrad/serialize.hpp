@@ -1,4 +1,4 @@
-// Saving and loading tensors and modules as safetensors files, the format PyTorch users share models in.
+// Saving and loading tensors and modules: safetensors files (what PyTorch users share models in) and NumPy's .npy.
 #pragma once
 
 #include <map>
@@ -62,5 +62,32 @@ void save(const nn::Module& module, const std::string& path);
 /// xgrad::load(model, "model.safetensors");
 /// ```
 void load(nn::Module& module, const std::string& path, bool strict = true);
+
+/// Writes `tensor` to `path` as a NumPy `.npy` file, which `numpy.load` reads (`np.save`'s format).
+///
+/// The elements are stored little-endian as `<f4`, `<f8` or `<i8`, in row-major (C) order, or in
+/// column-major order with `fortran_order` (the header says which; NumPy reads both). Any tensor may be
+/// saved, a view or a CUDA tensor too; the header is byte for byte what NumPy 1.24 writes for the same
+/// array. The file is replaced atomically, as save_tensors() does.
+///
+/// ```cpp
+/// xgrad::save_npy(xgrad::randn({2, 3}), "x.npy");   // Python: x = numpy.load("x.npy")
+/// ```
+void save_npy(const Tensor& tensor, const std::string& path, bool fortran_order = false);
+
+/// Reads a NumPy `.npy` file (format 1.0, 2.0 or 3.0) into a new contiguous CPU tensor.
+///
+/// The dtype must be float32, float64 or int64, in either byte order (`<f4`, `>f8` ...); C and
+/// Fortran order are both read. The file is validated as load_tensors() validates safetensors: a
+/// bounded header that must be the dict NumPy writes, a known dtype, and data of exactly the size the
+/// shape needs. A malformed file, or an array xgrad cannot hold (another dtype, a structured one),
+/// throws std::invalid_argument naming the file and the problem; a file that cannot be read throws
+/// std::runtime_error.
+///
+/// ```cpp
+/// // Python: numpy.save("y.npy", numpy.arange(6.0).reshape(2, 3))
+/// xgrad::Tensor y = xgrad::load_npy("y.npy");   // float64, shape (2, 3)
+/// ```
+Tensor load_npy(const std::string& path);
 
 }  // namespace xgrad

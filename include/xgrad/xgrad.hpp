@@ -14,6 +14,7 @@
 #include "xgrad/serialize.hpp"
 #include "xgrad/shape.hpp"
 #include "xgrad/tensor.hpp"
+#include "xgrad/version.hpp"
 
 /// xgrad's public API: tensors, autograd, factories and operations (PyTorch's `torch.*`).
 namespace xgrad {

@@ -1,0 +1,124 @@
+// From PyTorch: the C++ spellings of the "From PyTorch" documentation page, each after the Python it
+// translates, compiled and run by the tests (its output is compared with tests/expected/).
+#include <xgrad/xgrad.hpp>
+#include <xgrad/xtensor.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using xgrad::Tensor;
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+namespace optim = xgrad::optim;
+
+// class Net(nn.Module):
+//     def __init__(self):
+//         super().__init__()
+//         self.fc1 = nn.Linear(4, 8)
+//         self.fc2 = nn.Linear(8, 3)
+//     def forward(self, x):
+//         return self.fc2(F.relu(self.fc1(x)))
+struct Net : nn::Module {
+    nn::Linear fc1{4, 8}, fc2{8, 3};
+    Net() {
+        register_module("fc1", fc1);
+        register_module("fc2", fc2);
+    }
+    Tensor forward(const Tensor& x) override { return fc2(F::relu(fc1(x))); }
+};
+
+int main() {
+    // ---- tensors ----
+    xgrad::manual_seed(0);                               // torch.manual_seed(0)
+    Tensor a = xgrad::tensor({{1.0, 2.0}, {3.0, 4.0}});  // torch.tensor([[1., 2.], [3., 4.]])
+    Tensor z = xgrad::zeros({2, 3});                     // torch.zeros(2, 3)
+    Tensor h = xgrad::full({2, 2}, 0.5);                 // torch.full((2, 2), 0.5)
+    Tensor r = xgrad::randn({2, 3}, xgrad::kFloat64);    // torch.randn(2, 3, dtype=torch.float64)
+    Tensor x = xgrad::arange(12.0).reshape({3, 4});      // torch.arange(12.0).reshape(3, 4)
+    std::cout << x.shape() << " " << x.size(0) << " " << x.dim() << " " << x.numel() << "\n";  // x.shape ...
+    std::cout << r.dtype() << " " << r.device() << "\n";                                       // r.dtype, r.device
+    std::cout << x << "\n";                                                                    // print(x)
+    float first = x[0][1].item<float>();                                                       // x[0, 1].item()
+    std::vector<float> values = a.to_vector<float>();                                          // a.flatten().tolist()
+    std::cout << first << " " << values.size() << "\n";
+    Tensor p = xgrad::matmul(a, a), q = a.matmul(a);                 // a @ a, a.matmul(a)
+    Tensor cols = x.slice(1, 1, 3);                                  // x[:, 1:3]
+    Tensor even = x.slice(1, {}, {}, 2);                             // x[:, ::2]
+    Tensor v = x.view({-1, 6}), tt = x.t();                          // x.view(-1, 6), x.T
+    Tensor pm = x.permute({1, 0}).unsqueeze(0);                      // x.permute(1, 0).unsqueeze(0)
+    Tensor s = x.sum(-1, /*keepdim=*/true);                          // x.sum(dim=-1, keepdim=True)
+    Tensor m = x.mean({0, 1});                                       // x.mean((0, 1))
+    Tensor var = x.var(-1, /*unbiased=*/false, true);                // x.var(-1, unbiased=False, keepdim=True)
+    Tensor c = xgrad::cat({a, a}, 0), st = xgrad::stack({a, a}, 0);  // torch.cat / torch.stack
+    Tensor d = a.to(xgrad::kFloat64);                                // a.double(), a.to(torch.float64)
+    Tensor e = a.clone().add_(1.0);                                  // a.clone().add_(1)
+    for (const Tensor& t : {cols, even, v, tt, pm, s, m, var, c, st}) std::cout << t.shape() << " ";
+    std::cout << "\n";
+    std::cout << (p.to_vector<float>() == q.to_vector<float>()) << " " << d.dtype() << " " << e.sum().item<float>()
+              << " " << z.sum().item<float>() << " " << h.mean().item<float>() << "\n";
+    if (xgrad::cuda::is_available()) {  // torch.cuda.is_available()
+        Tensor g = a.cuda();            // a.cuda(), a.to("cuda")
+        g = g.cpu();                    // g.cpu()
+    }
+
+    // ---- autograd ----
+    Tensor w = xgrad::randn({3}).requires_grad_();  // torch.randn(3, requires_grad=True)
+    Tensor loss = (w * w).sum();
+    loss.backward();                                                                            // loss.backward()
+    std::cout << (w.grad().to_vector<float>() == (w.detach() * 2).to_vector<float>()) << "\n";  // w.grad == 2 * w
+    {
+        xgrad::NoGradGuard no_grad;  // with torch.no_grad():
+        w.sub_(w.grad() * 0.1);      //     w -= 0.1 * w.grad
+    }
+    auto check = xgrad::autograd::gradcheck(  // torch.autograd.gradcheck(torch.tanh, (x,))
+        [](const std::vector<Tensor>& in) { return in[0].tanh(); },
+        {xgrad::randn({4}, xgrad::kFloat64).requires_grad_()});
+    std::cout << "gradcheck: " << check.ok << "\n";
+
+    // ---- modules, losses, optimizers ----
+    Net net;                                                             // net = Net()
+    nn::Sequential seq(nn::Linear(4, 8), nn::ReLU(), nn::Linear(8, 3));  // nn.Sequential(...)
+    nn::LayerNorm ln({4});                                               // nn.LayerNorm(4)
+    std::cout << seq << "\n";                                            // print(seq)
+    for (auto& [name, param] : net.named_parameters())                   // for name, p in net.named_parameters():
+        std::cout << name << " " << param.shape() << "\n";
+    Tensor inputs = ln(xgrad::randn({16, 4})).detach();              // .detach(): data, not part of the graph
+    Tensor labels = xgrad::randint(0, 3, {16});                      // torch.randint(0, 3, (16,))
+    optim::SGD opt(net.parameters(), {.lr = 0.1, .momentum = 0.9});  // optim.SGD(..., lr=0.1, momentum=0.9)
+    optim::StepLR sched(opt, /*step_size=*/10, /*gamma=*/0.5);       // lr_scheduler.StepLR(opt, 10, gamma=0.5)
+    net.train();                                                     // net.train()
+    for (int epoch = 0; epoch < 20; ++epoch) {
+        opt.zero_grad();                                   // opt.zero_grad()
+        Tensor l = F::cross_entropy(net(inputs), labels);  // F.cross_entropy(net(x), y)
+        l.backward();
+        opt.step();    // opt.step()
+        sched.step();  // sched.step()
+        if (epoch % 5 == 4) std::printf("epoch %d loss %.4f\n", epoch, l.item<float>());
+    }
+    net.eval();                                  // net.eval()
+    Tensor probs = F::softmax(net(inputs), -1);  // F.softmax(net(x), dim=-1)
+    std::cout << probs.sum(-1).slice(0, 0, 3) << "\n";
+
+    // ---- saving, NumPy, xtensor ----
+    auto dir = std::filesystem::temp_directory_path() / ("xgrad_from_pytorch_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    xgrad::save(net, (dir / "net.safetensors").string());  // torch.save(net.state_dict(), ...), as safetensors
+    Net other;
+    xgrad::load(other, (dir / "net.safetensors").string());   // other.load_state_dict(torch.load(...))
+    xgrad::save_npy(x, (dir / "x.npy").string());             // numpy.save("x.npy", x.numpy())
+    Tensor back = xgrad::load_npy((dir / "x.npy").string());  // torch.from_numpy(numpy.load("x.npy"))
+    auto view = xgrad::as_xtensor<float>(back);               // back.numpy(): shares memory
+    view(0, 0) = 100.0f;
+    std::cout << (other(inputs).to_vector<float>() == net(inputs).to_vector<float>()) << " " << back[0][0].item<float>()
+              << "\n";
+    std::filesystem::remove_all(dir);
+
+    xgrad::set_num_threads(1);                  // torch.set_num_threads(1)
+    xgrad::set_printoptions({.precision = 2});  // torch.set_printoptions(precision=2)
+    std::cout << r << "\n";
+}
