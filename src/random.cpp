@@ -68,7 +68,17 @@ constexpr double kPi = 3.14159265358979323846;
 
 // The hot loops are compiled twice, with and without hardware FMA, and picked at load time: the
 // results are the same (a fused multiply-add rounds once either way), only the speed differs.
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
+// ThreadSanitizer instruments the ifunc resolver that picks a clone, which then runs before the
+// sanitizer's runtime is set up and crashes: its builds use the default clone only.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XGRAD_NO_CLONES
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define XGRAD_NO_CLONES
+#endif
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__) && !defined(XGRAD_NO_CLONES)
 #define XGRAD_FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
 #define XGRAD_FMA_CLONES

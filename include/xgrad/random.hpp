@@ -12,14 +12,12 @@
 namespace xgrad {
 
 namespace detail {
-/// A mutex that a copyable class can hold: a copy gets a fresh, unlocked mutex, and it never
-/// takes part in comparisons.
+/// A mutex that a copyable class can hold: a copy gets a fresh, unlocked mutex.
 struct CopyableMutex {
     std::mutex mutex;
     CopyableMutex() = default;
     CopyableMutex(const CopyableMutex&) {}
     CopyableMutex& operator=(const CopyableMutex&) { return *this; }
-    friend bool operator==(const CopyableMutex&, const CopyableMutex&) { return true; }
 };
 }  // namespace detail
 
@@ -46,6 +44,23 @@ public:
     Generator() : Generator(kDefaultSeed) {}
     /// A generator seeded with `seed`, as `torch.Generator().manual_seed(seed)`.
     explicit Generator(std::uint64_t seed) { manual_seed(seed); }
+    /// A copy of `other`'s state (taken under its lock): it replays the same stream.
+    Generator(const Generator& other) {
+        std::lock_guard<std::mutex> lock(other.mutex());
+        engine_ = other.engine_;
+        seed_ = other.seed_;
+        next_normal_ = other.next_normal_;
+    }
+    /// Takes `other`'s state (under both locks).
+    Generator& operator=(const Generator& other) {
+        if (this != &other) {
+            std::scoped_lock lock(mutex(), other.mutex());
+            engine_ = other.engine_;
+            seed_ = other.seed_;
+            next_normal_ = other.next_normal_;
+        }
+        return *this;
+    }
 
     /// Reseeds (only the low 32 bits reach the Mersenne Twister, as in PyTorch) and forgets any
     /// cached normal value; returns *this.
@@ -70,7 +85,11 @@ public:
     /// The mutex every random function holds while it draws from this generator.
     std::mutex& mutex() const { return mutex_.mutex; }
     /// Equal when both will produce the same stream (same engine state and cached normal).
-    friend bool operator==(const Generator&, const Generator&) = default;
+    friend bool operator==(const Generator& a, const Generator& b) {
+        if (&a == &b) return true;
+        std::scoped_lock lock(a.mutex(), b.mutex());
+        return a.engine_ == b.engine_ && a.seed_ == b.seed_ && a.next_normal_ == b.next_normal_;
+    }
 
 private:
     std::mt19937 engine_;

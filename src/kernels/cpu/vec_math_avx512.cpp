@@ -5,7 +5,9 @@
 // -Wuninitialized reports wherever they are inlined: a header quirk, not a bug here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // GCC's name; clang has no such warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kernels/cpu/vec_math_impl.hpp"
 
 template const xgrad::kernels::cpu::detail::VecMathTable* xgrad::kernels::cpu::detail::TableFor::operator()(
