@@ -115,6 +115,19 @@ inline void check_throws(const std::function<void()>& f, const std::vector<std::
     for (const auto& p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "missing \"" << p << "\"");
 }
 
+/// The message of the std::invalid_argument that `fn` throws, or a marker saying what happened instead.
+template <typename Fn>
+std::string invalid_argument_of(Fn fn) {
+    try {
+        fn();
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("<wrong exception type> ") + e.what();
+    }
+    return "<no exception>";
+}
+
 /// Runs gradcheck and reports its message on failure.
 inline void check_gradcheck(const std::function<xgrad::Tensor(const std::vector<xgrad::Tensor>&)>& fn,
                             const std::vector<xgrad::Tensor>& inputs, const std::string& what) {

@@ -29,6 +29,8 @@ namespace fs = std::filesystem;
 namespace nn = xgrad::nn;
 using xgrad::Tensor;
 
+using golden::invalid_argument_of;
+
 namespace {
 
 /// A fresh directory under /tmp, removed with everything in it at the end of the test.
@@ -68,19 +70,6 @@ std::string le64(std::uint64_t n) {
 std::string craft(std::string header, const std::string& data) {
     header.append((8 - header.size() % 8) % 8, ' ');
     return le64(header.size()) + header + data;
-}
-
-/// The message of the std::invalid_argument that `fn` throws, or a marker saying what happened instead.
-template <typename Fn>
-std::string invalid_argument_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<wrong exception type> ") + e.what();
-    }
-    return "<no exception>";
 }
 
 bool contains(const std::string& s, const std::string& part) {

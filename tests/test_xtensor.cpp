@@ -13,28 +13,16 @@
 #include <xtensor/xtensor.hpp>
 #include <xtensor/xview.hpp>
 
+#include "golden.hpp"
 #include "xgrad/cuda.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/tensor.hpp"
 
 using xgrad::Tensor;
 
-namespace {
+using golden::invalid_argument_of;
 
-/// The message of the std::invalid_argument that `fn` throws, or a marker saying what happened instead.
-template <typename Fn>
-std::string invalid_argument_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<wrong exception type> ") + e.what();
-    }
-    return "<no exception>";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("from_xtensor copies any expression, its value type giving the dtype") {
     xt::xarray<double> a = {{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}};
