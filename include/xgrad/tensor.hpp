@@ -222,6 +222,10 @@ public:
     /// `select(0, index)`, as `x[i]` in Python.
     Tensor operator[](std::int64_t index) const { return select(0, index); }
     /// A copy converted to `dtype` (this tensor if it already has it); differentiable.
+    ///
+    /// Floating values become int64 by truncation toward zero. A value int64 cannot hold (NaN, ±inf,
+    /// anything at or beyond ±2^63) becomes -9223372036854775808, as PyTorch's CPU casts give on
+    /// x86-64 (and as CUDA tensors give too); it is never undefined behaviour.
     Tensor to(DType dtype) const;
     /// A copy on `device` (this tensor if it is already there); differentiable. Copies to the host
     /// wait for the GPU. Throws when xgrad was built without CUDA or no GPU is present.
