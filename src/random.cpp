@@ -249,15 +249,10 @@ void normal_fill(T* d, std::int64_t n, T mean, T std, Generator& g) {
 
 // ---- writing into tensors ------------------------------------------------------------------------
 
-/// PyTorch refuses in-place writes that would corrupt a graph; so does xgrad (see Tensor::fill_).
-/// Throws unless `t` may be written in place; then marks the write (its version counter).
+/// Throws unless `t` may be written in place (as Tensor::fill_ does); then marks the write in its
+/// version counter.
 void check_writable(const Tensor& t, const char* op) {
-    detail::check_defined(t, op);
-    if (is_grad_enabled()) {
-        if (t.is_leaf() && t.requires_grad())
-            fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
-        if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
-    }
+    detail::check_inplace(t, op);
     detail::bump_version(t);
 }
 

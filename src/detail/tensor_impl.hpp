@@ -231,8 +231,10 @@ std::size_t checked_nbytes(const Shape& shape, DType dtype, const char* op);
 /// A new contiguous tensor with uninitialised storage; `op` names the caller in errors (a shape
 /// that overflows, memory that cannot be had).
 Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU, const char* op = "empty");
-/// A new view of `base`'s storage with the given geometry (no autograd record).
-Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset, const char* op = "view");
+/// A new view of `base`'s storage with the given geometry (no autograd record). The shape comes
+/// from an existing tensor or was checked by the caller (expand, view/reshape): no count here, as
+/// detach() and every saved tensor pass through.
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
 
 /// Makes every handle to `t` see `src`'s contents, shape and dtype (modules converting or
 /// materialising parameters in place, so optimizers holding handles follow).
@@ -255,6 +257,9 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// Throws unless `t` is defined; names `op`.
 void check_defined(const Tensor& t, const char* op);
+/// Throws naming `op` unless `t` may be modified in place: not a leaf that requires grad, nor the
+/// output of a recorded op, while grad mode is on (xgrad refuses both, see tensor.cpp).
+void check_inplace(const Tensor& t, const char* op);
 /// Throws std::invalid_argument with "op: message".
 [[noreturn]] void fail(const char* op, const std::string& message);
 /// `device` with its index filled in (the current GPU for a bare kCUDA); throws naming `op` when
