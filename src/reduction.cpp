@@ -1,12 +1,15 @@
-// Reductions (sum, mean, var, std, max, min) over one dim, a list of dims, or all.
+// Reductions (sum, mean, var, std, max, min, amax, amin, argmax, argmin, prod, logsumexp) over one dim,
+// a list of dims, or all; and the running sums and products along a dim.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "detail/along_dim.hpp"
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad {
@@ -111,11 +114,10 @@ Tensor mean_impl(const Tensor& self, const Dims& dims, bool keepdim, const char*
     return out;
 }
 
-Tensor var_impl(const Tensor& self, const Dims& dims, bool unbiased, bool keepdim, bool take_sqrt) {
+Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool keepdim, bool take_sqrt) {
     const char* op = take_sqrt ? "std" : "var";
     check_floating(self, op);
     Plan p = plan(self, dims, keepdim, op);
-    const double correction = unbiased ? 1.0 : 0.0;
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     kernels::var_rows(rows_of(p), out, correction, take_sqrt);
     if (detail::needs_grad({&self}))
@@ -135,40 +137,137 @@ Tensor var_impl(const Tensor& self, const Dims& dims, bool unbiased, bool keepdi
     return out;
 }
 
-Tensor extreme_impl(const Tensor& self, const Dims& dims, bool keepdim, bool all, bool max) {
+/// 1 where x is not NaN, 0 where it is (maximum's share of x against itself is 0.5, or 1 for NaN).
+Tensor not_nan(const Tensor& x) {
+    return 2.0 - 2.0 * detail::map_binary(x, x, "max", kernels::BinaryOp::kMaxShare);
+}
+
+/// max()/min() of all elements: ties share the gradient evenly, NaNs too when the result is NaN.
+Tensor extreme_all(const Tensor& self, bool max) {
     const char* op = max ? "max" : "min";
-    Plan p = plan(self, dims, keepdim, op);
-    if (p.width == 0) detail::fail(op, "cannot reduce over an empty dimension (shape " + to_string(self.shape()) + ")");
+    Plan p = plan(self, Dims(std::vector<std::int64_t>{}), false, op);
+    if (p.width == 0)
+        detail::fail(op, "Expected reduction dim to be specified for input.numel() == 0 (shape " +
+                             to_string(self.shape()) + ")");
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     kernels::extreme_rows(rows_of(p), out, max);
-    if (detail::needs_grad({&self})) {
-        const char* name = all ? (max ? "MaxBackward1" : "MinBackward1") : (max ? "MaxBackward0" : "MinBackward0");
-        detail::record(out, name, {&self},
-                       [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims), all](
+    if (detail::needs_grad({&self}))
+        detail::record(out, max ? "MaxBackward1" : "MinBackward1", {&self},
+                       [x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
+                           Tensor hit =
+                               detail::map_binary(x, o->to(x->dtype()), "max", kernels::BinaryOp::kEqualOrBothNan);
+                           return Grads{hit * (g / hit.sum())};
+                       });
+    return out;
+}
+
+/// amax/amin over `dims`: ties share the gradient evenly, as PyTorch's `grad / count * (x == result)`,
+/// which makes a row whose result is NaN all NaN.
+Tensor amax_impl(const Tensor& self, const Dims& dims, bool keepdim, bool max) {
+    const char* op = max ? "amax" : "amin";
+    Plan p = plan(self, dims, keepdim, op);
+    if (p.width == 0)
+        detail::fail(op, "Expected reduction dim to have non-zero size (shape " + to_string(self.shape()) + ")");
+    Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
+    kernels::extreme_rows(rows_of(p), out, max);
+    if (detail::needs_grad({&self}))
+        detail::record(out, max ? "AmaxBackward0" : "AminBackward0", {&self},
+                       [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims)](
                            const Tensor& g, const NeedsGrad&) {
-                           // All-reduce: ties share the gradient evenly. Along a dim: the first extreme
-                           // element takes it, as the index PyTorch returns. A NaN result hits the NaN inputs.
-                           Tensor hit = detail::map_binary(x, o->reshape(k).to(x->dtype()), "max",
-                                                           kernels::BinaryOp::kEqualOrBothNan);
-                           if (!all) {
-                               // Keep only the first hit along the reduced dims: zero the hits after a prior hit.
-                               Plan q = plan(hit, d, true, "max");
-                               Tensor first = detail::make_empty(q.rows_view.shape(), hit.dtype(), hit.device());
-                               kernels::first_hit_rows(rows_of(q), first);
-                               // rows_view was permuted so reduced dims come last; undo that permutation.
-                               std::vector<std::int64_t> perm, inverse(static_cast<std::size_t>(x->dim()));
-                               for (std::int64_t i = 0; i < x->dim(); ++i)
-                                   if (!q.reduced[static_cast<std::size_t>(i)]) perm.push_back(i);
-                               for (std::int64_t i = 0; i < x->dim(); ++i)
-                                   if (q.reduced[static_cast<std::size_t>(i)]) perm.push_back(i);
-                               for (std::size_t i = 0; i < perm.size(); ++i)
-                                   inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
-                               Shape permuted;
-                               for (auto i : perm) permuted.push_back(x->size(i));
-                               hit = first.reshape(permuted).permute(Dims(inverse));
-                               return Grads{hit * g.reshape(k)};
-                           }
-                           return Grads{hit * (g.reshape(k) / hit.sum())};
+                           Tensor eq =
+                               detail::map_binary(x, o->reshape(k), "amax", kernels::BinaryOp::kEqualOrBothNan) *
+                               not_nan(x);
+                           return Grads{g.reshape(k) / eq.sum(d, true) * eq};
+                       });
+    return out;
+}
+
+/// The extreme values along one dim and their indices; the gradient goes to the index.
+ValuesIndices extreme_dim(const Tensor& self, std::int64_t dim, bool keepdim, bool max) {
+    const char* op = max ? "max" : "min";
+    detail::AlongDim a = detail::along_dim(self, dim, op);
+    if (a.width == 0)
+        detail::fail(op, "Expected reduction dim " + std::to_string(dim) + " to have non-zero size (shape " +
+                             to_string(self.shape()) + ")");
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    Tensor values = detail::make_empty(out_shape, self.dtype(), self.device());
+    Tensor indices = detail::make_empty(out_shape, kInt64, self.device());
+    kernels::arg_extreme_rows(a.view(), values, indices, max);
+    if (detail::needs_grad({&self})) {
+        a.rows_view = Tensor();  // the backward needs the geometry only
+        detail::record(values, max ? "MaxBackward0" : "MinBackward0", {&self},
+                       [a, i = indices.reshape(Shape{a.rows, 1})](const Tensor& g, const NeedsGrad&) {
+                           Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+                           kernels::fill(dx, 0);
+                           kernels::scatter_rows(g.reshape(Shape{a.rows, 1}).contiguous(), i, dx);
+                           return Grads{a.restore(dx, a.width)};
+                       });
+    }
+    return {values, indices};
+}
+
+/// argmax/argmin: the index along `dim`, or into the flattened tensor without one.
+Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool keepdim, bool max) {
+    const char* op = max ? "argmax" : "argmin";
+    detail::check_defined(self, op);
+    if (dim) {
+        detail::AlongDim a = detail::along_dim(self, *dim, op);
+        if (a.width == 0)
+            detail::fail(op, "Expected reduction dim " + std::to_string(*dim) + " to have non-zero size (shape " +
+                                 to_string(self.shape()) + ")");
+        const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+        Tensor values = detail::make_empty(out_shape, self.dtype(), self.device());
+        Tensor indices = detail::make_empty(out_shape, kInt64, self.device());
+        kernels::arg_extreme_rows(a.view(), values, indices, max);
+        return indices;
+    }
+    if (self.numel() == 0)
+        detail::fail(op, "Expected reduction dim to be specified for input.numel() == 0 (shape " +
+                             to_string(self.shape()) + ")");
+    detail::AlongDim a = detail::along_dim(self.detach().reshape(Shape{-1}), 0, op);
+    // keepdim without a dim keeps every dim, as size 1.
+    const Shape out_shape =
+        keepdim ? Shape(std::vector<std::int64_t>(static_cast<std::size_t>(self.dim()), 1)) : Shape{};
+    Tensor values = detail::make_empty(out_shape, self.dtype(), self.device());
+    Tensor indices = detail::make_empty(out_shape, kInt64, self.device());
+    kernels::arg_extreme_rows(a.view(), values, indices, max);
+    return indices;
+}
+
+/// prod along `a`'s dim; its gradient is exact where elements are 0 (cumprod's backward kernel with
+/// the gradient of each row's last running product only).
+Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name) {
+    Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
+    kernels::prod_rows(a.view(), out);
+    if (detail::needs_grad({&self})) {
+        a.rows_view = Tensor();
+        detail::record(out, name, {&self}, [a, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
+            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+            Tensor xs = a.to_rows(x->detach().reshape(a.shape), a.width);
+            kernels::cumprod_backward_rows(xs, g.reshape(Shape{a.rows, 1}).contiguous(), dx);
+            return Grads{a.restore(dx, a.width).reshape(x->shape())};
+        });
+    }
+    return out;
+}
+
+Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
+    const char* op = prod ? "cumprod" : "cumsum";
+    detail::AlongDim a = detail::along_dim(self, dim, op);
+    Tensor rows = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
+    kernels::scan_rows(a.view(), rows, prod, /*reverse=*/false);
+    Tensor out = a.restore(rows, a.width);
+    if (detail::needs_grad({&self})) {
+        a.rows_view = Tensor();
+        detail::record(out, prod ? "CumprodBackward0" : "CumsumBackward0", {&self},
+                       [a, prod, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
+                           Tensor gs = a.to_rows(g, a.width);
+                           Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+                           if (prod)
+                               kernels::cumprod_backward_rows(a.to_rows(x->detach(), a.width), gs, dx);
+                           else  // d cumsum: the running sum of the gradient from the end
+                               kernels::scan_rows({gs, a.rows, a.width, false}, dx, /*prod=*/false, /*reverse=*/true);
+                           return Grads{a.restore(dx, a.width)};
                        });
     }
     return out;
@@ -189,28 +288,89 @@ Tensor Tensor::mean(const Dims& dims, bool keepdim) const {
     return mean_impl(*this, dims, keepdim, "MeanBackward1");
 }
 Tensor Tensor::var() const {
-    return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, false);
+    return var_impl(*this, Dims(std::vector<std::int64_t>{}), 1.0, false, false);
 }
 Tensor Tensor::var(const Dims& dims, bool unbiased, bool keepdim) const {
-    return var_impl(*this, dims, unbiased, keepdim, false);
+    return var_impl(*this, dims, unbiased ? 1.0 : 0.0, keepdim, false);
+}
+Tensor Tensor::var(const Dims& dims, Correction correction, bool keepdim) const {
+    return var_impl(*this, dims, correction.value, keepdim, false);
 }
 Tensor Tensor::std() const {
-    return var_impl(*this, Dims(std::vector<std::int64_t>{}), true, false, true);
+    return var_impl(*this, Dims(std::vector<std::int64_t>{}), 1.0, false, true);
 }
 Tensor Tensor::std(const Dims& dims, bool unbiased, bool keepdim) const {
-    return var_impl(*this, dims, unbiased, keepdim, true);
+    return var_impl(*this, dims, unbiased ? 1.0 : 0.0, keepdim, true);
+}
+Tensor Tensor::std(const Dims& dims, Correction correction, bool keepdim) const {
+    return var_impl(*this, dims, correction.value, keepdim, true);
 }
 Tensor Tensor::max() const {
-    return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, true);
-}
-Tensor Tensor::max(const Dims& dims, bool keepdim) const {
-    return extreme_impl(*this, dims, keepdim, false, true);
+    return extreme_all(*this, true);
 }
 Tensor Tensor::min() const {
-    return extreme_impl(*this, Dims(std::vector<std::int64_t>{}), false, true, false);
+    return extreme_all(*this, false);
+}
+// One dim: max(dim).values, whose gradient goes to the index; several: amax.
+Tensor Tensor::max(const Dims& dims, bool keepdim) const {
+    return dims.vec().size() == 1 ? extreme_dim(*this, dims.vec()[0], keepdim, true).values
+                                  : amax_impl(*this, dims, keepdim, true);
 }
 Tensor Tensor::min(const Dims& dims, bool keepdim) const {
-    return extreme_impl(*this, dims, keepdim, false, false);
+    return dims.vec().size() == 1 ? extreme_dim(*this, dims.vec()[0], keepdim, false).values
+                                  : amax_impl(*this, dims, keepdim, false);
+}
+ValuesIndices Tensor::max(std::int64_t dim, bool keepdim) const {
+    return extreme_dim(*this, dim, keepdim, true);
+}
+ValuesIndices Tensor::min(std::int64_t dim, bool keepdim) const {
+    return extreme_dim(*this, dim, keepdim, false);
+}
+Tensor Tensor::amax(const Dims& dims, bool keepdim) const {
+    return amax_impl(*this, dims, keepdim, true);
+}
+Tensor Tensor::amin(const Dims& dims, bool keepdim) const {
+    return amax_impl(*this, dims, keepdim, false);
+}
+Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
+    return arg_extreme(*this, dim, keepdim, true);
+}
+Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
+    return arg_extreme(*this, dim, keepdim, false);
+}
+Tensor Tensor::prod() const {
+    detail::check_defined(*this, "prod");
+    return prod_impl(*this, detail::along_dim(detach().reshape(Shape{-1}), 0, "prod"), Shape{}, "ProdBackward0");
+}
+Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
+    detail::AlongDim a = detail::along_dim(*this, dim, "prod");
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    return prod_impl(*this, a, out_shape, "ProdBackward1");
+}
+Tensor Tensor::cumsum(std::int64_t dim) const {
+    return scan_impl(*this, dim, false);
+}
+Tensor Tensor::cumprod(std::int64_t dim) const {
+    return scan_impl(*this, dim, true);
+}
+Tensor Tensor::logsumexp(const Dims& dims, bool keepdim) const {
+    detail::check_defined(*this, "logsumexp");
+    // An int64 tensor gives float32, as PyTorch.
+    const Tensor x = is_floating_point() ? detach() : detach().to(kFloat32);
+    Plan p = plan(x, dims, keepdim, "logsumexp");
+    // Subtract the largest element of each row; an infinite one is clamped to the largest finite
+    // number (PyTorch sets it to 0), which gives the same inf or -inf, and an empty row gives -inf.
+    const double big = x.dtype() == kFloat32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    Tensor m = p.width == 0 ? xgrad::zeros(p.kept_shape, TensorOptions(x.dtype()).device(x.device()))
+                            : x.amax(dims, true).clamp(-big, big);
+    Tensor out = ((x - m).exp().sum(dims, true).log() + m).reshape(p.out_shape);
+    if (detail::needs_grad({this}))
+        detail::record(
+            out, "LogsumexpBackward0", {this},
+            [x = detail::Saved(*this), o = detail::Saved(out), k = p.kept_shape](const Tensor& g, const NeedsGrad&) {
+                return Grads{g.reshape(k) * (x->detach() - o->reshape(k)).exp()};
+            });
+    return out;
 }
 
 }  // namespace xgrad

@@ -350,22 +350,77 @@ TEST_CASE("reductions, over rows, leading dims and everything") {
             check_op("var biased 0", [](const Inputs& v) { return v[0].var(0, false, true); }, {x});
             check_op("std", [](const Inputs& v) { return v[0].std(-1, true, false); }, {x});
             check_op("max", [](const Inputs& v) { return v[0].max(); }, {x});
-            check_op("max -1", [](const Inputs& v) { return v[0].max(-1); }, {x});
-            check_op("min 0", [](const Inputs& v) { return v[0].min(0, true); }, {x});
+            check_op("max -1", [](const Inputs& v) { return v[0].max(-1).values; }, {x});
+            check_op("min 0", [](const Inputs& v) { return v[0].min(0, true).values; }, {x});
             check_op("sum strided", [](const Inputs& v) { return v[0].transpose(0, -1).sum(-1); }, {x});
         }
         const Tensor x = randn({3, 4, 5}, dt);
         check_op("sum middle", [](const Inputs& v) { return v[0].sum(1); }, {x});
         check_op("mean of dims", [](const Inputs& v) { return v[0].mean({0, 2}, true); }, {x});
-        check_op("ties in max", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(-1); }, {x});
+        check_op("ties in max", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(-1).values; }, {x});
         check_op("ties in all-max", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(); }, {x});
     }
     Tensor i = xgrad::arange(24.0, xgrad::kInt64).reshape({2, 3, 4});
     check_op("int64 sum max",
-             [](const Inputs& v) { return v[0].sum(-1) + v[0].sum(0).sum(0).sum() + v[0].max(1).sum(); }, {i});
+             [](const Inputs& v) { return v[0].sum(-1) + v[0].sum(0).sum(0).sum() + v[0].max(1).values.sum(); }, {i});
     // More rows than one grid has blocks.
     const Tensor many = randn({(1 << 20) + 5, 2}, xgrad::kFloat32);
     check_op("many rows", [](const Inputs& v) { return v[0].sum(-1); }, {many});
+}
+
+TEST_CASE("max/min with indices, amax, argmax, prod, running sums and products, logsumexp, var(correction)") {
+    for (xgrad::DType dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        for (Shape shape : {Shape{4, 6, 5}, Shape{3, 300}, Shape{2, 1}, Shape{5000, 3}}) {
+            CAPTURE(xgrad::to_string(shape));
+            const Tensor x = randn(shape, dt);
+            // Ties (clamped values) make the index the CPU's and the GPU's agree on visible.
+            check_op("max -1 values", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(-1).values; }, {x});
+            check_op("max -1 indices", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).max(-1).indices; }, {x});
+            check_op("min 0 keepdim", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).min(0, true).values; }, {x});
+            check_op("min 0 indices", [](const Inputs& v) { return v[0].min(0, true).indices; }, {x});
+            check_op("amax ties", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).amax({0, 1}); }, {x});
+            check_op("amin -1", [](const Inputs& v) { return v[0].amin(-1, true); }, {x});
+            check_op("argmax", [](const Inputs& v) { return v[0].argmax(); }, {x});
+            check_op("argmin 0", [](const Inputs& v) { return v[0].argmin(0, true); }, {x});
+            check_op("prod -1", [](const Inputs& v) { return (v[0] * 0.5 + 1.0).prod(-1); }, {x});
+            check_op("cumsum 0", [](const Inputs& v) { return v[0].cumsum(0); }, {x});
+            check_op("cumsum -1", [](const Inputs& v) { return v[0].cumsum(-1); }, {x});
+            check_op("cumprod -1", [](const Inputs& v) { return (v[0] * 0.1 + 1.0).cumprod(-1); }, {x});
+            check_op("logsumexp", [](const Inputs& v) { return v[0].logsumexp(-1); }, {x});
+            check_op("var correction 2", [](const Inputs& v) { return v[0].var(0, xgrad::Correction(2), true); }, {x});
+        }
+        // Zeros in prod and cumprod: the gradient is exact there on both devices.
+        const Tensor z = xgrad::tensor({{1.5, 0.0, 2.0, -1.0}, {0.0, 3.0, 0.0, 0.5}, {2.0, 0.5, -1.0, 4.0}}).to(dt);
+        check_op("prod with zeros", [](const Inputs& v) { return v[0].prod(1); }, {z});
+        check_op("prod of all with a zero", [](const Inputs& v) { return v[0][0].prod(); }, {z});
+        check_op("cumprod with zeros", [](const Inputs& v) { return v[0].cumprod(1); }, {z});
+    }
+    const Tensor i =
+        xgrad::from_vector(std::vector<double>{3, 1, 3, 2, 0, 4, 4, 1, 2, 2, 0, 1, 3, 3, 1, 0, 2, 4, 1, 1, 0, 2, 3, 2},
+                           {2, 3, 4}, xgrad::kInt64);
+    check_op("int64 max indices", [](const Inputs& v) { return v[0].max(1).indices; }, {i});
+    check_op("int64 prod and cumsum", [](const Inputs& v) { return v[0].prod(-1).sum() + v[0].cumsum(0); }, {i});
+}
+
+TEST_CASE("sort, argsort and topk") {
+    for (xgrad::DType dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        for (Shape shape : {Shape{4, 6, 5}, Shape{3, 300}, Shape{2, 1}}) {
+            CAPTURE(xgrad::to_string(shape));
+            const Tensor x = randn(shape, dt);
+            check_op("sort", [](const Inputs& v) { return v[0].sort().values; }, {x});
+            check_op("sort 0 descending", [](const Inputs& v) { return v[0].sort(0, true).values; }, {x});
+            // Ties: both devices keep them in index order.
+            check_op("argsort ties", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).argsort(-1, true); }, {x});
+            check_op("topk", [](const Inputs& v) { return v[0].topk(1, -1).values; }, {x});
+            check_op("topk smallest 0", [](const Inputs& v) { return v[0].topk(2, 0, false).values; }, {x});
+            check_op("topk indices", [](const Inputs& v) { return v[0].topk(1, 0).indices; }, {x});
+        }
+    }
+    const Tensor nan = xgrad::tensor({{1.0, NAN, -2.0, NAN, 0.5}});
+    check_op("sort with NaN", [](const Inputs& v) { return v[0].sort(-1).values; }, {nan});
+    check_op("argsort with NaN", [](const Inputs& v) { return v[0].argsort(-1, true); }, {nan});
 }
 
 TEST_CASE("shape ops, copies and conversions") {

@@ -155,7 +155,7 @@ TEST_CASE("max and min") {
         CAPTURE(op);
         auto all = [op](const Tensor& x) { return op == "max" ? x.max() : x.min(); };
         auto along = [op](const Tensor& x, std::int64_t d, bool keepdim) {
-            return op == "max" ? x.max(d, keepdim) : x.min(d, keepdim);
+            return op == "max" ? x.max(d, keepdim).values : x.min(d, keepdim).values;
         };
         check_cases({
             {op + "_all", all},                                                       // MaxBackward1 / MinBackward1
@@ -173,8 +173,8 @@ TEST_CASE("max and min") {
     check_cases({
         {"max_all_nan", [](const Tensor& x) { return x.max(); }, both, false},
         {"min_all_nan", [](const Tensor& x) { return x.min(); }, both, false},
-        {"max_dim1_nan", [](const Tensor& x) { return x.max(1); }, both, false},
-        {"min_dim0_nan", [](const Tensor& x) { return x.min(0); }, both, false},
+        {"max_dim1_nan", [](const Tensor& x) { return x.max(1).values; }, both, false},
+        {"min_dim0_nan", [](const Tensor& x) { return x.min(0).values; }, both, false},
     });
 }
 
@@ -183,7 +183,7 @@ TEST_CASE("int64 reductions stay int64 and exact") {
     check_cases({
         {"sum_int_all", [](const Tensor& x) { return x.sum(); }, ints},
         {"sum_int_dim0", [](const Tensor& x) { return x.sum(0); }, ints},
-        {"max_int_dim1", [](const Tensor& x) { return x.max(1); }, ints},
+        {"max_int_dim1", [](const Tensor& x) { return x.max(1).values; }, ints},
         {"min_int_all", [](const Tensor& x) { return x.min(); }, ints},
     });
     // Beyond 2^53 a double accumulator would round; PyTorch's int64 sums and extremes are exact.
@@ -192,8 +192,8 @@ TEST_CASE("int64 reductions stay int64 and exact") {
     CHECK(x.sum().item<std::int64_t>() == 2 * big);
     CHECK(x.sum(1).to_vector<std::int64_t>() == std::vector<std::int64_t>{big + 1, big - 1});
     CHECK(x.max().item<std::int64_t>() == big);
-    CHECK(x.max(0).to_vector<std::int64_t>() == std::vector<std::int64_t>{big, big - 2});
-    CHECK(x.min(1).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
+    CHECK(x.max(0).values.to_vector<std::int64_t>() == std::vector<std::int64_t>{big, big - 2});
+    CHECK(x.min(1).values.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
 }
 
 TEST_CASE("errors name the op and the shapes") {

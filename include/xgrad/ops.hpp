@@ -88,6 +88,55 @@ inline Tensor mean(const Tensor& x) {
 inline Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false) {
     return x.mean(dims, keepdim);
 }
+/// `torch.amax(x, dims, keepdim)`.
+inline Tensor amax(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) {
+    return x.amax(dims, keepdim);
+}
+/// `torch.amin(x, dims, keepdim)`.
+inline Tensor amin(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) {
+    return x.amin(dims, keepdim);
+}
+/// `torch.argmax(x, dim, keepdim)`.
+inline Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) {
+    return x.argmax(dim, keepdim);
+}
+/// `torch.argmin(x, dim, keepdim)`.
+inline Tensor argmin(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) {
+    return x.argmin(dim, keepdim);
+}
+/// `torch.prod(x)`.
+inline Tensor prod(const Tensor& x) {
+    return x.prod();
+}
+/// `torch.prod(x, dim, keepdim)`.
+inline Tensor prod(const Tensor& x, std::int64_t dim, bool keepdim = false) {
+    return x.prod(dim, keepdim);
+}
+/// `torch.cumsum(x, dim)`.
+inline Tensor cumsum(const Tensor& x, std::int64_t dim) {
+    return x.cumsum(dim);
+}
+/// `torch.cumprod(x, dim)`.
+inline Tensor cumprod(const Tensor& x, std::int64_t dim) {
+    return x.cumprod(dim);
+}
+/// `torch.logsumexp(x, dims, keepdim)`.
+inline Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false) {
+    return x.logsumexp(dims, keepdim);
+}
+/// `torch.sort(x, dim, descending, stable)`.
+inline ValuesIndices sort(const Tensor& x, std::int64_t dim = -1, bool descending = false, bool stable = false) {
+    return x.sort(dim, descending, stable);
+}
+/// `torch.argsort(x, dim, descending, stable)`.
+inline Tensor argsort(const Tensor& x, std::int64_t dim = -1, bool descending = false, bool stable = false) {
+    return x.argsort(dim, descending, stable);
+}
+/// `torch.topk(x, k, dim, largest, sorted)`.
+inline ValuesIndices topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
+                          bool sorted = true) {
+    return x.topk(k, dim, largest, sorted);
+}
 /// `torch.transpose(x, dim0, dim1)`.
 inline Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1) {
     return x.transpose(dim0, dim1);

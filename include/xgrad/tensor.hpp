@@ -35,6 +35,17 @@ public:
     explicit OutOfMemoryError(const std::string& message) : std::runtime_error(message) {}
 };
 
+struct ValuesIndices;
+
+/// The divisor `N - correction` of var and std (PyTorch's `correction=` argument), as its own type so
+/// that it never converts from the `unbiased` flag: `x.var(-1, xgrad::Correction(0))` is the biased
+/// variance, `Correction(1)` the unbiased one.
+struct Correction {
+    /// A correction of `value` (may be any real number; N - value is clamped at 0, as PyTorch).
+    explicit Correction(double value) : value(value) {}
+    double value;  ///< Subtracted from the number of elements reduced.
+};
+
 /// An n-dimensional array of float32, float64 or int64 values that records the operations applied to
 /// it, so that `backward()` can compute gradients.
 ///
@@ -177,12 +188,54 @@ public:
     Tensor std(const Dims& dims, bool unbiased = true, bool keepdim = false) const;
     /// Largest element.
     Tensor max() const;
-    /// Largest values over `dims` (values only; ties share the gradient).
+    /// Largest values over `dims`, values only: over one dim the gradient goes to the index that
+    /// max(dim) returns, over several ties share it evenly (as amax).
     Tensor max(const Dims& dims, bool keepdim = false) const;
     /// Smallest element.
     Tensor min() const;
-    /// Smallest values over `dims`.
+    /// Smallest values over `dims`, with max(dims)'s gradient rule.
     Tensor min(const Dims& dims, bool keepdim = false) const;
+    /// Largest values along `dim` and their int64 indices, as `torch.max(x, dim)`: the index of the
+    /// first occurrence (of the first NaN, which wins), and the gradient goes there.
+    ///
+    /// ```cpp
+    /// auto [values, indices] = logits.max(-1);   // or logits.max(-1).indices
+    /// ```
+    ValuesIndices max(std::int64_t dim, bool keepdim = false) const;
+    /// Smallest values along `dim` and their int64 indices, as `torch.min(x, dim)`.
+    ValuesIndices min(std::int64_t dim, bool keepdim = false) const;
+    /// Largest values over `dims` (all when empty), ties sharing the gradient evenly, as `torch.amax`.
+    Tensor amax(const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) const;
+    /// Smallest values over `dims` (all when empty), as `torch.amin`.
+    Tensor amin(const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) const;
+    /// int64 index of the largest value: of the flattened tensor without `dim` (a 0-d result), else
+    /// along `dim`; the first occurrence, as `torch.argmax`.
+    Tensor argmax(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    /// int64 index of the smallest value, as `torch.argmin`.
+    Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    /// Variance over `dims` (all when empty) divided by `N - correction`, as `x.var(dims, correction=c)`.
+    Tensor var(const Dims& dims, Correction correction, bool keepdim = false) const;
+    /// Standard deviation over `dims` divided by `N - correction`, as `x.std(dims, correction=c)`.
+    Tensor std(const Dims& dims, Correction correction, bool keepdim = false) const;
+    /// Product of all elements (int64 stays int64); the gradient is exact where elements are 0.
+    Tensor prod() const;
+    /// Product along `dim`.
+    Tensor prod(std::int64_t dim, bool keepdim = false) const;
+    /// Running sum along `dim`, as `torch.cumsum`.
+    Tensor cumsum(std::int64_t dim) const;
+    /// Running product along `dim`, as `torch.cumprod` (with an exact gradient where elements are 0).
+    Tensor cumprod(std::int64_t dim) const;
+    /// `log(sum(exp(x), dims))` computed without overflow, as `torch.logsumexp`.
+    Tensor logsumexp(const Dims& dims, bool keepdim = false) const;
+    /// The values along `dim` in order and their int64 indices, as `torch.sort`. Ties keep their index
+    /// order (a stable sort, which is also what `stable=false` gives on PyTorch's CPU); NaN sorts
+    /// above every number.
+    ValuesIndices sort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
+    /// The int64 indices that sort the values along `dim`, as `torch.argsort`.
+    Tensor argsort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
+    /// The `k` largest (or smallest) values along `dim` and their int64 indices, as `torch.topk`;
+    /// in order (ties by index) whether or not `sorted` is asked.
+    ValuesIndices topk(std::int64_t k, std::int64_t dim = -1, bool largest = true, bool sorted = true) const;
 
     // ---- shape and layout -----------------------------------------------------------------------
     /// Matrix product with torch.matmul's rules (1-D, 2-D and batched N-D with broadcasting).
@@ -265,6 +318,13 @@ private:
     std::vector<T> to_vector_as() const;
 
     std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+/// The values and int64 indices that max(dim), min(dim), sort and topk return, as PyTorch's named
+/// tuples: `auto [values, indices] = x.sort();` or `x.max(1).indices`.
+struct ValuesIndices {
+    Tensor values;   ///< The selected values.
+    Tensor indices;  ///< Where each value was along the dim (int64).
 };
 
 /// Tensor arithmetic with PyTorch's broadcasting; scalars may stand on either side.

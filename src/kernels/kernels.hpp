@@ -40,8 +40,24 @@ struct Backend {
     void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
     /// Largest (or smallest) element of each row; NaN propagates.
     void (*extreme_rows)(const RowsView& v, const Tensor& out, bool max);
-    /// Keeps only the first non-zero of each row of `v.input` (rows × width), writing `out`.
-    void (*first_hit_rows)(const RowsView& v, const Tensor& out);
+    /// Largest (or smallest) element of each row and the int64 index of its first occurrence, as
+    /// PyTorch's max(dim); a NaN wins, and the first NaN's index is taken.
+    void (*arg_extreme_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
+    /// Product of each row (1 for an empty row).
+    void (*prod_rows)(const RowsView& v, const Tensor& out);
+    /// Inclusive running sum (or product) along each row into `out` (rows × width), from the row's
+    /// end when `reverse`.
+    void (*scan_rows)(const RowsView& v, const Tensor& out, bool prod, bool reverse);
+    /// cumprod's gradient along rows (rows × width, contiguous), exact with zeros:
+    /// dx_i = Π_{k<i} x_k · Σ_{j≥i} g_j Π_{i<k≤j} x_k. A `grad` of rows × 1 is the gradient of each
+    /// row's last element only (prod's backward).
+    void (*cumprod_backward_rows)(const Tensor& x, const Tensor& grad, const Tensor& dx);
+    /// The first `k` elements of each row in ascending (or descending) order, ties in index order
+    /// and NaN above everything, as PyTorch: values and int64 indices (rows × k).
+    void (*sort_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending);
+    /// dx (rows × width, contiguous, zeroed by the caller) at indices[r, j] += grad[r, j] (rows × k);
+    /// the indices of a row are distinct.
+    void (*scatter_rows)(const Tensor& grad, const Tensor& indices, const Tensor& dx);
 
     /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m); batch dims already broadcast,
     /// transposed operands read through their strides (PyTorch's mm/addmm/bmm).
@@ -103,8 +119,23 @@ inline void var_rows(const RowsView& v, const Tensor& out, double correction, bo
 inline void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
     backend(out.device()).extreme_rows(v, out, max);
 }
-inline void first_hit_rows(const RowsView& v, const Tensor& out) {
-    backend(out.device()).first_hit_rows(v, out);
+inline void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max) {
+    backend(values.device()).arg_extreme_rows(v, values, indices, max);
+}
+inline void prod_rows(const RowsView& v, const Tensor& out) {
+    backend(out.device()).prod_rows(v, out);
+}
+inline void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
+    backend(out.device()).scan_rows(v, out, prod, reverse);
+}
+inline void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx) {
+    backend(dx.device()).cumprod_backward_rows(x, grad, dx);
+}
+inline void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending) {
+    backend(values.device()).sort_rows(v, values, indices, k, descending);
+}
+inline void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx) {
+    backend(dx.device()).scatter_rows(grad, indices, dx);
 }
 inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0) {
     backend(out.device()).matmul(a, b, out, beta);

@@ -14,7 +14,12 @@ void axpy(const Tensor& dst, const Tensor& src, double alpha);
 void sum_rows(const RowsView& v, const Tensor& out, bool mean);
 void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
 void extreme_rows(const RowsView& v, const Tensor& out, bool max);
-void first_hit_rows(const RowsView& v, const Tensor& out);
+void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
+void prod_rows(const RowsView& v, const Tensor& out);
+void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse);
+void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx);
+void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending);
+void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx);
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
                         const Tensor& mean, const Tensor& rstd);
 void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,

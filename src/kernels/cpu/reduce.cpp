@@ -1,8 +1,10 @@
-// CPU reduction kernels over rows: sums in PyTorch's order, variance, max/min.
+// CPU reduction kernels over rows: sums in PyTorch's order, variance, max/min (with indices),
+// products and running sums/products.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
@@ -130,19 +132,92 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
     });
 }
 
-void first_hit_rows(const RowsView& v, const Tensor& out) {
-    detail::dispatch_float(out.dtype(), "max", [&](auto tag) {
+void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max) {
+    detail::dispatch(values.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        const T* h = v.input.impl()->data<T>();
-        T* f = out.impl()->data<T>();
-        for (std::int64_t r = 0; r < v.rows; ++r) {
-            bool seen = false;
-            for (std::int64_t i = 0; i < v.width; ++i) {
-                const T x = h[r * v.width + i];
-                f[r * v.width + i] = seen ? T(0) : x;
-                seen = seen || x != T(0);
+        const T* in = v.input.impl()->data<T>();
+        T* o = values.impl()->data<T>();
+        auto* idx = indices.impl()->data<std::int64_t>();
+        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* x = in + r * v.width;
+                std::int64_t at = 0;
+                for (std::int64_t i = 1; i < v.width && x[at] == x[at]; ++i)  // stop at the first NaN
+                    if (x[i] != x[i] || (max ? x[i] > x[at] : x[i] < x[at])) at = i;
+                o[r] = x[at];
+                idx[r] = at;
             }
-        }
+        });
+    });
+}
+
+/// The type a running sum or product accumulates in: double for floating types (as PyTorch's CPU
+/// cumsum/cumprod), int64 for int64.
+template <typename T>
+using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
+
+void prod_rows(const RowsView& v, const Tensor& out) {
+    detail::dispatch(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* in = v.input.impl()->data<T>();
+        T* o = out.impl()->data<T>();
+        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t r = lo; r < hi; ++r) {
+                T p = 1;
+                for (std::int64_t i = 0; i < v.width; ++i) p *= in[r * v.width + i];
+                o[r] = p;
+            }
+        });
+    });
+}
+
+void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
+    detail::dispatch(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* in = v.input.impl()->data<T>();
+        T* o = out.impl()->data<T>();
+        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t r = lo; r < hi; ++r) {
+                Acc<T> acc = prod ? 1 : 0;
+                for (std::int64_t j = 0; j < v.width; ++j) {
+                    const std::int64_t i = r * v.width + (reverse ? v.width - 1 - j : j);
+                    acc = prod ? acc * static_cast<Acc<T>>(in[i]) : acc + static_cast<Acc<T>>(in[i]);
+                    o[i] = static_cast<T>(acc);
+                }
+            }
+        });
+    });
+}
+
+void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx) {
+    detail::dispatch_float(dx.dtype(), "cumprod", [&](auto tag) {
+        using T = decltype(tag);
+        const std::int64_t width = dx.dim() == 0 ? 1 : dx.size(-1), rows = width == 0 ? 0 : dx.numel() / width;
+        const bool last_only = grad.numel() == rows && width != 1;
+        const T* xs = x.impl()->data<T>();
+        const T* gs = grad.impl()->data<T>();
+        T* d = dx.impl()->data<T>();
+        parallel_for(0, rows, row_grain(width), [&](std::int64_t lo, std::int64_t hi) {
+            std::vector<double> s(static_cast<std::size_t>(width));
+            for (std::int64_t r = lo; r < hi; ++r) {
+                const T* xr = xs + r * width;
+                const auto g = [&](std::int64_t j) {
+                    return last_only ? (j == width - 1 ? gs[r] : T(0)) : gs[r * width + j];
+                };
+                // s = Σ_{j≥i} g_j Π_{i<k≤j} x_k, from the end: s_i = g_i + x_{i+1} s_{i+1}; then the
+                // exclusive prefix product Π_{k<i} x_k from the front. No division, so zeros are exact.
+                for (std::int64_t i = width - 1; i >= 0; --i) {
+                    const auto u = static_cast<std::size_t>(i);
+                    s[u] =
+                        (i + 1 < width ? static_cast<double>(xr[i + 1]) * s[u + 1] : 0.0) + static_cast<double>(g(i));
+                }
+                double prefix = 1;
+                for (std::int64_t i = 0; i < width; ++i) {
+                    d[r * width + i] = static_cast<T>(prefix * s[static_cast<std::size_t>(i)]);
+                    prefix *= static_cast<double>(xr[i]);
+                }
+            }
+        });
     });
 }
 

@@ -147,10 +147,46 @@ void extreme_rows_entry(const RowsView& v, const Tensor& out, bool max) {
     cuda::extreme_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, max);
 }
 
-void first_hit_rows_entry(const RowsView& v, const Tensor& out) {
-    use_device(out, {&v.input}, "max");
-    check_floating(out, "max");
-    cuda::first_hit_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
+void arg_extreme_rows_entry(const RowsView& v, const Tensor& values, const Tensor& indices, bool max) {
+    use_device(values, {&v.input, &indices}, max ? "max" : "min");
+    cuda::arg_extreme_rows(scalar(values.dtype()), ptr(v.input), ptr(values), ptr(indices), v.rows, v.width, max);
+}
+
+void prod_rows_entry(const RowsView& v, const Tensor& out) {
+    use_device(out, {&v.input}, "prod");
+    cuda::prod_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
+}
+
+void scan_rows_entry(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
+    use_device(out, {&v.input}, prod ? "cumprod" : "cumsum");
+    cuda::scan_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, prod, reverse);
+}
+
+/// Rows of the last dim of a contiguous tensor.
+std::pair<std::int64_t, std::int64_t> last_dim_rows(const Tensor& t) {
+    const std::int64_t width = t.dim() == 0 ? 1 : t.size(-1);
+    return {width == 0 ? 0 : t.numel() / width, width};
+}
+
+void cumprod_backward_rows_entry(const Tensor& x, const Tensor& grad, const Tensor& dx) {
+    use_device(dx, {&x, &grad}, "cumprod");
+    check_floating(dx, "cumprod");
+    const auto [rows, width] = last_dim_rows(dx);
+    cuda::cumprod_backward_rows(scalar(dx.dtype()), ptr(x), ptr(grad), ptr(dx), rows, width,
+                                grad.numel() == rows && width != 1);
+}
+
+void sort_rows_entry(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending) {
+    use_device(values, {&v.input, &indices}, "sort");
+    cuda::sort_rows(scalar(values.dtype()), ptr(v.input), ptr(values), ptr(indices), v.rows, v.width, k, descending);
+}
+
+void scatter_rows_entry(const Tensor& grad, const Tensor& indices, const Tensor& dx) {
+    use_device(dx, {&grad, &indices}, "sort");
+    check_floating(dx, "sort");
+    const auto [rows, width] = last_dim_rows(dx);
+    cuda::scatter_rows(scalar(dx.dtype()), ptr(grad), ptr(indices), ptr(dx), rows, width,
+                       rows == 0 ? 0 : grad.numel() / rows);
 }
 
 // ---- normalisation, softmax, optimizers -------------------------------------------------------------------
@@ -236,7 +272,12 @@ const Backend& backend() {
         .sum_rows = sum_rows_entry,
         .var_rows = var_rows_entry,
         .extreme_rows = extreme_rows_entry,
-        .first_hit_rows = first_hit_rows_entry,
+        .arg_extreme_rows = arg_extreme_rows_entry,
+        .prod_rows = prod_rows_entry,
+        .scan_rows = scan_rows_entry,
+        .cumprod_backward_rows = cumprod_backward_rows_entry,
+        .sort_rows = sort_rows_entry,
+        .scatter_rows = scatter_rows_entry,
         .matmul = matmul,
         .mv = mv,
         .dot = dot,

@@ -49,7 +49,23 @@ void sum_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64
 void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
               bool take_sqrt);
 void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool max);
-void first_hit_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width);
+/// values[r], indices[r] = the extreme of row r and its first index (the first NaN wins).
+void arg_extreme_rows(Scalar t, const void* in, void* values, void* indices, std::int64_t rows, std::int64_t width,
+                      bool max);
+void prod_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width);
+/// out (rows × width) = running sums (or products) of each row, from its end when `reverse`.
+void scan_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool prod, bool reverse);
+/// cumprod's gradient (kernels::Backend::cumprod_backward_rows); grad is rows × 1 when `last_only`.
+void cumprod_backward_rows(Scalar t, const void* x, const void* grad, void* dx, std::int64_t rows, std::int64_t width,
+                           bool last_only);
+
+// ---- sort.cu: rows × width contiguous ----------------------------------------------------------------
+/// The first k of each row in order (values, int64 indices: rows × k), ties by index, NaN largest.
+void sort_rows(Scalar t, const void* in, void* values, void* indices, std::int64_t rows, std::int64_t width,
+               std::int64_t k, bool descending);
+/// dx[r, indices[r, j]] += grad[r, j] (grad and indices rows × k, dx rows × width).
+void scatter_rows(Scalar t, const void* grad, const void* indices, void* dx, std::int64_t rows, std::int64_t width,
+                  std::int64_t k);
 
 // ---- norm.cu: rows × width contiguous; weight and bias may be null ------------------------------------
 void layer_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,

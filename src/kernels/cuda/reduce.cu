@@ -1,7 +1,8 @@
 // CUDA reduction kernels over rows: one block per row (warp shuffles, then one warp over the warps'
 // results), or one thread per column for reductions over the leading dim. Sums accumulate in
 // double (int64 in int64) and round once, so they agree with the CPU's cascade sums to an ulp or so
-// rather than bit for bit; variance is computed in double as on the CPU.
+// rather than bit for bit; variance is computed in double as on the CPU. max/min with indices,
+// products, running sums/products and cumprod's gradient take one thread per row, in the CPU's order.
 #include "kernels/cuda/common.cuh"
 
 namespace xgrad::kernels::cuda {
@@ -79,15 +80,61 @@ __global__ void extreme_rows_kernel(const T* in, T* out, i64 rows, i64 width, bo
     }
 }
 
-/// One thread per row: keeps the first non-zero of the row, zeroes the rest.
+/// One thread per row: the extreme value and the index of its first occurrence (the first NaN wins).
 template <typename T>
-__global__ void first_hit_kernel(const T* h, T* f, i64 rows, i64 width) {
+__global__ void arg_extreme_kernel(const T* in, T* values, i64* indices, i64 rows, i64 width, bool max) {
     for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
-        bool seen = false;
+        const T* x = in + r * width;
+        i64 at = 0;
+        for (i64 i = 1; i < width && !is_nan(x[at]); ++i)
+            if (is_nan(x[i]) || (max ? x[i] > x[at] : x[i] < x[at])) at = i;
+        values[r] = x[at];
+        indices[r] = at;
+    }
+}
+
+template <typename T>
+__global__ void prod_kernel(const T* in, T* out, i64 rows, i64 width) {
+    for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
+        T p = 1;
+        for (i64 i = 0; i < width; ++i) p *= in[r * width + i];
+        out[r] = p;
+    }
+}
+
+/// Running sums/products accumulate as the CPU's: in double for floating types, int64 for int64.
+template <typename T>
+__global__ void scan_kernel(const T* in, T* out, i64 rows, i64 width, bool prod, bool reverse) {
+    using A = acc_t<T>;
+    for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
+        A acc = prod ? 1 : 0;
+        for (i64 j = 0; j < width; ++j) {
+            const i64 i = r * width + (reverse ? width - 1 - j : j);
+            acc = prod ? acc * static_cast<A>(in[i]) : acc + static_cast<A>(in[i]);
+            out[i] = static_cast<T>(acc);
+        }
+    }
+}
+
+/// cumprod's gradient, as the CPU's: s_i = g_i + x_{i+1} s_{i+1} from the end, then dx_i = Π_{k<i} x_k · s_i
+/// from the front. s is parked in dx (in T, where the CPU keeps it in double: a float32 gradient may
+/// differ from the CPU's by an ulp or so).
+template <typename T>
+__global__ void cumprod_backward_kernel(const T* x, const T* g, T* dx, i64 rows, i64 width, bool last_only) {
+    for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
+        const T* xr = x + r * width;
+        T* d = dx + r * width;
+        double s = 0;
+        for (i64 i = width - 1; i >= 0; --i) {
+            const double gi =
+                last_only ? (i == width - 1 ? static_cast<double>(g[r]) : 0.0) : static_cast<double>(g[r * width + i]);
+            s = (i + 1 < width ? static_cast<double>(xr[i + 1]) * s : 0.0) + gi;
+            d[i] = static_cast<T>(s);
+        }
+        double prefix = 1;
         for (i64 i = 0; i < width; ++i) {
-            const T x = h[r * width + i];
-            f[r * width + i] = seen ? T(0) : x;
-            seen = seen || x != T(0);
+            d[i] = static_cast<T>(prefix * static_cast<double>(d[i]));
+            prefix *= static_cast<double>(xr[i]);
         }
     }
 }
@@ -131,14 +178,45 @@ void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::i
     check_launch("max/min kernel");
 }
 
-void first_hit_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width) {
+void arg_extreme_rows(Scalar t, const void* in, void* values, void* indices, std::int64_t rows, std::int64_t width,
+                      bool max) {
     if (rows == 0 || width == 0) return;
-    dispatch_float(t, "max", [&](auto tag) {
+    dispatch(t, [&](auto tag) {
         using T = decltype(tag);
-        first_hit_kernel<T>
-            <<<blocks_for(rows), kThreads>>>(static_cast<const T*>(in), static_cast<T*>(out), rows, width);
+        arg_extreme_kernel<T><<<blocks_for(rows), kThreads>>>(static_cast<const T*>(in), static_cast<T*>(values),
+                                                              static_cast<i64*>(indices), rows, width, max);
     });
-    check_launch("max/min backward kernel");
+    check_launch("max/min kernel");
+}
+
+void prod_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width) {
+    if (rows == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        prod_kernel<T><<<blocks_for(rows), kThreads>>>(static_cast<const T*>(in), static_cast<T*>(out), rows, width);
+    });
+    check_launch("prod kernel");
+}
+
+void scan_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool prod, bool reverse) {
+    if (rows == 0 || width == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        scan_kernel<T><<<blocks_for(rows), kThreads>>>(static_cast<const T*>(in), static_cast<T*>(out), rows, width,
+                                                       prod, reverse);
+    });
+    check_launch(prod ? "cumprod kernel" : "cumsum kernel");
+}
+
+void cumprod_backward_rows(Scalar t, const void* x, const void* grad, void* dx, std::int64_t rows, std::int64_t width,
+                           bool last_only) {
+    if (rows == 0 || width == 0) return;
+    dispatch_float(t, "cumprod", [&](auto tag) {
+        using T = decltype(tag);
+        cumprod_backward_kernel<T><<<blocks_for(rows), kThreads>>>(
+            static_cast<const T*>(x), static_cast<const T*>(grad), static_cast<T*>(dx), rows, width, last_only);
+    });
+    check_launch("cumprod backward kernel");
 }
 
 }  // namespace xgrad::kernels::cuda

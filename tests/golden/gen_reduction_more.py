@@ -1,0 +1,175 @@
+# Writes reduction_more.txt for test_reduction_more.cpp: max/min with indices, amax/amin,
+# argmax/argmin, sort/argsort/topk, prod, cumsum, cumprod, logsumexp and var/std with correction.
+#
+# Run from the repository root with a Python that has torch (1.13):
+#     /usr/bin/python3 tests/golden/gen_reduction_more.py
+#
+# Layout as reduction.txt: `<case>.<dtype>.in0` (the leaf), `.out`, `.idx` (the int64 indices of
+# max(dim), sort and topk), a random weight `.w` of out's shape, `.g0` = d (out * w).sum() / d in0, and
+# a comment line `# grad_fn <case>.<dtype> <name>`. The `# error` lines record PyTorch's messages for
+# the bad inputs whose wording the C++ messages follow.
+import os
+import zlib
+
+import torch
+from golden_writer import tensor_line
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reduction_more.txt")
+lines = []
+NAN, INF = float("nan"), float("inf")
+
+
+def put(name, t):
+    lines.append(tensor_line(name, t))
+
+
+def case(name, fn, make_input, dtypes=("float32", "float64")):
+    """Records fn(x) for each dtype; fn returns a tensor or a (values, indices) pair."""
+    seed = zlib.crc32(name.encode())
+    base = make_input(torch.Generator().manual_seed(seed))
+    for dt in dtypes:
+        key = f"{name}.{dt}"
+        if base.is_floating_point():
+            x = base.to(getattr(torch, dt)).clone().requires_grad_(True)
+        else:
+            x = base.clone()
+        put(f"{key}.in0", x)
+        out = fn(x)
+        if isinstance(out, tuple):
+            out, idx = out
+            put(f"{key}.idx", idx)
+        put(f"{key}.out", out)
+        if out.requires_grad:
+            lines.append(f"# grad_fn {key} {out.grad_fn.name()}")
+            w = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+            put(f"{key}.w", w.to(out.dtype))
+            (out * w.to(out.dtype)).sum().backward()
+            put(f"{key}.g0", x.grad)
+
+
+def randn(*shape):
+    return lambda g: torch.randn(shape, generator=g, dtype=torch.float64)
+
+
+def ties(*shape):
+    """Small integers (as floats): the extreme of a row often appears more than once."""
+    return lambda g: torch.randint(-2, 3, shape, generator=g).double()
+
+
+def ints(*shape):
+    return lambda g: torch.randint(-5, 6, shape, generator=g)
+
+
+def const(rows):
+    return lambda g: torch.tensor(rows, dtype=torch.float64)
+
+
+X = randn(2, 3, 4)
+WITH_NAN = const([[1.0, NAN, 3.0, NAN], [0.5, -1.0, 2.0, 2.0], [4.0, 0.0, -2.0, 1.0]])
+
+# ---- max/min along a dim: values and the first index; amax/amin; max over several dims ------------
+for op in ("max", "min"):
+    f = getattr(torch.Tensor, op)
+    a = getattr(torch.Tensor, "a" + op)
+    case(f"{op}_dim1", lambda x, f=f: tuple(f(x, 1)), X)
+    case(f"{op}_dimneg1_keep", lambda x, f=f: tuple(f(x, -1, keepdim=True)), X)
+    case(f"{op}_dim0_transposed", lambda x, f=f: tuple(f(x.transpose(0, 2), 0)), X)
+    case(f"{op}_dim1_ties", lambda x, f=f: tuple(f(x, 1)), ties(4, 6))
+    case(f"{op}_dim1_nan", lambda x, f=f: tuple(f(x, 1)), WITH_NAN)
+    case(f"{op}_0d", lambda x, f=f: tuple(f(x, 0)), randn())
+    case(f"{op}_int_dim0", lambda x, f=f: tuple(f(x, 0)), ints(5, 3), dtypes=("int64",))
+    case(f"a{op}_all", lambda x, a=a: a(x), X)
+    case(f"a{op}_dims02", lambda x, a=a: a(x, (0, 2)), X)
+    case(f"a{op}_dimneg1_keep", lambda x, a=a: a(x, -1, keepdim=True), X)
+    case(f"a{op}_dims01_ties_keep", lambda x, a=a: a(x, (0, 1), keepdim=True), ties(3, 4, 2))
+    case(f"a{op}_all_ties", lambda x, a=a: a(x), ties(3, 4))
+    # A NaN result: PyTorch's grad / count * (x == result) makes that row's gradient NaN.
+    case(f"a{op}_dim1_nan", lambda x, a=a: a(x, 1), WITH_NAN)
+
+# ---- argmax/argmin ------------------------------------------------------------------------------
+for op in ("argmax", "argmin"):
+    f = getattr(torch.Tensor, op)
+    case(f"{op}_flat", lambda x, f=f: f(x), X)
+    case(f"{op}_flat_keep", lambda x, f=f: f(x, keepdim=True), X)
+    case(f"{op}_dim1", lambda x, f=f: f(x, 1), X)
+    case(f"{op}_dimneg1_keep", lambda x, f=f: f(x, -1, keepdim=True), X)
+    case(f"{op}_ties", lambda x, f=f: f(x, 0), ties(6, 4))
+    case(f"{op}_nan", lambda x, f=f: f(x, 1), WITH_NAN)
+    case(f"{op}_int", lambda x, f=f: f(x), ints(4, 5), dtypes=("int64",))
+
+# ---- sort, argsort, topk ----------------------------------------------------------------------------
+case("sort_last", lambda x: tuple(torch.sort(x)), X)
+case("sort_dim0_desc", lambda x: tuple(torch.sort(x, 0, descending=True)), X)
+case("sort_transposed", lambda x: tuple(torch.sort(x.transpose(0, 1), 1)), X)
+# Ties keep their index order with stable=True; xgrad's sort is always stable.
+case("sort_ties_stable", lambda x: tuple(torch.sort(x, stable=True, dim=-1)), ties(3, 8))
+case("sort_ties_stable_desc", lambda x: tuple(torch.sort(x, stable=True, dim=0, descending=True)), ties(8, 3))
+case("sort_nan", lambda x: tuple(torch.sort(x, 1)), WITH_NAN)
+case("sort_nan_desc", lambda x: tuple(torch.sort(x, 1, descending=True)), WITH_NAN)
+case("sort_int", lambda x: tuple(torch.sort(x, stable=True, dim=1)), ints(3, 6), dtypes=("int64",))
+case("sort_0d", lambda x: tuple(torch.sort(x)), randn())
+case("argsort_desc", lambda x: torch.argsort(x, 1, descending=True), X)
+case("argsort_ties_stable", lambda x: torch.argsort(x, stable=True, dim=-1), ties(4, 7))
+case("topk_2", lambda x: tuple(torch.topk(x, 2)), X)
+case("topk_3_dim0_smallest", lambda x: tuple(torch.topk(x.transpose(0, 1), 3, 0, largest=False)), X)
+case("topk_all", lambda x: tuple(torch.topk(x, 4, -1)), X)
+case("topk_0", lambda x: tuple(torch.topk(x, 0, 1)), X)
+case("topk_dim0", lambda x: tuple(torch.topk(x, 2, 0)), randn(5, 3))
+
+# ---- prod, cumsum, cumprod ------------------------------------------------------------------------
+ZEROS = const([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 0.5], [2.0, 0.5, -1.0, 4.0]])
+case("prod_all", lambda x: x.prod(), X)
+case("prod_dim1", lambda x: x.prod(1), X)
+case("prod_dim0_keep", lambda x: x.prod(0, keepdim=True), X)
+case("prod_dim1_zeros", lambda x: x.prod(1), ZEROS)  # one zero, two zeros, none
+case("prod_all_one_zero", lambda x: x[0].prod(), ZEROS)
+case("prod_all_two_zeros", lambda x: x.prod(), ZEROS)
+case("prod_int", lambda x: x.prod(1), ints(3, 4), dtypes=("int64",))
+case("cumsum_dim0", lambda x: x.cumsum(0), X)
+case("cumsum_dimneg1", lambda x: x.cumsum(-1), X)
+case("cumsum_transposed", lambda x: x.transpose(0, 2).cumsum(1), X)
+case("cumsum_int", lambda x: x.cumsum(1), ints(3, 4), dtypes=("int64",))
+case("cumprod_dim1", lambda x: x.cumprod(1), X)
+case("cumprod_dimneg1", lambda x: x.cumprod(-1), X)
+case("cumprod_zeros", lambda x: x.cumprod(1), ZEROS)
+case("cumprod_zeros_dim0", lambda x: x.cumprod(0), ZEROS)
+case("cumprod_int", lambda x: x.cumprod(0), ints(3, 4), dtypes=("int64",))
+
+# ---- logsumexp -----------------------------------------------------------------------------------
+case("logsumexp_dim1", lambda x: x.logsumexp(1), X)
+case("logsumexp_dims02_keep", lambda x: x.logsumexp((0, 2), keepdim=True), X)
+case("logsumexp_big", lambda x: x.logsumexp(-1), const([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]]))
+case("logsumexp_inf", lambda x: x.logsumexp(1), const([[INF, 1.0], [-INF, -INF], [INF, -INF], [1.0, 2.0]]))
+case("logsumexp_int", lambda x: x.logsumexp(1), ints(3, 4), dtypes=("int64",))
+
+# ---- var and std with correction ---------------------------------------------------------------
+for op in ("var", "std"):
+    f = getattr(torch.Tensor, op)
+    for c in (0, 1, 2):
+        case(f"{op}_dim1_correction{c}", lambda x, f=f, c=c: f(x, 1, correction=c), X)
+    case(f"{op}_dims02_correction2_keep", lambda x, f=f: f(x, (0, 2), correction=2, keepdim=True), X)
+    case(f"{op}_all_correction0", lambda x, f=f: f(x, None, correction=0), X)
+    case(f"{op}_correction_past_n", lambda x, f=f: f(x, 1, correction=5), X)
+
+# ---- PyTorch's error messages, which the C++ ones follow -----------------------------------------------
+z = torch.zeros(2, 3)
+for what, fn in [
+    ("max_dim_range", lambda: z.max(2)),
+    ("max_empty_dim", lambda: torch.zeros(2, 0).max(1)),
+    ("argmax_empty", lambda: torch.zeros(0).argmax()),
+    ("amax_repeated", lambda: z.amax((0, 0))),
+    ("topk_k_range", lambda: z.topk(4)),
+    ("sort_dim_range", lambda: z.sort(2)),
+    ("cumsum_dim_range", lambda: z.cumsum(-3)),
+    ("var_int", lambda: torch.zeros(2, 3, dtype=torch.long).var(0, correction=1)),
+]:
+    try:
+        fn()
+        lines.append(f"# error {what} <none>")
+    except (RuntimeError, IndexError) as e:
+        lines.append(f"# error {what} {str(e).splitlines()[0]}")
+
+with open(OUT, "w") as f:
+    f.write("# Generated by gen_reduction_more.py with torch " + torch.__version__ + "; do not edit.\n")
+    f.write("\n".join(lines) + "\n")
+print(f"wrote {len(lines)} lines to {OUT}")

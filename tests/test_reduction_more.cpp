@@ -1,0 +1,256 @@
+// max/min with indices, amax/amin, argmax/argmin, sort/argsort/topk, prod, cumsum, cumprod, logsumexp
+// and var/std with correction, against PyTorch's values, indices, grad_fn names and gradients.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/xgrad.hpp"
+
+namespace {
+
+using xgrad::Correction;
+using xgrad::Tensor;
+using xgrad::ValuesIndices;
+
+const std::string kFile = "reduction_more.txt";
+const std::vector<std::string> kFloats = {"float32", "float64"};
+const std::vector<std::string> kInt64 = {"int64"};
+
+/// The golden input of `key` as a fresh tensor (floating ones require grad).
+Tensor leaf(const std::string& key) {
+    Tensor t = golden::get(kFile, key + ".in0").clone();
+    if (t.is_floating_point()) t.requires_grad_();
+    return t;
+}
+
+/// One golden case: on PyTorch's input, `fn` must give PyTorch's output (and indices, where the case
+/// has them), grad_fn name and gradient of (out * w).sum(); in float64 the backward must also agree
+/// with finite differences unless `gradcheck` is off (ties, NaN, infinities).
+struct Case {
+    std::string name;
+    std::function<ValuesIndices(const Tensor&)> fn;
+    std::vector<std::string> dtypes = kFloats;
+    bool gradcheck = true;
+};
+
+/// A case whose op returns one tensor.
+std::function<ValuesIndices(const Tensor&)> one(std::function<Tensor(const Tensor&)> f) {
+    return [f](const Tensor& x) { return ValuesIndices{f(x), Tensor()}; };
+}
+
+void check_cases(const std::vector<Case>& cases) {
+    for (const Case& c : cases) {
+        for (const std::string& dtype : c.dtypes) {
+            const std::string key = c.name + "." + dtype;
+            CAPTURE(key);
+            Tensor x = leaf(key);
+            ValuesIndices r = c.fn(x);
+            golden::check_close(r.values, golden::get(kFile, key + ".out"), key + " forward");
+            if (r.indices.defined()) golden::check_close(r.indices, golden::get(kFile, key + ".idx"), key + " indices");
+            const std::string want = golden::grad_fn_name(kFile, key);
+            CHECK_MESSAGE(r.values.grad_fn_name() == want,
+                          key << ": grad_fn " << r.values.grad_fn_name() << ", PyTorch " << want);
+            if (want.empty()) continue;
+            (r.values * golden::get(kFile, key + ".w")).sum().backward();
+            golden::check_close(x.grad(), golden::get(kFile, key + ".g0"), key + " grad");
+            if (dtype == "float64" && c.gradcheck)
+                golden::check_gradcheck([&](const std::vector<Tensor>& in) { return c.fn(in[0]).values; }, {leaf(key)},
+                                        key + " gradcheck");
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("max and min along a dim: values, the first index, and the gradient at that index") {
+    for (const std::string op : {"max", "min"}) {
+        CAPTURE(op);
+        auto along = [op](std::int64_t d, bool keepdim) {
+            return [op, d, keepdim](const Tensor& x) { return op == "max" ? x.max(d, keepdim) : x.min(d, keepdim); };
+        };
+        check_cases({
+            {op + "_dim1", along(1, false)},  // MaxBackward0 / MinBackward0
+            {op + "_dimneg1_keep", along(-1, true)},
+            {op + "_dim0_transposed", [along](const Tensor& x) { return along(0, false)(x.transpose(0, 2)); }},
+            // Ties: the first index, which takes the whole gradient. A NaN wins at its first index.
+            {op + "_dim1_ties", along(1, false), kFloats, false},
+            {op + "_dim1_nan", along(1, false), kFloats, false},
+            {op + "_0d", along(0, false)},
+            {op + "_int_dim0", along(0, false), kInt64},
+        });
+        // The values-only form over one dim is the same function.
+        Tensor x = leaf(op + "_dim1_ties.float64");
+        Tensor v = op == "max" ? x.max(xgrad::Dims{1}) : x.min(xgrad::Dims{1});
+        CHECK(v.grad_fn_name() == (op == "max" ? "MaxBackward0" : "MinBackward0"));
+        (v * golden::get(kFile, op + "_dim1_ties.float64.w")).sum().backward();
+        golden::check_close(x.grad(), golden::get(kFile, op + "_dim1_ties.float64.g0"), op + " values-only grad");
+    }
+}
+
+TEST_CASE("amax and amin: ties share the gradient evenly; max over several dims is amax") {
+    for (const std::string op : {"max", "min"}) {
+        CAPTURE(op);
+        auto a = [op](xgrad::Dims d, bool keepdim) {
+            return one(
+                [op, d, keepdim](const Tensor& x) { return op == "max" ? x.amax(d, keepdim) : x.amin(d, keepdim); });
+        };
+        const xgrad::Dims all(std::vector<std::int64_t>{});
+        check_cases({
+            {"a" + op + "_all", a(all, false)},  // AmaxBackward0 / AminBackward0
+            {"a" + op + "_dims02", a({0, 2}, false)},
+            {"a" + op + "_dimneg1_keep", a(-1, true)},
+            {"a" + op + "_dims01_ties_keep", a({0, 1}, true), kFloats, false},
+            {"a" + op + "_all_ties", a(all, false), kFloats, false},
+            {"a" + op + "_dim1_nan", a(1, false), kFloats, false},
+            // max/min over several dims: amax/amin's values and gradient.
+            {"a" + op + "_dims01_ties_keep", one([op](const Tensor& x) {
+                 return op == "max" ? x.max({0, 1}, true) : x.min({0, 1}, true);
+             }),
+             kFloats, false},
+        });
+    }
+    // The free functions.
+    Tensor x = leaf("amax_dims02.float64");
+    golden::check_close(xgrad::amax(x, {0, 2}), golden::get(kFile, "amax_dims02.float64.out"), "xgrad::amax");
+    golden::check_close(xgrad::amin(leaf("amin_all.float32")), golden::get(kFile, "amin_all.float32.out"),
+                        "xgrad::amin");
+}
+
+TEST_CASE("argmax and argmin: flattened or along a dim, the first occurrence") {
+    for (const std::string op : {"argmax", "argmin"}) {
+        CAPTURE(op);
+        auto f = [op](std::optional<std::int64_t> d, bool keepdim) {
+            return one([op, d, keepdim](const Tensor& x) {
+                return op == "argmax" ? x.argmax(d, keepdim) : x.argmin(d, keepdim);
+            });
+        };
+        check_cases({
+            {op + "_flat", f(std::nullopt, false)},
+            {op + "_flat_keep", f(std::nullopt, true)},  // every dim kept, as size 1
+            {op + "_dim1", f(1, false)},
+            {op + "_dimneg1_keep", f(-1, true)},
+            {op + "_ties", f(0, false)},
+            {op + "_nan", f(1, false)},
+            {op + "_int", f(std::nullopt, false), kInt64},
+        });
+    }
+    CHECK(xgrad::argmax(leaf("argmax_dim1.float32"), 1).to_vector<std::int64_t>() ==
+          golden::get(kFile, "argmax_dim1.float32.out").to_vector<std::int64_t>());
+}
+
+TEST_CASE("sort, argsort and topk") {
+    auto sort = [](std::int64_t d, bool desc, bool stable = false) {
+        return [d, desc, stable](const Tensor& x) { return x.sort(d, desc, stable); };
+    };
+    check_cases({
+        {"sort_last", sort(-1, false)},  // SortBackward0
+        {"sort_dim0_desc", sort(0, true)},
+        {"sort_transposed", [](const Tensor& x) { return x.transpose(0, 1).sort(1); }},
+        {"sort_ties_stable", sort(-1, false, true), kFloats, false},  // SortBackward1
+        {"sort_ties_stable_desc", sort(0, true, true), kFloats, false},
+        {"sort_nan", sort(1, false), kFloats, false},  // NaN above every number
+        {"sort_nan_desc", sort(1, true), kFloats, false},
+        {"sort_int", sort(1, false, true), kInt64},
+        {"sort_0d", sort(-1, false)},
+        {"argsort_desc", one([](const Tensor& x) { return x.argsort(1, true); })},
+        {"argsort_ties_stable", one([](const Tensor& x) { return xgrad::argsort(x, -1, false, true); })},
+        {"topk_2", [](const Tensor& x) { return x.topk(2); }},  // TopkBackward0
+        {"topk_3_dim0_smallest", [](const Tensor& x) { return xgrad::topk(x.transpose(0, 1), 3, 0, false); }},
+        {"topk_all", [](const Tensor& x) { return x.topk(4, -1); }},
+        {"topk_0", [](const Tensor& x) { return x.topk(0, 1); }},
+        {"topk_dim0", [](const Tensor& x) { return x.topk(2, 0); }},
+    });
+    auto [values, indices] = xgrad::sort(leaf("sort_last.float64"));
+    golden::check_close(values, golden::get(kFile, "sort_last.float64.out"), "structured binding: values");
+    golden::check_close(indices, golden::get(kFile, "sort_last.float64.idx"), "structured binding: indices");
+}
+
+TEST_CASE("prod, cumsum and cumprod, with exact gradients where elements are zero") {
+    check_cases({
+        {"prod_all", one([](const Tensor& x) { return x.prod(); })},    // ProdBackward0
+        {"prod_dim1", one([](const Tensor& x) { return x.prod(1); })},  // ProdBackward1
+        {"prod_dim0_keep", one([](const Tensor& x) { return xgrad::prod(x, 0, true); })},
+        {"prod_dim1_zeros", one([](const Tensor& x) { return x.prod(1); })},
+        {"prod_all_one_zero", one([](const Tensor& x) { return x[0].prod(); })},
+        {"prod_all_two_zeros", one([](const Tensor& x) { return xgrad::prod(x); })},
+        {"prod_int", one([](const Tensor& x) { return x.prod(1); }), kInt64},
+        {"cumsum_dim0", one([](const Tensor& x) { return x.cumsum(0); })},
+        {"cumsum_dimneg1", one([](const Tensor& x) { return xgrad::cumsum(x, -1); })},
+        {"cumsum_transposed", one([](const Tensor& x) { return x.transpose(0, 2).cumsum(1); })},
+        {"cumsum_int", one([](const Tensor& x) { return x.cumsum(1); }), kInt64},
+        {"cumprod_dim1", one([](const Tensor& x) { return x.cumprod(1); })},
+        {"cumprod_dimneg1", one([](const Tensor& x) { return xgrad::cumprod(x, -1); })},
+        {"cumprod_zeros", one([](const Tensor& x) { return x.cumprod(1); })},
+        {"cumprod_zeros_dim0", one([](const Tensor& x) { return x.cumprod(0); })},
+        {"cumprod_int", one([](const Tensor& x) { return x.cumprod(0); }), kInt64},
+    });
+    // Empty products are 1, as PyTorch.
+    CHECK(xgrad::zeros({2, 0}).prod(1).to_vector<float>() == std::vector<float>{1.0F, 1.0F});
+}
+
+TEST_CASE("logsumexp: no overflow, infinities as PyTorch") {
+    check_cases({
+        {"logsumexp_dim1", one([](const Tensor& x) { return x.logsumexp(1); })},  // LogsumexpBackward0
+        {"logsumexp_dims02_keep", one([](const Tensor& x) {
+             return xgrad::logsumexp(x, {0, 2}, true);
+         })},
+        {"logsumexp_big", one([](const Tensor& x) { return x.logsumexp(-1); })},
+        {"logsumexp_inf", one([](const Tensor& x) { return x.logsumexp(1); }), kFloats, false},
+        {"logsumexp_int", one([](const Tensor& x) { return x.logsumexp(1); }), kInt64},  // float32 result
+    });
+    // An empty row gives -inf.
+    CHECK(std::isinf(xgrad::zeros({2, 0}).logsumexp(1).to_vector<float>()[0]));
+}
+
+TEST_CASE("var and std with correction; the unbiased flag still works") {
+    for (const std::string op : {"var", "std"}) {
+        CAPTURE(op);
+        auto f = [op](xgrad::Dims d, double c, bool keepdim) {
+            return one([op, d, c, keepdim](const Tensor& x) {
+                return op == "var" ? x.var(d, Correction(c), keepdim) : x.std(d, Correction(c), keepdim);
+            });
+        };
+        check_cases({
+            {op + "_dim1_correction0", f(1, 0, false)},
+            {op + "_dim1_correction1", f(1, 1, false)},
+            {op + "_dim1_correction2", f(1, 2, false)},
+            {op + "_dims02_correction2_keep", f({0, 2}, 2, true)},
+            {op + "_all_correction0", f(xgrad::Dims(std::vector<std::int64_t>{}), 0, false)},
+            {op + "_correction_past_n", f(1, 5, false), kFloats, false},  // N - 5 < 0: NaN, as PyTorch
+            {op + "_dim1_correction1", one([op](const Tensor& x) { return op == "var" ? x.var(1) : x.std(1, true); })},
+            {op + "_dim1_correction0",
+             one([op](const Tensor& x) { return op == "var" ? x.var(1, false) : x.std(1, false); })},
+        });
+    }
+}
+
+TEST_CASE("bad dims, k and dtypes throw naming the op and the shape, in PyTorch's words where it has them") {
+    Tensor x = xgrad::zeros({2, 3});
+    golden::check_throws([&] { (void)x.max(2); }, {"max", "dimension 2", "(2, 3)", "[-2, 1]"});
+    golden::check_throws([&] { (void)x.argmin(-3); }, {"argmin", "dimension -3", "(2, 3)"});
+    golden::check_throws([&] { (void)x.sort(2); }, {"sort", "dimension 2", "(2, 3)"});
+    golden::check_throws([&] { (void)x.topk(1, 2); }, {"topk", "dimension 2", "(2, 3)"});
+    golden::check_throws([&] { (void)x.cumsum(-3); }, {"cumsum", "dimension -3", "(2, 3)"});
+    golden::check_throws([&] { (void)x.cumprod(2); }, {"cumprod", "dimension 2", "(2, 3)"});
+    golden::check_throws([&] { (void)x.prod(2); }, {"prod", "dimension 2", "(2, 3)"});
+    golden::check_throws([&] { (void)x.logsumexp(2); }, {"logsumexp", "dimension 2", "(2, 3)"});
+    golden::check_throws([&] { (void)x.amax({0, 0}); }, {"amax", "appears multiple times", "(2, 3)"});
+    golden::check_throws([&] { (void)x.topk(4); }, {"topk", "selected index k out of range", "k = 4", "(2, 3)"});
+    golden::check_throws([&] { (void)x.topk(-1); }, {"topk", "selected index k out of range", "k = -1"});
+    Tensor e = xgrad::zeros({2, 0});
+    golden::check_throws([&] { (void)e.max(1); }, {"max", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
+    golden::check_throws([&] { (void)e.argmax(1); }, {"argmax", "Expected reduction dim 1 to have non-zero size"});
+    golden::check_throws([&] { (void)e.amin(1); }, {"amin", "Expected reduction dim to have non-zero size", "(2, 0)"});
+    golden::check_throws([&] { (void)e.argmax(); },
+                         {"argmax", "Expected reduction dim to be specified for input.numel() == 0", "(2, 0)"});
+    Tensor i = xgrad::zeros({2, 3}, xgrad::kInt64);
+    golden::check_throws([&] { (void)i.var(0, Correction(1)); }, {"var", "torch.int64", "(2, 3)"});
+    golden::check_throws([&] { (void)i.std(0, Correction(0)); }, {"std", "torch.int64", "(2, 3)"});
+    Tensor undefined;
+    golden::check_throws([&] { (void)undefined.sort(); }, {"sort"});
+    golden::check_throws([&] { (void)undefined.argmax(); }, {"argmax"});
+}
