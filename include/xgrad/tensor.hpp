@@ -227,9 +227,9 @@ public:
     Tensor cumprod(std::int64_t dim) const;
     /// `log(sum(exp(x), dims))` computed without overflow, as `torch.logsumexp`.
     Tensor logsumexp(const Dims& dims, bool keepdim = false) const;
-    /// The values along `dim` in order and their int64 indices, as `torch.sort`. Ties keep their index
-    /// order (a stable sort, which is also what `stable=false` gives on PyTorch's CPU); NaN sorts
-    /// above every number.
+    /// The values along `dim` in order and their int64 indices, as `torch.sort`; NaN sorts above every
+    /// number. Ties always keep their index order (a stable sort), where PyTorch's `stable=false` may
+    /// order them otherwise; `stable` names the grad_fn SortBackward1, as PyTorch's stable overload.
     ValuesIndices sort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
     /// The int64 indices that sort the values along `dim`, as `torch.argsort`.
     Tensor argsort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
