@@ -22,6 +22,8 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
         detail::fail(op, "selected index k out of range (k = " + std::to_string(k) + ", size " +
                              std::to_string(a.width) + " along dim " + std::to_string(dim) + " of shape " +
                              to_string(self.shape()) + ")");
+    // PyTorch returns a 0-d tensor of no defined value for a 0-d tensor's topk(0); refuse it instead.
+    if (self.dim() == 0 && k != 1) detail::fail(op, "k must be 1 for a 0-d tensor (k = " + std::to_string(k) + ")");
     Tensor values = detail::make_empty(Shape{a.rows, k}, self.dtype(), self.device());
     Tensor indices = detail::make_empty(Shape{a.rows, k}, kInt64, self.device());
     kernels::sort_rows(a.view(), values, indices, k, descending);

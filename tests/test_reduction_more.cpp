@@ -241,6 +241,7 @@ TEST_CASE("bad dims, k and dtypes throw naming the op and the shape, in PyTorch'
     golden::check_throws([&] { (void)x.amax({0, 0}); }, {"amax", "appears multiple times", "(2, 3)"});
     golden::check_throws([&] { (void)x.topk(4); }, {"topk", "selected index k out of range", "k = 4", "(2, 3)"});
     golden::check_throws([&] { (void)x.topk(-1); }, {"topk", "selected index k out of range", "k = -1"});
+    golden::check_throws([&] { (void)xgrad::tensor({2.0}).reshape({}).topk(0); }, {"topk", "0-d", "k = 0"});
     Tensor e = xgrad::zeros({2, 0});
     golden::check_throws([&] { (void)e.max(1); }, {"max", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
     golden::check_throws([&] { (void)e.argmax(1); }, {"argmax", "Expected reduction dim 1 to have non-zero size"});
