@@ -2,6 +2,7 @@
 // ops built on views and copies (split ... pad, eye, linspace) against PyTorch's values, gradients and errors.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -288,4 +289,42 @@ TEST_CASE("eye and linspace match PyTorch") {
     CHECK(xgrad::linspace(0, 1, 0).numel() == 0);
     check_error([] { xgrad::eye(-1); }, "eye: n must be greater or equal to 0, got -1");
     check_error([] { xgrad::linspace(0, 1, -1); }, "linspace: number of steps must be non-negative");
+}
+
+TEST_CASE("nn::Flatten and nn::Unflatten reshape and print as PyTorch's") {
+    xgrad::nn::Sequential seq(xgrad::nn::Flatten(), xgrad::nn::Flatten(0, 2), xgrad::nn::Unflatten(1, {2, 3}),
+                              xgrad::nn::Unflatten(-1, {4}));
+    std::ostringstream printed;
+    printed << seq;
+    std::string repr = "# repr_flatten ";
+    for (char c : printed.str()) repr += c == '\n' ? std::string("\\n") : std::string(1, c);
+    std::ifstream file(golden::dir() + "/" + kFile);
+    std::string line, expected;
+    while (std::getline(file, line))
+        if (line.rfind("# repr_flatten ", 0) == 0) expected = line;
+    CHECK(repr == expected);
+
+    const Tensor x = golden::get(kFile, "flatten_modules.in");
+    Tensor y = xgrad::nn::Unflatten(1, {4, -1})(xgrad::nn::Flatten()(x));
+    golden::check_close(y, golden::get(kFile, "flatten_modules.out"), "Flatten then Unflatten", 0, 0);
+    CHECK(y.shape() == Shape{2, 4, 3});
+}
+
+TEST_CASE("indexing with empty indices and 0-d tensors") {
+    const Tensor x = xgrad::randn({3, 4}).requires_grad_();
+    const Tensor none = xgrad::zeros({0}, xgrad::kInt64);
+    CHECK(x.index_select(0, none).shape() == Shape{0, 4});
+    CHECK(x.gather(1, xgrad::zeros({3, 0}, xgrad::kInt64)).shape() == Shape{3, 0});
+    CHECK(x.index({none}).shape() == Shape{0, 4});
+    CHECK(F::embedding(none, x).shape() == Shape{0, 4});
+    Tensor same = x.scatter_add(0, xgrad::zeros({0, 4}, xgrad::kInt64), xgrad::ones({0, 4}));
+    CHECK(same.to_vector<float>() == x.to_vector<float>());
+    Tensor y = x.index_add(0, none, xgrad::ones({0, 4}));
+    y.sum().backward();
+    CHECK(x.grad().to_vector<float>() == std::vector<float>(12, 1.0f));
+    // 0-d: torch.tensor(3.).gather(0, torch.tensor(0)) is tensor(3.).
+    const Tensor s = xgrad::tensor(3.0);
+    CHECK(s.gather(0, xgrad::tensor(0.0, xgrad::kInt64)).item<float>() == 3.0f);
+    CHECK(golden::invalid_argument_of([&] { s.gather(0, xgrad::tensor(1.0, xgrad::kInt64)); }) ==
+          "gather: index 1 is out of bounds for dimension 0 with size 1");
 }

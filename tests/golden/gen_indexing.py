@@ -112,6 +112,13 @@ put("embedding_neg_pad.weight", torch.nn.Embedding(4, 5, padding_idx=-1).weight)
 lines.append("# repr " + repr(emb) + " | " + repr(torch.nn.Embedding(4, 5, padding_idx=-1)) + " | " +
              repr(torch.nn.Embedding(5, 3)))
 
+lines.append("# repr_flatten " + repr(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Flatten(0, 2),
+                                                          torch.nn.Unflatten(1, (2, 3)), torch.nn.Unflatten(-1, (4,))))
+             .replace("\n", "\\n"))
+fx = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(5))
+put("flatten_modules.in", fx)
+put("flatten_modules.out", torch.nn.Unflatten(1, (4, -1))(torch.nn.Flatten()(fx)))
+
 # ---- shape ops ---------------------------------------------------------------------------------------
 case("split_1", lambda x: torch.split(x, 2, 1)[1], [(3, 5)], both)
 case("split_last", lambda x: torch.split(x, 2, 1)[2], [(3, 5)])

@@ -8,6 +8,7 @@
 namespace xgrad::kernels::cpu {
 
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
+    if (index.numel() == 0) return;
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* o = static_cast<T*>(out.impl()->storage->data);
@@ -24,6 +25,7 @@ void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const T
 }
 
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
+    if (index.numel() == 0) return;
     detail::dispatch(dst.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* d = static_cast<T*>(dst.impl()->storage->data);
