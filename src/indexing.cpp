@@ -165,6 +165,22 @@ Tensor zeros_of(const Shape& shape, const Tensor& like) {
     return zeros(shape, TensorOptions(like.dtype()).device(like.device()));
 }
 
+/// `g.scatter(d, index, 0)`: the gradient of the elements a scatter overwrote is 0.
+Tensor scatter_zeros(const Tensor& g, std::int64_t d, const Tensor& index) {
+    Tensor r = copy_of(g, "scatter");
+    scatter_raw(r, d, index, zeros({}, TensorOptions(g.dtype()).device(g.device())).expand(index.shape()), false);
+    return r;
+}
+
+/// `g.gather(d, index)` placed in the corner of zeros of `shape` (src may be larger than the index).
+Tensor gather_into(const Tensor& g, std::int64_t d, const Tensor& index, const Shape& shape) {
+    const Tensor picked = gather_raw(g, d, index);
+    if (picked.shape() == shape) return picked;
+    Tensor r = zeros_of(shape, g);
+    kernels::copy(picked, detail::make_view(r, index.shape(), r.strides(), 0));
+    return r;
+}
+
 }  // namespace
 
 Tensor Tensor::gather(std::int64_t dim, const Tensor& index) const {
@@ -173,7 +189,9 @@ Tensor Tensor::gather(std::int64_t dim, const Tensor& index) const {
     if (detail::needs_grad({this}))
         detail::record(out, "GatherBackward0", {this},
                        [s = shape(), d, idx = Saved(index)](const Tensor& g, const NeedsGrad&) {
-                           return Grads{zeros_of(s, g).scatter_add(d, idx, g)};
+                           Tensor r = zeros_of(s, g);  // scatter_add, without checking the index again
+                           scatter_raw(r, d, idx, g, true);
+                           return Grads{r};
                        });
     return out;
 }
@@ -186,13 +204,8 @@ Tensor Tensor::scatter(std::int64_t dim, const Tensor& index, const Tensor& src)
         detail::record(out, "ScatterBackward0", {this, &src},
                        [d, idx = Saved(index), ss = src.shape()](const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
-                           if (n[0]) r[0] = g.scatter(d, idx, 0.0);
-                           if (n[1]) {
-                               // src may be larger than the index: its other elements get zeros.
-                               r[1] = zeros_of(ss, g);
-                               NoGradGuard no_grad;
-                               detail::make_view(r[1], idx.get().shape(), r[1].strides(), 0).copy_(g.gather(d, idx));
-                           }
+                           if (n[0]) r[0] = scatter_zeros(g, d, idx);
+                           if (n[1]) r[1] = gather_into(g, d, idx, ss);
                            return r;
                        });
     return out;
@@ -206,7 +219,7 @@ Tensor Tensor::scatter(std::int64_t dim, const Tensor& index, double value) cons
     scatter_raw(out, d, index, src.expand(index.shape()), false);
     if (detail::needs_grad({this}))
         detail::record(out, "ScatterBackward1", {this}, [d, idx = Saved(index)](const Tensor& g, const NeedsGrad&) {
-            return Grads{g.scatter(d, idx, 0.0)};
+            return Grads{scatter_zeros(g, d, idx)};
         });
     return out;
 }
@@ -220,11 +233,7 @@ Tensor Tensor::scatter_add(std::int64_t dim, const Tensor& index, const Tensor& 
                        [d, idx = Saved(index), ss = src.shape()](const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
                            if (n[0]) r[0] = g;
-                           if (n[1]) {
-                               r[1] = zeros_of(ss, g);
-                               NoGradGuard no_grad;
-                               detail::make_view(r[1], idx.get().shape(), r[1].strides(), 0).copy_(g.gather(d, idx));
-                           }
+                           if (n[1]) r[1] = gather_into(g, d, idx, ss);
                            return r;
                        });
     return out;
@@ -236,7 +245,7 @@ Tensor Tensor::index_select(std::int64_t dim, const Tensor& index) const {
     if (detail::needs_grad({this}))
         detail::record(out, "IndexSelectBackward0", {this},
                        [s = shape(), d, idx = Saved(index)](const Tensor& g, const NeedsGrad&) {
-                           return Grads{zeros_of(s, g).index_add(d, idx, g)};
+                           return Grads{index_add_raw(zeros_of(s, g), d, idx, g)};
                        });
     return out;
 }
@@ -269,7 +278,9 @@ Tensor Tensor::index_add(std::int64_t dim, const Tensor& index, const Tensor& so
                        [d, idx = Saved(index), alpha](const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
                            if (n[0]) r[0] = g;
-                           if (n[1]) r[1] = alpha == 1.0 ? g.index_select(d, idx) : g.index_select(d, idx).mul(alpha);
+                           if (n[1])
+                               r[1] =
+                                   alpha == 1.0 ? index_select_raw(g, d, idx) : index_select_raw(g, d, idx).mul(alpha);
                            return r;
                        });
     return out;
@@ -301,11 +312,12 @@ Tensor Tensor::index(const std::vector<Tensor>& indices) const {
     for (std::int64_t i = 1; i < dim(); ++i) sizes.push_back(size(i));
     Tensor out = index_select_raw(*this, 0, flat).view(Shape(sizes));
     if (detail::needs_grad({this}))
-        detail::record(out, "IndexBackward0", {this}, [s = shape(), flat](const Tensor& g, const NeedsGrad&) {
-            std::vector<std::int64_t> rows = s.vec();
-            rows[0] = flat.numel();
-            return Grads{zeros_of(s, g).index_add(0, flat, g.reshape(Shape(rows)))};
-        });
+        detail::record(out, "IndexBackward0", {this},
+                       [s = shape(), flat = Saved(flat)](const Tensor& g, const NeedsGrad&) {
+                           std::vector<std::int64_t> rows = s.vec();
+                           rows[0] = flat->numel();
+                           return Grads{index_add_raw(zeros_of(s, g), 0, flat, g.reshape(Shape(rows)))};
+                       });
     return out;
 }
 
@@ -379,12 +391,12 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::i
     Tensor out = index_select_raw(weight, 0, flat).view(Shape(sizes));
     if (detail::needs_grad({&weight}))
         detail::record(out, "EmbeddingBackward0", {&weight},
-                       [ws = weight.shape(), flat, pad](const Tensor& g, const NeedsGrad&) {
+                       [ws = weight.shape(), flat = Saved(flat), pad](const Tensor& g, const NeedsGrad&) {
                            // Rows summed in the order of the indices (PyTorch's CPU order); the
                            // padding row gets no gradient at all.
                            Tensor gw = zeros_of(ws, g);
                            NoGradGuard no_grad;
-                           const Tensor g2 = g.reshape({flat.numel(), ws[1]});
+                           const Tensor g2 = g.reshape({flat->numel(), ws[1]});
                            scatter_raw(gw, 0, spread(flat, g2.shape(), 0), g2, true);
                            if (pad) gw.select(0, *pad).zero_();
                            return Grads{gw};

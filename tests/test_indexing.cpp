@@ -328,3 +328,13 @@ TEST_CASE("indexing with empty indices and 0-d tensors") {
     CHECK(golden::invalid_argument_of([&] { s.gather(0, xgrad::tensor(1.0, xgrad::kInt64)); }) ==
           "gather: index 1 is out of bounds for dimension 0 with size 1");
 }
+
+TEST_CASE("scatter from a src larger than the index: src's other elements get zero gradient") {
+    // PyTorch 1.13 computes the same forward but fails in backward (its gradient has the index's shape).
+    const Tensor x = xgrad::zeros({2, 3}).requires_grad_(), src = xgrad::arange(12.0).reshape({3, 4}).requires_grad_();
+    Tensor y = x.scatter(1, xgrad::tensor({{2.0, 0.0}}, xgrad::kInt64), src);
+    CHECK(y.to_vector<float>() == std::vector<float>{1, 0, 0, 0, 0, 0});
+    (y * xgrad::arange(1.0, 7.0).reshape({2, 3})).sum().backward();
+    CHECK(src.grad().to_vector<float>() == std::vector<float>{3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(x.grad().to_vector<float>() == std::vector<float>{0, 2, 0, 4, 5, 6});
+}
