@@ -66,6 +66,15 @@ int main() {
         g = g.cpu();                    // g.cpu()
     }
 
+    // ---- indexing and shape ops ----
+    Tensor idx = xgrad::tensor({2.0, 0.0}, xgrad::kInt64);         // idx = torch.tensor([2, 0])
+    Tensor rows = x.index({idx}), sel = x.index_select(1, idx);    // x[idx], x.index_select(1, idx)
+    Tensor gath = x.gather(1, idx.view({1, 2}));                   // x.gather(1, idx.view(1, 2))
+    Tensor onehot = F::one_hot(idx, 4);                            // F.one_hot(idx, 4)
+    std::vector<Tensor> halves = x.chunk(2, 1);                    // x.chunk(2, 1)
+    Tensor low = x.tril(), padded = F::pad(x, {1, 1}, "reflect");  // x.tril(), F.pad(x, (1, 1), mode="reflect")
+    Tensor eye = xgrad::eye(3), lin = xgrad::linspace(0, 1, 5);    // torch.eye(3), torch.linspace(0, 1, 5)
+
     // ---- autograd ----
     Tensor w = xgrad::randn({3}).requires_grad_();  // torch.randn(3, requires_grad=True)
     Tensor loss = (w * w).sum();
@@ -121,4 +130,8 @@ int main() {
     xgrad::set_num_threads(1);                  // torch.set_num_threads(1)
     xgrad::set_printoptions({.precision = 2});  // torch.set_printoptions(precision=2)
     std::cout << r << "\n";
+
+    // Last, as it draws from the generator (normal(0, 1), as PyTorch's init).
+    nn::Embedding emb(10, 4, /*padding_idx=*/0);  // emb = nn.Embedding(10, 4, padding_idx=0)
+    Tensor vecs = emb(idx);                       // emb(idx)
 }

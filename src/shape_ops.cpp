@@ -1,6 +1,13 @@
-// Views and layout: transpose, permute, reshape/view, (un)squeeze, expand, slicing, cat and stack.
+// Views and layout: transpose, permute, reshape/view, (un)squeeze, expand, slicing, cat and stack;
+// then the shape ops built on views and copies: split ... diag, pad, eye and linspace.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+
+#include "detail/convert.hpp"
+#include "detail/dispatch.hpp"
+#include "kernels/kernels.hpp"
+#include "xgrad/nn/functional.hpp"
 
 #include "detail/kernels.hpp"
 #include "detail/tensor_impl.hpp"
@@ -361,5 +368,455 @@ Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
     if (out.requires_grad()) out.impl()->grad_fn->name = "StackBackward0";
     return out;
 }
+
+// ---- more shape ops: views, strided copies and index_select, no kernels of their own -------------------
+
+namespace {
+
+/// `t` as a recorded op named `name` whose output is `out` (computed without recording) and whose
+/// gradient is `backward(g)`.
+Tensor record_unary(const Tensor& t, Tensor out, const char* name, std::function<Tensor(const Tensor&)> backward) {
+    if (detail::needs_grad({&t}))
+        detail::record(out, name, {&t},
+                       [bw = std::move(backward)](const Tensor& g, const NeedsGrad&) { return Grads{bw(g)}; });
+    return out;
+}
+
+/// A contiguous copy of a (possibly negatively strided) view, unrecorded.
+Tensor dense_copy(const Tensor& view, const char* op) {
+    Tensor out = detail::make_empty(view.shape(), view.dtype(), view.device(), op);
+    kernels::copy(view, out);
+    return out;
+}
+
+Tensor zeros_like_shape(const Shape& shape, const Tensor& like) {
+    return zeros(shape, TensorOptions(like.dtype()).device(like.device()));
+}
+
+std::string list_str(const std::vector<std::int64_t>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+}  // namespace
+
+std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim_) const {
+    detail::check_defined(*this, "split");
+    if (dim() == 0) fail("split", "cannot split a 0-d tensor");
+    const std::int64_t d = wrap_dim(dim_, dim(), "split"), n = size(d);
+    if (split_size < 0)
+        fail("split", "split expects split_size be non-negative, but got split_size=" + std::to_string(split_size));
+    if (split_size == 0 && n != 0)
+        fail("split",
+             "split_size can only be 0 if dimension size is 0, but got dimension size of " + std::to_string(n));
+    std::vector<std::int64_t> sizes;
+    const std::int64_t pieces = split_size == 0 ? 1 : std::max<std::int64_t>((n + split_size - 1) / split_size, 1);
+    for (std::int64_t i = 0; i < pieces; ++i) sizes.push_back(std::min(split_size, n - i * split_size));
+    std::vector<Tensor> out;
+    std::int64_t at = 0;
+    for (std::int64_t len : sizes) {
+        out.push_back(narrow(d, at, len));
+        at += len;
+        if (out.back().requires_grad()) out.back().impl()->grad_fn->name = "SplitBackward0";
+    }
+    return out;
+}
+
+std::vector<Tensor> Tensor::split(const std::vector<std::int64_t>& split_sizes, std::int64_t dim_) const {
+    detail::check_defined(*this, "split");
+    if (dim() == 0) fail("split", "cannot split a 0-d tensor");
+    const std::int64_t d = wrap_dim(dim_, dim(), "split"), n = size(d);
+    std::int64_t total = 0;
+    for (std::int64_t s : split_sizes) {
+        if (s < 0)
+            fail("split",
+                 "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                 "split_sizes=" +
+                     list_str(split_sizes));
+        total += s;
+    }
+    if (total != n)
+        fail("split", "split_with_sizes expects split_sizes to sum exactly to " + std::to_string(n) +
+                          " (input tensor's size at dimension " + std::to_string(d) +
+                          "), but got split_sizes=" + list_str(split_sizes));
+    std::vector<Tensor> out;
+    std::int64_t at = 0;
+    for (std::int64_t len : split_sizes) {
+        out.push_back(narrow(d, at, len));
+        at += len;
+        if (out.back().requires_grad()) out.back().impl()->grad_fn->name = "SplitWithSizesBackward0";
+    }
+    return out;
+}
+
+std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim_) const {
+    detail::check_defined(*this, "chunk");
+    if (dim() == 0) fail("chunk", "chunk expects at least a 1-dimensional tensor");
+    if (chunks <= 0) fail("chunk", "chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
+    const std::int64_t d = wrap_dim(dim_, dim(), "chunk"), n = size(d);
+    return split((n + chunks - 1) / chunks, d);
+}
+
+Tensor Tensor::repeat(const Shape& repeats) const {
+    detail::check_defined(*this, "repeat");
+    if (repeats.size() < dim())
+        fail("repeat", "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+    const std::int64_t nd = repeats.size(), lead = nd - dim();
+    // The output seen as (r0, s0, r1, s1, ...): the input broadcast (stride 0) along every r.
+    std::vector<std::int64_t> pairs, in_strides, final_sizes, sum_dims;
+    for (std::int64_t i = 0; i < nd; ++i) {
+        if (repeats[i] < 0)
+            fail("repeat", "Trying to create tensor with negative dimension " + std::to_string(repeats[i]) + ": " +
+                               to_string(repeats));
+        const std::int64_t s = i < lead ? 1 : size(i - lead);
+        const std::int64_t st = i < lead ? 0 : strides()[static_cast<std::size_t>(i - lead)];
+        sum_dims.push_back(2 * i);
+        pairs.insert(pairs.end(), {repeats[i], s});
+        in_strides.insert(in_strides.end(), {0, st});
+        final_sizes.push_back(repeats[i] * s);
+    }
+    detail::checked_numel(Shape(final_sizes), "repeat");
+    Tensor out = detail::make_empty(Shape(final_sizes), dtype(), device(), "repeat");
+    kernels::copy(detail::make_view(*this, Shape(pairs), in_strides, storage_offset()), out.view(Shape(pairs)));
+    return record_unary(*this, out, "RepeatBackward0", [pairs, sum_dims, s = shape()](const Tensor& g) {
+        return g.reshape(Shape(pairs)).sum(Dims(sum_dims)).reshape(s);
+    });
+}
+
+Tensor Tensor::repeat_interleave(std::int64_t repeats, std::optional<std::int64_t> dim_) const {
+    detail::check_defined(*this, "repeat_interleave");
+    if (repeats < 0) fail("repeat_interleave", "repeats can not be negative");
+    // As PyTorch: an index_select whose index repeats each position (so IndexSelectBackward0).
+    const Tensor input = dim_ ? *this : flatten();
+    const std::int64_t d = dim_ && input.dim() > 0 ? wrap_dim(*dim_, input.dim(), "repeat_interleave") : 0;
+    const Tensor in = input.dim() == 0 ? input.reshape({1}) : input;
+    std::vector<std::int64_t> idx;
+    for (std::int64_t i = 0; i < in.size(d); ++i) idx.insert(idx.end(), static_cast<std::size_t>(repeats), i);
+    return in.index_select(
+        d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())}, TensorOptions(kInt64).device(device())));
+}
+
+Tensor Tensor::flip(const Dims& dims) const {
+    detail::check_defined(*this, "flip");
+    std::vector<std::int64_t> sizes = shape().vec(), st = strides();
+    std::int64_t offset = storage_offset();
+    std::vector<bool> seen(static_cast<std::size_t>(std::max<std::int64_t>(dim(), 1)), false);
+    for (std::int64_t d0 : dims.vec()) {
+        const auto d = static_cast<std::size_t>(wrap_dim(d0, std::max<std::int64_t>(dim(), 1), "flip"));
+        if (seen[d]) fail("flip", "dim " + std::to_string(d) + " appears multiple times in the list of dims");
+        seen[d] = true;
+        if (dim() == 0 || sizes[d] == 0) continue;
+        // A view walking dim d backwards (negative stride; internal only), then copied densely.
+        offset += (sizes[d] - 1) * st[d];
+        st[d] = -st[d];
+    }
+    Tensor out = dense_copy(detail::make_view(*this, shape(), st, offset), "flip");
+    return record_unary(*this, out, "FlipBackward0", [dims](const Tensor& g) { return g.flip(dims); });
+}
+
+Tensor Tensor::roll(const std::vector<std::int64_t>& shifts, const std::vector<std::int64_t>& dims) const {
+    detail::check_defined(*this, "roll");
+    if (shifts.empty()) fail("roll", "`shifts` required");
+    if (dims.empty()) {
+        if (shifts.size() != 1)
+            fail("roll", "shifts and dimensions must align. shifts: " + std::to_string(shifts.size()) + ", dims:0");
+        Tensor flat;
+        {
+            NoGradGuard no_grad;
+            flat = flatten().roll(shifts, {0}).view(shape());
+        }
+        return record_unary(*this, dense_copy(flat, "roll"), "RollBackward0", [shifts, s = shape()](const Tensor& g) {
+            return g.flatten().roll({-shifts[0]}, {0}).view(s);
+        });
+    }
+    if (shifts.size() != dims.size())
+        fail("roll", "shifts and dimensions must align. shifts: " + std::to_string(shifts.size()) +
+                         ", dims:" + std::to_string(dims.size()));
+    Tensor out = *this;
+    {
+        NoGradGuard no_grad;
+        for (std::size_t i = 0; i < dims.size(); ++i) {
+            const std::int64_t d = wrap_dim(dims[i], std::max<std::int64_t>(dim(), 1), "roll");
+            const std::int64_t n = dim() == 0 ? 1 : size(d);
+            if (dim() == 0 || n == 0) continue;
+            const std::int64_t s = ((shifts[i] % n) + n) % n;
+            if (s != 0) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+        }
+        if (out.impl() == impl()) out = dense_copy(out, "roll");
+    }
+    std::vector<std::int64_t> back;
+    for (std::int64_t s : shifts) back.push_back(-s);
+    return record_unary(*this, out, "RollBackward0", [back, dims](const Tensor& g) { return g.roll(back, dims); });
+}
+
+namespace {
+
+/// tril (lower) or triu: a copy with the other triangle of the last two dims zeroed, one fill per row.
+Tensor triangle(const Tensor& self, std::int64_t k, bool lower) {
+    const char* op = lower ? "tril" : "triu";
+    detail::check_defined(self, op);
+    if (self.dim() < 2) fail(op, "input tensor must have at least 2 dimensions, got shape " + to_string(self.shape()));
+    Tensor out = dense_copy(self, op);
+    const std::int64_t rows = self.size(-2), cols = self.size(-1);
+    {
+        NoGradGuard no_grad;
+        for (std::int64_t i = 0; i < rows; ++i) {
+            // tril keeps j <= i + k; triu keeps j >= i + k.
+            const std::int64_t lo = lower ? std::clamp<std::int64_t>(i + k + 1, 0, cols) : 0;
+            const std::int64_t hi = lower ? cols : std::clamp<std::int64_t>(i + k, 0, cols);
+            if (hi > lo) out.narrow(-2, i, 1).narrow(-1, lo, hi - lo).fill_(0.0);
+        }
+    }
+    return record_unary(self, out, lower ? "TrilBackward0" : "TriuBackward0",
+                        [k, lower](const Tensor& g) { return lower ? g.tril(k) : g.triu(k); });
+}
+
+}  // namespace
+
+Tensor Tensor::tril(std::int64_t diagonal) const {
+    return triangle(*this, diagonal, true);
+}
+Tensor Tensor::triu(std::int64_t diagonal) const {
+    return triangle(*this, diagonal, false);
+}
+
+Tensor Tensor::unflatten(std::int64_t dim_, const Shape& sizes) const {
+    detail::check_defined(*this, "unflatten");
+    if (dim() == 0) fail("unflatten", "cannot unflatten a 0-d tensor");
+    const std::int64_t d = wrap_dim(dim_, dim(), "unflatten");
+    if (sizes.size() == 0) fail("unflatten", "sizes must be non-empty");
+    std::int64_t known = 1;
+    bool infer = false;
+    for (std::int64_t i = 0; i < sizes.size(); ++i) {
+        if (sizes[i] == -1)
+            infer = true;
+        else
+            known *= sizes[i];
+    }
+    if ((!infer && known != size(d)) || (infer && (known == 0 || size(d) % known != 0)))
+        fail("unflatten", "Provided sizes " + list_str(sizes.vec()) + " don't multiply up to the size of dim " +
+                              std::to_string(dim_) + " (" + std::to_string(size(d)) + ") in the input tensor");
+    std::vector<std::int64_t> target = shape().vec();
+    const std::vector<std::int64_t> parts = sizes.vec();
+    target.erase(target.begin() + d);
+    target.insert(target.begin() + d, parts.begin(), parts.end());
+    return view(Shape(target));
+}
+
+Tensor Tensor::diag(std::int64_t k) const {
+    detail::check_defined(*this, "diag");
+    if (dim() == 1) {
+        const std::int64_t len = size(0), n = len + (k < 0 ? -k : k);
+        Tensor out = zeros_like_shape(Shape{n, n}, *this);
+        const std::int64_t off = k >= 0 ? k : -k * n;
+        kernels::copy(*this, detail::make_view(out, Shape{len}, {n + 1}, off));
+        return record_unary(*this, out, "DiagBackward0", [len, n, off](const Tensor& g) {
+            return dense_copy(detail::make_view(g.contiguous(), Shape{len}, {n + 1}, off), "diag");
+        });
+    }
+    if (dim() != 2) fail("diag", "matrix or a vector expected, got shape " + to_string(shape()));
+    const std::int64_t r = size(0), c = size(1);
+    const std::int64_t len = std::max<std::int64_t>(k >= 0 ? std::min(r, c - k) : std::min(r + k, c), 0);
+    const auto diag_of = [len, k](const Tensor& t) {
+        const std::int64_t s0 = t.strides()[0], s1 = t.strides()[1];
+        return detail::make_view(t, Shape{len}, {s0 + s1},
+                                 t.storage_offset() + (len == 0 ? 0
+                                                       : k >= 0 ? k * s1
+                                                                : -k * s0));
+    };
+    Tensor out = dense_copy(diag_of(*this), "diag");
+    return record_unary(*this, out, "DiagBackward0", [s = shape(), diag_of](const Tensor& g) {
+        Tensor full = zeros_like_shape(s, g);
+        NoGradGuard no_grad;
+        kernels::copy(g, diag_of(full));
+        return full;
+    });
+}
+
+std::vector<Tensor> split(const Tensor& input, std::int64_t split_size, std::int64_t dim) {
+    return input.split(split_size, dim);
+}
+std::vector<Tensor> split(const Tensor& input, const std::vector<std::int64_t>& split_sizes, std::int64_t dim) {
+    return input.split(split_sizes, dim);
+}
+std::vector<Tensor> chunk(const Tensor& input, std::int64_t chunks, std::int64_t dim) {
+    return input.chunk(chunks, dim);
+}
+Tensor repeat_interleave(const Tensor& input, std::int64_t repeats, std::optional<std::int64_t> dim) {
+    return input.repeat_interleave(repeats, dim);
+}
+Tensor flip(const Tensor& input, const Dims& dims) {
+    return input.flip(dims);
+}
+Tensor roll(const Tensor& input, const std::vector<std::int64_t>& shifts, const std::vector<std::int64_t>& dims) {
+    return input.roll(shifts, dims);
+}
+Tensor tril(const Tensor& input, std::int64_t diagonal) {
+    return input.tril(diagonal);
+}
+Tensor triu(const Tensor& input, std::int64_t diagonal) {
+    return input.triu(diagonal);
+}
+Tensor unflatten(const Tensor& input, std::int64_t dim, const Shape& sizes) {
+    return input.unflatten(dim, sizes);
+}
+Tensor diag(const Tensor& input, std::int64_t diagonal) {
+    return input.diag(diagonal);
+}
+
+namespace {
+
+/// A CPU tensor made by `fill(T*)`, then given the options' device and requires_grad.
+template <typename Fill>
+Tensor make_filled(const Shape& shape, const TensorOptions& options, const char* op, Fill&& fill) {
+    Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
+    detail::dispatch(options.dtype(), [&](auto tag) { fill(out.impl()->data<decltype(tag)>()); });
+    if (!options.device().is_cpu()) out = out.to(options.device());
+    if (options.requires_grad()) out.requires_grad_(true);
+    return out;
+}
+
+}  // namespace
+
+Tensor eye(std::int64_t n, TensorOptions options) {
+    return eye(n, n, options);
+}
+
+Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options) {
+    if (n < 0) fail("eye", "n must be greater or equal to 0, got " + std::to_string(n));
+    if (m < 0) fail("eye", "m must be greater or equal to 0, got " + std::to_string(m));
+    return make_filled(Shape{n, m}, options, "eye", [n, m](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        std::fill(p, p + n * m, T(0));
+        for (std::int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
+    });
+}
+
+Tensor linspace(double start, double end, std::int64_t steps, TensorOptions options) {
+    if (steps < 0) fail("linspace", "number of steps must be non-negative");
+    return make_filled(Shape{steps}, options, "linspace", [=](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if (steps == 1) p[0] = detail::convert<T>(start);
+        if (steps <= 1) return;
+        // PyTorch 1.13's CPU kernel (its AVX2 build): the step in the output type (double for
+        // integers); element i is start + step*i in the first half and end - step*(steps-1-i) in
+        // the second, each with one rounding (an FMA), except that blocks of 2 × V elements (V = 8
+        // floats or 4 doubles or int64s, a vector) take their first element so and add j*step to it
+        // (rounded twice) for the others. The same values, bit for bit, as torch.linspace gives.
+        using Step = std::conditional_t<std::is_integral_v<T>, double, T>;
+        constexpr std::int64_t V = sizeof(T) == 4 ? 8 : 4;
+        const Step s0 = static_cast<Step>(detail::convert<T>(start)), s1 = static_cast<Step>(detail::convert<T>(end));
+        const Step step = (s1 - s0) / static_cast<Step>(steps - 1);
+        const std::int64_t half = steps / 2;
+        const auto at = [&](std::int64_t i) -> T {
+            return detail::convert<T>(i < half ? std::fma(step, static_cast<Step>(i), s0)
+                                               : std::fma(-step, static_cast<Step>(steps - i - 1), s1));
+        };
+        std::int64_t i = 0;
+        for (; i + 2 * V <= steps; i += 2 * V)
+            for (std::int64_t b = i; b < i + 2 * V; b += V) {
+                const auto base = static_cast<Step>(at(b));
+                for (std::int64_t j = 0; j < V; ++j) p[b + j] = detail::convert<T>(base + static_cast<Step>(j) * step);
+            }
+        for (; i < steps; ++i) p[i] = at(i);
+    });
+}
+
+namespace nn::functional {
+
+Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std::string& mode, double value) {
+    detail::check_defined(input, "pad");
+    if (pad.size() % 2 != 0) fail("pad", "Padding length must be divisible by 2");
+    const auto np = static_cast<std::int64_t>(pad.size() / 2);
+    if (np > input.dim()) fail("pad", "Padding length too large");
+    // (dim, left, right) for each padded dim, the last dim first as in `pad`.
+    struct Side {
+        std::int64_t d, l, r;
+    };
+    std::vector<Side> sides;
+    for (std::int64_t i = 0; i < np; ++i)
+        sides.push_back(
+            {input.dim() - 1 - i, pad[static_cast<std::size_t>(2 * i)], pad[static_cast<std::size_t>(2 * i + 1)]});
+    std::vector<std::int64_t> out_sizes = input.shape().vec();
+    for (const Side& s : sides) {
+        out_sizes[static_cast<std::size_t>(s.d)] += s.l + s.r;
+        if (out_sizes[static_cast<std::size_t>(s.d)] < 0)
+            fail("pad", "the padding " + list_str(pad) + " makes dimension " + std::to_string(s.d) + " of input " +
+                            to_string(input.shape()) + " negative");
+    }
+    if (mode == "constant") {
+        // The input's part that survives (negative pads crop) and where it lands in the output.
+        const auto region = [sides](Tensor t, bool in_output) {
+            for (const Side& s : sides) {
+                const std::int64_t from = in_output ? std::max<std::int64_t>(s.l, 0) : std::max<std::int64_t>(-s.l, 0);
+                const std::int64_t n =
+                    (in_output ? t.size(s.d) - std::max<std::int64_t>(s.l, 0) - std::max<std::int64_t>(s.r, 0)
+                               : t.size(s.d) - std::max<std::int64_t>(-s.l, 0) - std::max<std::int64_t>(-s.r, 0));
+                t = t.narrow(s.d, from, std::max<std::int64_t>(n, 0));
+            }
+            return t;
+        };
+        Tensor out = full(Shape(out_sizes), value, TensorOptions(input.dtype()).device(input.device()));
+        {
+            NoGradGuard no_grad;
+            region(out, true).copy_(region(input, false));
+        }
+        return record_unary(input, out, "ConstantPadNdBackward0", [region, s = input.shape()](const Tensor& g) {
+            Tensor full = zeros_like_shape(s, g);
+            NoGradGuard no_grad;
+            region(full, false).copy_(region(g, true));
+            return full;
+        });
+    }
+    const bool reflect = mode == "reflect";
+    if (!reflect && mode != "replicate")
+        fail("pad", "mode must be \"constant\", \"reflect\" or \"replicate\", got \"" + mode + "\"");
+    if (np < 1 || np > 3 || input.dim() < np + 1 || input.dim() > np + 2)
+        fail("pad", "the " + mode + " padding of the last " + std::to_string(np) + " dims needs a " +
+                        std::to_string(np + 1) + "D or " + std::to_string(np + 2) + "D input, got " +
+                        to_string(input.shape()));
+    // Each padded dim gathers its positions with one index_select; the backward adds them back.
+    std::vector<std::pair<std::int64_t, Tensor>> picks;
+    for (const Side& s : sides) {
+        const std::int64_t n = input.size(s.d);
+        if (s.l < 0 || s.r < 0) fail("pad", mode + " padding must be non-negative, got " + list_str(pad));
+        if (reflect && (s.l >= n || s.r >= n))
+            fail("pad",
+                 "Argument #4: Padding size should be less than the corresponding input dimension, but got: "
+                 "padding (" +
+                     std::to_string(s.l) + ", " + std::to_string(s.r) + ") at dimension " + std::to_string(s.d) +
+                     " of input " + to_string(input.shape()));
+        if (!reflect && n == 0)
+            fail("pad", "cannot replicate-pad an empty dimension of input " + to_string(input.shape()));
+        std::vector<std::int64_t> idx;
+        for (std::int64_t j = -s.l; j < n + s.r; ++j)
+            idx.push_back(reflect ? (j < 0    ? -j
+                                     : j >= n ? 2 * (n - 1) - j
+                                              : j)
+                                  : std::clamp<std::int64_t>(j, 0, n - 1));
+        picks.emplace_back(s.d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())},
+                                            TensorOptions(kInt64).device(input.device())));
+    }
+    Tensor out = input;
+    {
+        NoGradGuard no_grad;
+        for (const auto& [d, idx] : picks) out = out.index_select(d, idx);
+    }
+    static const char* const kNames[2][3] = {
+        {"ReplicationPad1DBackward0", "ReplicationPad2DBackward0", "ReplicationPad3DBackward0"},
+        {"ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0"}};
+    return record_unary(input, out, kNames[reflect][np - 1], [picks, s = input.shape()](const Tensor& g) {
+        Tensor grad = g;
+        std::vector<std::int64_t> sizes = g.shape().vec();
+        for (auto it = picks.rbegin(); it != picks.rend(); ++it) {
+            sizes[static_cast<std::size_t>(it->first)] = s[it->first];
+            grad = zeros_like_shape(Shape(sizes), g).index_add(it->first, it->second, grad);
+        }
+        return grad;
+    });
+}
+
+}  // namespace nn::functional
 
 }  // namespace xgrad

@@ -449,6 +449,53 @@ TEST_CASE("shape ops, copies and conversions") {
     }
 }
 
+TEST_CASE("indexing: gather and scatter kernels, and the ops and shape ops built on them") {
+    xgrad::manual_seed(11);
+    const auto longs = [](std::vector<std::int64_t> v, Shape shape) {
+        return xgrad::from_vector(v, shape, xgrad::kInt64);
+    };
+    for (auto dt : kDtypes) {
+        const Tensor x = randn({3, 4}, dt), s = randn({3, 4}, dt), big = randn({4, 3, 5}, dt);
+        const Tensor rows = longs({2, 0, 2, 2, 2, 0, 1, 2, 2, 1, 1, 0}, {3, 4});
+        const Tensor sel = longs({2, 0, 2, 1}, {4});
+        check_op("gather", [](const Inputs& v) { return v[0].gather(0, v[1]); }, {x, rows});
+        check_op("gather strided", [](const Inputs& v) { return v[0].t().gather(1, v[1].t().narrow(1, 0, 2)); },
+                 {x, rows});
+        check_op("scatter", [](const Inputs& v) { return v[0].scatter(1, v[2].narrow(0, 0, 1).narrow(1, 0, 1), v[1]); },
+                 {x, s, rows});
+        check_op("scatter value", [](const Inputs& v) { return v[0].scatter(0, v[1], -1.5); }, {x, rows});
+        // Repeated indices: atomic sums on the GPU, within rounding of the CPU's ordered sums.
+        check_op("scatter_add", [](const Inputs& v) { return v[0].scatter_add(0, v[2], v[1]); }, {x, s, rows});
+        check_op("index_select", [](const Inputs& v) { return v[0].index_select(1, v[1]); }, {big, sel});
+        check_op("index_add", [](const Inputs& v) { return v[0].index_add(0, v[2], v[1], 0.5); },
+                 {big, randn({4, 3, 5}, dt), sel});
+        check_op("x[idx]", [](const Inputs& v) { return v[0].index({v[1].view({2, 2})}); }, {big, sel});
+        check_op("embedding", [](const Inputs& v) { return F::embedding(v[1].view({2, 2}), v[0], 2); }, {x, sel});
+        check_op("flip", [](const Inputs& v) { return v[0].flip({0, 2}); }, {big});
+        check_op("roll", [](const Inputs& v) { return v[0].roll({1, -2}, {0, 2}); }, {big});
+        check_op("repeat", [](const Inputs& v) { return v[0].repeat({2, 1, 1, 2}); }, {big});
+        check_op("repeat_interleave", [](const Inputs& v) { return v[0].repeat_interleave(2, 1); }, {big});
+        check_op("tril", [](const Inputs& v) { return v[0].tril(1) + v[0].triu(-1); }, {big});
+        check_op("diag", [](const Inputs& v) { return v[0].diag(1).diag(); }, {x});
+        check_op("split", [](const Inputs& v) { return v[0].split(2, 2)[1] * v[0].chunk(3, 2)[0]; }, {big});
+        check_op("pad constant", [](const Inputs& v) { return F::pad(v[0], {1, 2, -1, 1}, "constant", 0.5); }, {big});
+        check_op("pad reflect",
+                 [](const Inputs& v) {
+                     return F::pad(v[0], {2, 1, 1, 2}, "reflect");
+                 },
+                 {big.unsqueeze(0)});
+        check_op("pad replicate", [](const Inputs& v) { return F::pad(v[0], {3, 1}, "replicate"); }, {big});
+    }
+    const Tensor classes = xgrad::from_vector(std::vector<std::int64_t>{0, 3, 1, 1}, {4}, xgrad::kInt64);
+    check_match(F::one_hot(classes.to(kGpu), 5), F::one_hot(classes, 5), "one_hot", 0);
+    check_match(xgrad::eye(3, 4, TensorOptions(kGpu)), xgrad::eye(3, 4), "eye", 0);
+    check_match(xgrad::linspace(-1, 2, 37, TensorOptions(kGpu)), xgrad::linspace(-1, 2, 37), "linspace", 0);
+    // An index out of range is refused before any kernel runs, on the GPU as on the CPU.
+    const Tensor xg = randn({3, 4}, xgrad::kFloat32).to(kGpu);
+    CHECK(golden::invalid_argument_of([&] { xg.index_select(0, classes.to(kGpu)); }) ==
+          "index_select: index out of range in self");
+}
+
 TEST_CASE("matmul through cuBLAS: 1-D, 2-D, transposed, batched and broadcast") {
     xgrad::manual_seed(6);
     for (auto dt : kDtypes) {

@@ -70,4 +70,13 @@ Tensor full_like(const Tensor& other, double value);
 /// empty with other's shape, dtype and device.
 Tensor empty_like(const Tensor& other);
 
+// ---- matrices and ranges (src/shape_ops.cpp) -----------------------------------------------------------
+/// The n × n identity matrix, as `torch.eye(n)`.
+Tensor eye(std::int64_t n, TensorOptions options = {});
+/// The n × m matrix with ones on its main diagonal, as `torch.eye(n, m)`.
+Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options = {});
+/// `steps` evenly spaced values from `start` to `end` inclusive, as `torch.linspace` (its formula:
+/// the first half counted from start, the second from end).
+Tensor linspace(double start, double end, std::int64_t steps, TensorOptions options = {});
+
 }  // namespace xgrad

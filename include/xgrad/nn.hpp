@@ -3,6 +3,8 @@
 
 #include "xgrad/nn/activation.hpp"
 #include "xgrad/nn/container.hpp"
+#include "xgrad/nn/embedding.hpp"
+#include "xgrad/nn/flatten.hpp"
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/nn/linear.hpp"

@@ -150,4 +150,40 @@ inline Tensor flatten(const Tensor& x, std::int64_t start_dim = 0, std::int64_t 
     return x.flatten(start_dim, end_dim);
 }
 
+// ---- indexing along one dim (src/indexing.cpp); each is the Tensor method of the same name ----------
+/// `torch.index_select(input, dim, index)`.
+Tensor index_select(const Tensor& input, std::int64_t dim, const Tensor& index);
+/// `torch.gather(input, dim, index)`.
+Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index);
+/// `torch.scatter(input, dim, index, src)`.
+Tensor scatter(const Tensor& input, std::int64_t dim, const Tensor& index, const Tensor& src);
+/// `torch.scatter(input, dim, index, value)`.
+Tensor scatter(const Tensor& input, std::int64_t dim, const Tensor& index, double value);
+/// `torch.scatter_add(input, dim, index, src)`.
+Tensor scatter_add(const Tensor& input, std::int64_t dim, const Tensor& index, const Tensor& src);
+/// `torch.index_add(input, dim, index, source, alpha=alpha)`.
+Tensor index_add(const Tensor& input, std::int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
+
+// ---- more shape ops (src/shape_ops.cpp); each is the Tensor method of the same name --------------------
+/// `torch.split(input, split_size, dim)`.
+std::vector<Tensor> split(const Tensor& input, std::int64_t split_size, std::int64_t dim = 0);
+/// `torch.split(input, split_sizes, dim)`.
+std::vector<Tensor> split(const Tensor& input, const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0);
+/// `torch.chunk(input, chunks, dim)`.
+std::vector<Tensor> chunk(const Tensor& input, std::int64_t chunks, std::int64_t dim = 0);
+/// `torch.repeat_interleave(input, repeats, dim)`.
+Tensor repeat_interleave(const Tensor& input, std::int64_t repeats, std::optional<std::int64_t> dim = std::nullopt);
+/// `torch.flip(input, dims)`.
+Tensor flip(const Tensor& input, const Dims& dims);
+/// `torch.roll(input, shifts, dims)`.
+Tensor roll(const Tensor& input, const std::vector<std::int64_t>& shifts, const std::vector<std::int64_t>& dims = {});
+/// `torch.tril(input, diagonal)`.
+Tensor tril(const Tensor& input, std::int64_t diagonal = 0);
+/// `torch.triu(input, diagonal)`.
+Tensor triu(const Tensor& input, std::int64_t diagonal = 0);
+/// `torch.unflatten(input, dim, sizes)`.
+Tensor unflatten(const Tensor& input, std::int64_t dim, const Shape& sizes);
+/// `torch.diag(input, diagonal)`.
+Tensor diag(const Tensor& input, std::int64_t diagonal = 0);
+
 }  // namespace xgrad

@@ -292,6 +292,65 @@ public:
     /// An independent copy with its own storage; differentiable.
     Tensor clone() const;
 
+    // ---- indexing along one dim (src/indexing.cpp) -------------------------------------------------
+    /// The slices of `dim` that the 1-D int64 `index` names, in its order, as `torch.index_select`.
+    /// Throws PyTorch's "index out of range in self" for an index outside [0, size(dim)).
+    ///
+    /// ```cpp
+    /// auto rows = x.index_select(0, xgrad::tensor({2.0, 0.0}, xgrad::kInt64));   // rows 2 and 0
+    /// ```
+    Tensor index_select(std::int64_t dim, const Tensor& index) const;
+    /// `out[i][j] = self[index[i][j]][j]` for dim 0 (`self[i][index[i][j]]` for dim 1 ...), as
+    /// `torch.gather`: `index` is int64 with self's number of dims, no larger than self apart from
+    /// `dim`; the result has index's shape.
+    Tensor gather(std::int64_t dim, const Tensor& index) const;
+    /// A copy of self with `src`'s elements written where `index` points along `dim` (gather's
+    /// reverse), as `torch.scatter`; where indices repeat, which write wins is unspecified.
+    Tensor scatter(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+    /// A copy of self with `value` written where `index` points along `dim`.
+    Tensor scatter(std::int64_t dim, const Tensor& index, double value) const;
+    /// scatter that adds instead of writing, so repeated indices sum (`torch.scatter_add`).
+    Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+    /// A copy of self with `alpha * source`'s slices along `dim` added to the slices that the 1-D
+    /// `index` names (`torch.index_add`); repeated indices sum.
+    Tensor index_add(std::int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
+    /// `x[idx]` for one int64 index tensor: the rows (along dim 0) that `idx` names, with idx's
+    /// shape in front of the remaining dims; negative indices count from the end. (Boolean masks
+    /// await a bool dtype.)
+    ///
+    /// ```cpp
+    /// auto picked = x.index({xgrad::tensor({{0.0, 2.0}}, xgrad::kInt64)});   // shape (1, 2, ...)
+    /// ```
+    Tensor index(const std::vector<Tensor>& indices) const;
+
+    // ---- more shape ops (src/shape_ops.cpp) ------------------------------------------------------------
+    /// Views of consecutive pieces of `split_size` along `dim` (the last may be smaller), as
+    /// `torch.split`.
+    std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+    /// Views of consecutive pieces of the given sizes along `dim`, which must add up to its size.
+    std::vector<Tensor> split(const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0) const;
+    /// `chunks` views (fewer when the size does not allow) of equal size along `dim`, as `torch.chunk`.
+    std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+    /// The tensor tiled `repeats[i]` times along dim i (leading repeats add dims), as `torch.Tensor.repeat`.
+    Tensor repeat(const Shape& repeats) const;
+    /// Each element repeated `repeats` times along `dim` (over the flattened tensor without one), as
+    /// `torch.repeat_interleave`.
+    Tensor repeat_interleave(std::int64_t repeats, std::optional<std::int64_t> dim = std::nullopt) const;
+    /// The elements in reverse order along each of `dims` (a copy), as `torch.flip`.
+    Tensor flip(const Dims& dims) const;
+    /// Elements shifted by `shifts[i]` along `dims[i]`, wrapping around (`torch.roll`); without
+    /// dims the flattened tensor is rolled by the single shift.
+    Tensor roll(const std::vector<std::int64_t>& shifts, const std::vector<std::int64_t>& dims = {}) const;
+    /// The lower triangle of the last two dims: elements above diagonal `diagonal` become 0.
+    Tensor tril(std::int64_t diagonal = 0) const;
+    /// The upper triangle of the last two dims: elements below diagonal `diagonal` become 0.
+    Tensor triu(std::int64_t diagonal = 0) const;
+    /// Dim `dim` split into `sizes` (one may be -1), a view as `torch.unflatten`.
+    Tensor unflatten(std::int64_t dim, const Shape& sizes) const;
+    /// A 1-D tensor becomes a square matrix with it on diagonal `diagonal`; a matrix gives its
+    /// diagonal `diagonal` (a copy), as `torch.diag`.
+    Tensor diag(std::int64_t diagonal = 0) const;
+
     // ---- in-place updates (not recorded by autograd) -------------------------------------------
     // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
     // grad unless called under NoGradGuard.

@@ -87,6 +87,17 @@ struct Backend {
     void (*adam_step)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                       const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
                       double bias_correction2_sqrt, double eps);
+
+    // ---- indexing along one dim (index_select, index_add, x[idx], Embedding, one_hot build on these) ----
+    /// out[i] = src[at(i) + index[i] * stride] for every i of index's shape (out is contiguous of
+    /// that shape). `src` is a view of the source with index's shape whose stride along the indexed
+    /// dim is 0, so that at(i) is the strided walk's offset, and `stride` the source's stride there.
+    /// The op has checked every index.
+    void (*gather)(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
+    /// dst[at(i) + index[i] * stride] = src[i] (`+=` when `accumulate`) for every i of index's shape,
+    /// `dst` a view of the output laid out as gather's `src`. Accumulation on the CPU is in row-major
+    /// order of the index (PyTorch's); on a GPU atomic, in no fixed order.
+    void (*scatter)(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
 };
 
 /// The kernels of `device`; throws when xgrad was built without that device.
@@ -173,6 +184,13 @@ inline void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp
     backend(param.device())
         .adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, step_size, bias_correction2_sqrt,
                    eps);
+}
+
+inline void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
+    backend(out.device()).gather(src, index, stride, out);
+}
+inline void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
+    backend(dst.device()).scatter(dst, index, stride, src, accumulate);
 }
 
 }  // namespace xgrad::kernels

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xgrad/shape.hpp"
 #include "xgrad/tensor.hpp"
@@ -41,5 +42,20 @@ Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor
 
 /// How a loss reduces its per-element values.
 enum class Reduction { kNone, kMean, kSum };
+
+// ---- indexing (src/indexing.cpp) ---------------------------------------------------------------------
+/// int64 one-hot rows of an int64 tensor of class indices, shape (..., num_classes), as
+/// `torch.nn.functional.one_hot`; `num_classes = -1` takes the largest value + 1.
+Tensor one_hot(const Tensor& input, std::int64_t num_classes = -1);
+/// The rows of `weight` (num_embeddings, embedding_dim) that the int64 `input` names, shape
+/// (*input.shape, embedding_dim), as `torch.nn.functional.embedding`; the row `padding_idx` (negative
+/// counts from the end) gets no gradient.
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
+
+/// Pads the last dims of `input` as `torch.nn.functional.pad`: `pad` holds (left, right) pairs,
+/// the last dim's first. `mode` is "constant" (with `value`; negative pads crop), "reflect" or
+/// "replicate" (these two for the last 1, 2 or 3 dims of a batched input, as PyTorch's).
+Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std::string& mode = "constant",
+           double value = 0.0);
 
 }  // namespace xgrad::nn::functional

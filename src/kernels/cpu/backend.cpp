@@ -29,6 +29,8 @@ const Backend& backend() {
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
         .adam_step = adam_step,
+        .gather = gather,
+        .scatter = scatter,
     };
     return table;
 }

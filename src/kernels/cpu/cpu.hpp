@@ -32,6 +32,8 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
                double eps);
+void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
+void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
 
 /// The CPU's kernel table.
 const Backend& backend();

@@ -260,6 +260,20 @@ void adam_step_entry(const Tensor& param, const Tensor& grad, const Tensor& exp_
                     param.numel(), beta1, beta2, step_size, bias_correction2_sqrt, eps);
 }
 
+// ---- indexing ---------------------------------------------------------------------------------------------
+
+void gather_entry(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
+    use_device(out, {&src, &index}, "gather");
+    cuda::gather(scalar(out.dtype()), ptr(src), static_cast<const std::int64_t*>(ptr(index)), stride, ptr(out),
+                 walk_of<3>(index.shape(), {&out, &src, &index}, "gather"));
+}
+
+void scatter_entry(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
+    use_device(dst, {&src, &index}, "scatter");
+    cuda::scatter(scalar(dst.dtype()), ptr(dst), static_cast<const std::int64_t*>(ptr(index)), stride, ptr(src),
+                  walk_of<3>(index.shape(), {&dst, &src, &index}, "scatter"), accumulate);
+}
+
 }  // namespace
 
 const Backend& backend() {
@@ -288,6 +302,8 @@ const Backend& backend() {
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
         .adam_step = adam_step_entry,
+        .gather = gather_entry,
+        .scatter = scatter_entry,
     };
     return table;
 }

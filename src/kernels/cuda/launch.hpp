@@ -88,4 +88,11 @@ void softmax_backward_rows(Scalar t, const void* grad, const void* out, void* dx
 void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
                std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps);
 
+// ---- index.cu: operands of the walk are (out or dst, src, index), over index's shape -------------------
+/// out[i] = src[at(i) + index[i] * stride] (kernels::Backend::gather).
+void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t stride, void* out, const Walk<3>& walk);
+/// dst[at(i) + index[i] * stride] = src[i], or += atomically when `accumulate`.
+void scatter(Scalar t, void* dst, const std::int64_t* index, std::int64_t stride, const void* src, const Walk<3>& walk,
+             bool accumulate);
+
 }  // namespace xgrad::kernels::cuda

@@ -1,0 +1,50 @@
+// CPU kernels of indexing along one dim: gather and scatter (index_select, index_add, Embedding and
+// one_hot are built on them by the ops).
+#include "detail/dispatch.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/loop.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
+    if (index.numel() == 0) return;
+    detail::dispatch(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* o = static_cast<T*>(out.impl()->storage->data);
+        const T* s = static_cast<const T*>(src.impl()->storage->data);
+        const auto* idx = static_cast<const std::int64_t*>(index.impl()->storage->data);
+        const StridedGeometry<3> geo(index.shape(), {&out, &src, &index});
+        parallel_for(0, index.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                for (std::int64_t i = 0; i < count; ++i)
+                    o[off[0] + i * st[0]] = s[off[1] + i * st[1] + idx[off[2] + i * st[2]] * stride];
+            });
+        });
+    });
+}
+
+void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
+    if (index.numel() == 0) return;
+    detail::dispatch(dst.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* d = static_cast<T*>(dst.impl()->storage->data);
+        const T* s = static_cast<const T*>(src.impl()->storage->data);
+        const auto* idx = static_cast<const std::int64_t*>(index.impl()->storage->data);
+        const StridedGeometry<3> geo(index.shape(), {&dst, &src, &index});
+        // One thread, in row-major order of the index: several elements may land on one place, and
+        // their sum then has PyTorch's CPU order (increasing position along the scattered dim).
+        geo.for_runs(0, index.numel(), [&](std::int64_t count, const auto& off, const auto& st) {
+            for (std::int64_t i = 0; i < count; ++i) {
+                T& target = d[off[0] + i * st[0] + idx[off[2] + i * st[2]] * stride];
+                const T value = s[off[1] + i * st[1]];
+                if (accumulate)
+                    target += value;
+                else
+                    target = value;
+            }
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu

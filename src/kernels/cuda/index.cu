@@ -1,0 +1,64 @@
+// CUDA kernels of indexing along one dim: gather, and scatter with atomic accumulation.
+#include "kernels/cuda/common.cuh"
+
+namespace xgrad::kernels::cuda {
+
+namespace {
+
+template <typename T>
+__global__ void gather_kernel(const T* src, const i64* index, i64 stride, T* out, Walk<3> walk) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
+        i64 off[3];
+        walk_offsets(walk, i, off);
+        out[off[0]] = src[off[1] + index[off[2]] * stride];
+    }
+}
+
+/// atomicAdd for the three element types (int64 through its two's-complement unsigned twin).
+__device__ inline void atomic_add(float* p, float v) {
+    atomicAdd(p, v);
+}
+__device__ inline void atomic_add(double* p, double v) {
+    atomicAdd(p, v);
+}
+__device__ inline void atomic_add(i64* p, i64 v) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+
+template <typename T>
+__global__ void scatter_kernel(T* dst, const i64* index, i64 stride, const T* src, Walk<3> walk, bool accumulate) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
+        i64 off[3];
+        walk_offsets(walk, i, off);
+        T* target = dst + off[0] + index[off[2]] * stride;
+        if (accumulate)
+            atomic_add(target, src[off[1]]);
+        else
+            *target = src[off[1]];
+    }
+}
+
+}  // namespace
+
+void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t stride, void* out, const Walk<3>& walk) {
+    if (walk.numel == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        gather_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<const T*>(src), index, stride,
+                                                               static_cast<T*>(out), walk);
+    });
+    check_launch("gather kernel");
+}
+
+void scatter(Scalar t, void* dst, const std::int64_t* index, std::int64_t stride, const void* src, const Walk<3>& walk,
+             bool accumulate) {
+    if (walk.numel == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        scatter_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), index, stride,
+                                                                static_cast<const T*>(src), walk, accumulate);
+    });
+    check_launch("scatter kernel");
+}
+
+}  // namespace xgrad::kernels::cuda
