@@ -10,6 +10,7 @@
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vec_math.hpp"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -55,6 +56,10 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                     break;
                 case UnaryOp::kClamp:
                     py[i] = std::min(std::max(v, static_cast<T>(a)), static_cast<T>(b));
+                    break;
+                case UnaryOp::kSign:
+                case UnaryOp::kPowInt:
+                    py[i] = scalar::int_unary(op, v, static_cast<T>(a));
                     break;
                 default:
                     unsupported("unary", static_cast<int>(op), kInt64);
@@ -130,6 +135,18 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = xt::where(xt::not_equal(x, x), x,
                                            xt::minimum(xt::maximum(x, static_cast<T>(a)), static_cast<T>(b)));
                 break;
+            case UnaryOp::kErf:
+                verf(px, py, n);
+                break;
+            case UnaryOp::kSilu:  // x / (1 + exp(-x)) with vec_math's exp, as PyTorch's vectorised silu
+                xt::noalias(y) = -x;
+                vexp(py, py, n);
+                xt::noalias(y) = x / (T(1) + y);
+                break;
+            default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
+                for (std::int64_t i = 0; i < n; ++i)
+                    py[i] = scalar::float_unary<T>(op, px[i], static_cast<T>(a), static_cast<T>(b));
+                break;
         }
     }
 }
@@ -155,6 +172,13 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                     break;
                 case BinaryOp::kMinimum:
                     po[i] = std::min(x, y);
+                    break;
+                case BinaryOp::kPow:
+                case BinaryOp::kRemainder:
+                case BinaryOp::kFmod:
+                case BinaryOp::kDivTrunc:
+                case BinaryOp::kDivFloor:
+                    po[i] = scalar::int_binary(op, x, y);
                     break;
                 default:
                     unsupported("binary", static_cast<int>(op), kInt64);
@@ -234,8 +258,11 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
             case BinaryOp::kEqualOrBothNan:
                 xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
                 break;
+            default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
+                for (std::int64_t i = 0; i < n; ++i)
+                    po[i] = scalar::float_binary<T>(op, px[i], pq[i], static_cast<T>(a), static_cast<T>(b));
+                break;
         }
-        (void)b;
     }
 }
 
