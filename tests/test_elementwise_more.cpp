@@ -2,6 +2,7 @@
 // gradients, gradcheck, integer results, error messages and the printed modules.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -91,6 +92,12 @@ void check_case(const Case& c) {
         Tensor out = c.fn(ins);
         const Tensor want = golden::get(kFile, key + ".out");
         golden::check_close(out, want, key + " forward");
+        if (out.is_floating_point()) {  // and zeros carry PyTorch's sign (floor(-0.) is -0., sign(-0.) is 0.)
+            const auto a = out.to_vector<double>(), e = want.to_vector<double>();
+            for (std::size_t i = 0; i < a.size() && i < e.size(); ++i)
+                if (e[i] == 0 && a[i] == 0)
+                    CHECK_MESSAGE(std::signbit(a[i]) == std::signbit(e[i]), key << " element " << i);
+        }
         if (out.dtype() == xgrad::kInt64) {
             CHECK_MESSAGE(out.to_vector<std::int64_t>() == int_values(key + ".out"), key << ": exact int64 values");
             continue;

@@ -130,10 +130,11 @@ XGRAD_HD inline T float_unary(UnaryOp op, T x, T a, T b) {
             return x * std::tanh(std::log1p(std::exp(x)));
         case UnaryOp::kLeakyRelu:
             return x > T(0) ? x : x * a;
+        // exp - 1, not expm1, as PyTorch 1.13 (elu(-0.) is +0.).
         case UnaryOp::kElu:
-            return x > T(0) ? x : std::expm1(x * b) * a;
+            return x > T(0) ? x : (std::exp(x * b) - T(1)) * a;
         case UnaryOp::kSelu:
-            return x > T(0) ? x * T(kSeluScale) : std::expm1(x) * T(kSeluAlpha * kSeluScale);
+            return x > T(0) ? x * T(kSeluScale) : (std::exp(x) - T(1)) * T(kSeluAlpha * kSeluScale);
         case UnaryOp::kHardsigmoid: {
             const T lo = x + T(3) < T(0) ? T(0) : x + T(3);  // NaN stays NaN
             return (T(6) < lo ? T(6) : lo) / T(6);

@@ -131,9 +131,10 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = x / static_cast<T>(a);
                 break;
             case UnaryOp::kClamp:
-                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays.
-                xt::noalias(y) = xt::where(xt::not_equal(x, x), x,
-                                           xt::minimum(xt::maximum(x, static_cast<T>(a)), static_cast<T>(b)));
+                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays, and
+                // so does -0 against a bound of 0 (both comparisons false, as the CUDA kernel's).
+                xt::noalias(y) = xt::where(x < static_cast<T>(a), static_cast<T>(a), x);
+                xt::noalias(y) = xt::where(static_cast<T>(b) < y, static_cast<T>(b), y);
                 break;
             case UnaryOp::kErf:
                 verf(px, py, n);
