@@ -60,7 +60,9 @@ inline Tensor sigmoid(const Tensor& x) {
 inline Tensor relu(const Tensor& x) {
     return x.relu();
 }
-/// `torch.pow(x, exponent)`.
+/// `torch.pow(x, exponent)`. An int64 tensor to a whole power stays int64 and exact (wrapping on
+/// overflow, as PyTorch); to a negative whole power it throws "Integers to negative integer powers
+/// are not allowed.", as PyTorch does for `x.pow(-2)` (a C++ double cannot tell -2 from -2.0).
 inline Tensor pow(const Tensor& x, double exponent) {
     return x.pow(exponent);
 }

@@ -141,8 +141,8 @@ public:
     Tensor div(const Tensor& other) const;     ///< `self / other`.
     Tensor div(double other) const;            ///< `self / other`.
     Tensor neg() const;                        ///< `-self`.
-    Tensor pow(double exponent) const;         ///< `self ** exponent`.
-    Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise.
+    Tensor pow(double exponent) const;         ///< `self ** exponent` (see xgrad::pow for integers).
+    Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise (int64 stays int64).
     Tensor sqrt() const;                       ///< Square root.
     Tensor rsqrt() const;                      ///< `1 / sqrt(self)`.
     Tensor exp() const;                        ///< `e ** self`.
