@@ -144,6 +144,17 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 vexp(py, py, n);
                 xt::noalias(y) = x / (T(1) + y);
                 break;
+            // The ELU family with vec_math's exp (PyTorch's vectorised kernel: (exp(b x) - 1) a).
+            case UnaryOp::kElu:
+                xt::noalias(y) = x * static_cast<T>(b);
+                vexp(py, py, n);
+                xt::noalias(y) = xt::where(x > T(0), x, (y - T(1)) * static_cast<T>(a));
+                break;
+            case UnaryOp::kSelu:
+                vexp(px, py, n);
+                xt::noalias(y) = xt::where(x > T(0), x * T(scalar::kSeluScale),
+                                           (y - T(1)) * T(scalar::kSeluAlpha * scalar::kSeluScale));
+                break;
             default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
                 for (std::int64_t i = 0; i < n; ++i)
                     py[i] = scalar::float_unary<T>(op, px[i], static_cast<T>(a), static_cast<T>(b));
@@ -258,6 +269,23 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 break;
             case BinaryOp::kEqualOrBothNan:
                 xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
+                break;
+            // The backward ops of SiLU and the ELU family with vec_math's exp; x is g, y the input.
+            case BinaryOp::kSiluBackward:  // s = 1 / (1 + exp(-y)); g s (1 + y (1 - s))
+                xt::noalias(o) = -y;
+                vexp(po, po, n);
+                xt::noalias(o) = T(1) / (T(1) + o);
+                xt::noalias(o) = x * o * (T(1) + y * (T(1) - o));
+                break;
+            case BinaryOp::kEluBackward:
+                xt::noalias(o) = y * static_cast<T>(b);
+                vexp(po, po, n);
+                xt::noalias(o) = xt::where(y > T(0), x, x * static_cast<T>(b) * static_cast<T>(a) * o);
+                break;
+            case BinaryOp::kSeluBackward:
+                vexp(pq, po, n);
+                xt::noalias(o) =
+                    xt::where(y > T(0), x * T(scalar::kSeluScale), x * T(scalar::kSeluAlpha * scalar::kSeluScale) * o);
                 break;
             default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
                 for (std::int64_t i = 0; i < n; ++i)
