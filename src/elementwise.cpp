@@ -2,6 +2,7 @@
 // is the device's kernels (kernels/kernels.hpp).
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "detail/convert.hpp"
 #include "detail/maps.hpp"
@@ -40,12 +41,6 @@ Tensor for_scalar(const Tensor& a, double s, const char* op) {
 /// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does.
 Tensor floating(const Tensor& a) {
     return a.is_floating_point() ? a : a.to(kFloat32);
-}
-
-/// Ops that are only defined for floating-point operands name the op when given integers.
-Tensor float_binary(const Tensor& a, const Tensor& b, const char* op, BinaryOp k) {
-    if (!a.is_floating_point()) detail::fail(op, "needs a floating-point tensor, got " + to_string(a.dtype()));
-    return map_binary(a, b, op, k);
 }
 
 }  // namespace
@@ -194,6 +189,11 @@ Tensor operator-(const Tensor& a) {
 
 Tensor Tensor::pow(double e) const {
     detail::check_defined(*this, "pow");
+    // An integer tensor to a whole power stays an integer tensor and exact (PyTorch's powi).
+    if (!is_floating_point() && std::floor(e) == e && detail::fits_int64(e)) {
+        if (e < 0) detail::fail("pow", "Integers to negative integer powers are not allowed.");
+        return map_unary(*this, UnaryOp::kPowInt, e);
+    }
     // PyTorch's special exponents, exact (or as exact as sqrt) where exp(e log x) is not; and C's
     // x ** 0 == 1, 0 ** e == inf for e < 0, which xsimd's pow gets wrong.
     Tensor x = floating(*this);
@@ -212,7 +212,8 @@ Tensor Tensor::pow(double e) const {
 
 Tensor Tensor::pow(const Tensor& exponent) const {
     auto [a, b] = promoted(*this, exponent, "pow");
-    Tensor out = float_binary(a, b, "pow", BinaryOp::kPow);
+    if (!a.is_floating_point()) return map_binary(a, b, "pow", BinaryOp::kPow);  // integers: exact, no grad
+    Tensor out = map_binary(a, b, "pow", BinaryOp::kPow);
     if (detail::needs_grad({this, &exponent}))
         detail::record(out, "PowBackward1", {this, &exponent},
                        [a = detail::Saved(*this), b = detail::Saved(exponent), o = detail::Saved(out)](
@@ -368,23 +369,400 @@ Tensor Tensor::minimum(const Tensor& other) const {
     return out;
 }
 
-Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const {
-    detail::check_defined(*this, "clamp");
+namespace {
+
+/// clamp with scalar bounds, recorded under `name` (clamp, clamp_min and clamp_max share the kernel).
+Tensor clamp_scalar(const Tensor& self, std::optional<double> lo, std::optional<double> hi, const char* name) {
+    detail::check_defined(self, "clamp");
     if (!lo && !hi) detail::fail("clamp", "at least one of min or max must be given");
     const double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
     // A fractional bound makes an int64 tensor float32, as a Python float does in PyTorch.
-    Tensor a = for_scalar(for_scalar(*this, lo.value_or(0.0), "clamp"), hi.value_or(0.0), "clamp");
+    Tensor a = for_scalar(for_scalar(self, lo.value_or(0.0), "clamp"), hi.value_or(0.0), "clamp");
     // Integers clip the infinite defaults to their own range.
     auto bound = [&](double v) { return a.is_floating_point() ? v : std::clamp<double>(v, -9.2e18, 9.2e18); };
     Tensor out = map_unary(a, UnaryOp::kClamp, bound(l), bound(h));
-    if (detail::needs_grad({this})) {
-        // PyTorch's Tensor.clamp records ClampBackward1 with either bound or both (ClampMinBackward0
-        // and ClampMaxBackward0 belong to clamp_min and clamp_max).
-        detail::record(out, "ClampBackward1", {this},
-                       [x = detail::Saved(*this), l, h](const Tensor& g, const NeedsGrad&) {
-                           return Grads{map_binary(g, x->to(g.dtype()), "clamp", BinaryOp::kClampBackward, l, h)};
+    if (detail::needs_grad({&self}))
+        detail::record(out, name, {&self}, [x = detail::Saved(self), l, h](const Tensor& g, const NeedsGrad&) {
+            return Grads{map_binary(g, x->to(g.dtype()), "clamp", BinaryOp::kClampBackward, l, h)};
+        });
+    return out;
+}
+
+}  // namespace
+
+Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const {
+    // PyTorch's Tensor.clamp records ClampBackward1 with either bound or both (ClampMinBackward0
+    // and ClampMaxBackward0 belong to clamp_min and clamp_max).
+    return clamp_scalar(*this, lo, hi, "ClampBackward1");
+}
+
+Tensor Tensor::clamp_min(double min) const {
+    return clamp_scalar(*this, min, std::nullopt, "ClampMinBackward0");
+}
+
+Tensor Tensor::clamp_max(double max) const {
+    return clamp_scalar(*this, std::nullopt, max, "ClampMaxBackward0");
+}
+
+namespace {
+
+/// 1 where x >= y (x > y when `strict`), else 0, in g's dtype: the masks of clamp's gradients.
+Tensor mask(const Tensor& g, const Tensor& x, const Tensor& y, bool strict) {
+    return map_binary(x.to(g.dtype()), y.to(g.dtype()), "clamp", strict ? BinaryOp::kGtMask : BinaryOp::kGeMask);
+}
+
+}  // namespace
+
+Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const {
+    detail::check_defined(*this, "clamp");
+    if (!lo.defined() && !hi.defined()) detail::fail("clamp", "At least one of 'min' or 'max' must not be None");
+    DType t = dtype();
+    for (const Tensor* b : {&lo, &hi})
+        if (b->defined()) {
+            detail::check_same_device(*this, *b, "clamp");
+            t = detail::promote(t, b->dtype());
+        }
+    // min(max(x, lo), hi): where hi < lo the result is hi, as PyTorch; NaN propagates.
+    Tensor out = to(t);
+    if (lo.defined()) out = map_binary(out, lo.to(t), "clamp", BinaryOp::kMaximum);
+    if (hi.defined()) out = map_binary(out, hi.to(t), "clamp", BinaryOp::kMinimum);
+    if (detail::needs_grad({this, &lo, &hi}))
+        detail::record(out, "ClampBackward0", {this, &lo, &hi},
+                       [x = detail::Saved(*this), l = detail::Saved(lo), h = detail::Saved(hi)](const Tensor& g,
+                                                                                                const NeedsGrad& n) {
+                           const Tensor &lo = l, &hi = h;
+                           Grads r(3);
+                           if (n[0]) {  // x >= lo && x <= hi
+                               Tensor m = lo.defined() ? mask(g, x, lo, false) : Tensor();
+                               if (hi.defined()) m = m.defined() ? m * mask(g, hi, x, false) : mask(g, hi, x, false);
+                               r[0] = sum_to(g * m, x->shape());
+                           }
+                           if (n[1]) {  // x < lo && lo < hi
+                               Tensor m = mask(g, lo, x, true);
+                               if (hi.defined()) m = m * mask(g, hi, lo, true);
+                               r[1] = sum_to(g * m, lo.shape());
+                           }
+                           if (n[2]) {  // x > hi || hi < lo
+                               Tensor m = mask(g, x, hi, true);
+                               if (lo.defined()) m = m.maximum(mask(g, lo, hi, true));
+                               r[2] = sum_to(g * m, hi.shape());
+                           }
+                           return r;
+                       });
+    return out;
+}
+
+Tensor Tensor::clamp_min(const Tensor& min) const {
+    auto [a, b] = promoted(*this, min, "clamp_min");
+    Tensor out = map_binary(a, b, "clamp_min", BinaryOp::kMaximum);
+    if (detail::needs_grad({this, &min}))
+        detail::record(out, "ClampMinBackward1", {this, &min},
+                       [x = detail::Saved(*this), m = detail::Saved(min)](const Tensor& g, const NeedsGrad& n) {
+                           return Grads{n[0] ? sum_to(g * mask(g, x, m, false), x->shape()) : Tensor(),
+                                        n[1] ? sum_to(g * mask(g, m, x, true), m->shape()) : Tensor()};
+                       });
+    return out;
+}
+
+Tensor Tensor::clamp_max(const Tensor& max) const {
+    auto [a, b] = promoted(*this, max, "clamp_max");
+    Tensor out = map_binary(a, b, "clamp_max", BinaryOp::kMinimum);
+    if (detail::needs_grad({this, &max}))
+        detail::record(out, "ClampMaxBackward1", {this, &max},
+                       [x = detail::Saved(*this), m = detail::Saved(max)](const Tensor& g, const NeedsGrad& n) {
+                           return Grads{n[0] ? sum_to(g * mask(g, m, x, false), x->shape()) : Tensor(),
+                                        n[1] ? sum_to(g * mask(g, x, m, true), m->shape()) : Tensor()};
+                       });
+    return out;
+}
+
+// ---- rounding divisions and remainders ----------------------------------------------------------------
+
+namespace {
+
+/// Integer division by zero has no answer: PyTorch's CPU kernels raise ZeroDivisionError (and a
+/// trapping CPU would crash), so the divisor is checked before any kernel runs.
+void check_divisor(const Tensor& b, const char* op) {
+    if (b.is_floating_point()) return;
+    for (std::int64_t v : b.to_vector<std::int64_t>())
+        if (v == 0) detail::fail(op, "ZeroDivisionError (integer division by zero)");
+}
+
+/// The divisor `s` as a 0-d tensor of a's dtype and device.
+Tensor scalar_like(const Tensor& a, double s) {
+    return full(Shape{}, s, TensorOptions(a.dtype()).device(a.device()));
+}
+
+BinaryOp rounding_op(const std::string& mode) {
+    if (mode != "trunc" && mode != "floor")
+        detail::fail("div", "expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + mode + "'");
+    return mode == "trunc" ? BinaryOp::kDivTrunc : BinaryOp::kDivFloor;
+}
+
+/// div with rounding: piecewise constant, so both gradients are zero (PyTorch's DivBackward2).
+Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::initializer_list<const Tensor*> inputs) {
+    auto [a, b] = promoted(self, other, "div");
+    check_divisor(b, "div");
+    Tensor out = map_binary(a, b, "div", k);
+    if (detail::needs_grad(inputs))
+        detail::record(
+            out, "DivBackward2", inputs,
+            [sa = self.shape(), sb = other.shape(), count = inputs.size()](const Tensor& g, const NeedsGrad& n) {
+                auto zeros_of = [&](const Shape& s) { return zeros(s, TensorOptions(g.dtype()).device(g.device())); };
+                Grads r(count);
+                r[0] = n[0] ? zeros_of(sa) : Tensor();
+                if (count > 1 && n[1]) r[1] = zeros_of(sb);
+                return r;
+            });
+    return out;
+}
+
+/// remainder or fmod: d/dself = 1, d/dother = -(self / other rounded as the op rounds).
+Tensor modulo(const Tensor& self, const Tensor& other, const char* op, BinaryOp k, const char* name,
+              std::initializer_list<const Tensor*> inputs) {
+    auto [a, b] = promoted(self, other, op);
+    check_divisor(b, op);
+    Tensor out = map_binary(a, b, op, k);
+    if (detail::needs_grad(inputs)) {
+        const BinaryOp rounding = k == BinaryOp::kRemainder ? BinaryOp::kDivFloor : BinaryOp::kDivTrunc;
+        detail::record(out, name, inputs,
+                       [x = detail::Saved(self), y = detail::Saved(other), rounding, count = inputs.size()](
+                           const Tensor& g, const NeedsGrad& n) {
+                           Grads r(count);
+                           if (n[0]) r[0] = sum_to(g, x->shape());
+                           if (count > 1 && n[1]) {
+                               Tensor q = map_binary(x->to(g.dtype()), y->to(g.dtype()), "remainder", rounding);
+                               r[1] = sum_to(g.neg() * q, y->shape());
+                           }
+                           return r;
                        });
     }
+    return out;
+}
+
+}  // namespace
+
+Tensor Tensor::div(const Tensor& other, const std::string& rounding_mode) const {
+    const BinaryOp k = rounding_op(rounding_mode);
+    return rounded_div(*this, other, k, {this, &other});
+}
+
+Tensor Tensor::div(double other, const std::string& rounding_mode) const {
+    const BinaryOp k = rounding_op(rounding_mode);
+    const Tensor a = for_scalar(*this, other, "div");
+    return rounded_div(*this, scalar_like(a, other), k, {this});
+}
+
+Tensor Tensor::remainder(const Tensor& other) const {
+    return modulo(*this, other, "remainder", BinaryOp::kRemainder, "RemainderBackward1", {this, &other});
+}
+
+Tensor Tensor::remainder(double other) const {
+    const Tensor a = for_scalar(*this, other, "remainder");
+    return modulo(*this, scalar_like(a, other), "remainder", BinaryOp::kRemainder, "RemainderBackward0", {this});
+}
+
+Tensor Tensor::fmod(const Tensor& other) const {
+    return modulo(*this, other, "fmod", BinaryOp::kFmod, "FmodBackward1", {this, &other});
+}
+
+Tensor Tensor::fmod(double other) const {
+    const Tensor a = for_scalar(*this, other, "fmod");
+    return modulo(*this, scalar_like(a, other), "fmod", BinaryOp::kFmod, "FmodBackward0", {this});
+}
+
+Tensor Tensor::atan2(const Tensor& other) const {
+    auto [a, b] = promoted(*this, other, "atan2");
+    Tensor out = map_binary(floating(a), floating(b), "atan2", BinaryOp::kAtan2);
+    if (detail::needs_grad({this, &other}))
+        detail::record(out, "Atan2Backward0", {this, &other},
+                       [y = detail::Saved(*this), x = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
+                           // d/dy = x / r², d/dx = -y / r²
+                           const Tensor &xs = x, &ys = y, r2 = ys * ys + xs * xs;
+                           return Grads{n[0] ? sum_to(g * xs / r2, ys.shape()) : Tensor(),
+                                        n[1] ? sum_to(g * ys.neg() / r2, xs.shape()) : Tensor()};
+                       });
+    return out;
+}
+
+namespace {
+
+/// lerp mixes no dtypes: PyTorch's message, with its C type names.
+void check_lerp_dtype(const Tensor& self, const Tensor& t, const char* what) {
+    if (t.dtype() == self.dtype()) return;
+    auto c_name = [](DType d) { return d == kFloat32 ? "float" : d == kFloat64 ? "double" : "long"; };
+    detail::fail("lerp", std::string("expected dtype ") + c_name(self.dtype()) + " for `" + what + "` but got dtype " +
+                             c_name(t.dtype()));
+}
+
+}  // namespace
+
+Tensor Tensor::lerp(const Tensor& end, double weight) const {
+    detail::check_defined(*this, "lerp");
+    detail::check_defined(end, "lerp");
+    check_lerp_dtype(*this, end, "end");
+    if (!is_floating_point()) detail::fail("lerp", "needs a floating-point tensor, got " + to_string(dtype()));
+    Tensor out;
+    {
+        // PyTorch's formula: from the nearer end, so that weight 0 gives self and 1 gives end exactly.
+        NoGradGuard no_grad;
+        const Tensor a = detach(), b = end.detach();
+        out = weight < 0.5 ? a + (b - a) * weight : b - (b - a) * (1.0 - weight);
+    }
+    if (detail::needs_grad({this, &end}))
+        detail::record(out, "LerpBackward0", {this, &end},
+                       [sa = shape(), sb = end.shape(), weight](const Tensor& g, const NeedsGrad& n) {
+                           return Grads{n[0] ? sum_to(g * (1.0 - weight), sa) : Tensor(),
+                                        n[1] ? sum_to(g * weight, sb) : Tensor()};
+                       });
+    return out;
+}
+
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
+    detail::check_defined(*this, "lerp");
+    detail::check_defined(end, "lerp");
+    detail::check_defined(weight, "lerp");
+    check_lerp_dtype(*this, end, "end");
+    check_lerp_dtype(*this, weight, "weight");
+    if (!is_floating_point()) detail::fail("lerp", "needs a floating-point tensor, got " + to_string(dtype()));
+    Tensor out;
+    {
+        // self + weight (end - self) everywhere: PyTorch switches to end - (end - self)(1 - weight)
+        // above 0.5, which only moves the last bit.
+        NoGradGuard no_grad;
+        const Tensor a = detach();
+        out = a + weight.detach() * (end.detach() - a);
+    }
+    if (detail::needs_grad({this, &end, &weight}))
+        detail::record(out, "LerpBackward1", {this, &end, &weight},
+                       [a = detail::Saved(*this), b = detail::Saved(end), w = detail::Saved(weight)](
+                           const Tensor& g, const NeedsGrad& n) {
+                           const Tensor &start = a, &stop = b, &wt = w;
+                           return Grads{n[0] ? sum_to(g * (1.0 - wt), start.shape()) : Tensor(),
+                                        n[1] ? sum_to(g * wt, stop.shape()) : Tensor(),
+                                        n[2] ? sum_to(g * (stop - start), wt.shape()) : Tensor()};
+                       });
+    return out;
+}
+
+// ---- trigonometry, logarithms, exponentials, rounding -------------------------------------------------
+
+namespace {
+
+/// The gradient of a one-operand map from g, the input and the output.
+using UnaryGrad = Tensor (*)(const Tensor& g, const Tensor& x, const Tensor& out);
+
+/// A floating map of one operand (integers computed in float32, as PyTorch) recorded as `name`.
+Tensor unary_math(const Tensor& self, const char* op, UnaryOp k, const char* name, UnaryGrad grad) {
+    detail::check_defined(self, op);
+    Tensor out = map_unary(floating(self), k);
+    if (detail::needs_grad({&self}))
+        detail::record(out, name, {&self},
+                       [x = detail::Saved(self), o = detail::Saved(out), grad](const Tensor& g, const NeedsGrad&) {
+                           return Grads{grad(g, x, o)};
+                       });
+    return out;
+}
+
+/// A rounding map: integers come back unchanged (a copy), floats get a zero gradient.
+Tensor rounding(const Tensor& self, const char* op, UnaryOp k, const char* name) {
+    detail::check_defined(self, op);
+    if (!self.is_floating_point()) return k == UnaryOp::kSign ? map_unary(self, k) : self.clone();
+    Tensor out = map_unary(self, k);
+    if (detail::needs_grad({&self}))
+        detail::record(out, name, {&self}, [](const Tensor& g, const NeedsGrad&) { return Grads{zeros_like(g)}; });
+    return out;
+}
+
+constexpr double kLn2 = std::numbers::ln2, kLn10 = std::numbers::ln10;
+
+}  // namespace
+
+Tensor Tensor::erf() const {
+    return unary_math(*this, "erf", UnaryOp::kErf, "ErfBackward0", [](const Tensor& g, const Tensor& x, const Tensor&) {
+        return (x * x).neg().exp() * (2.0 * std::numbers::inv_sqrtpi) * g;  // 2/sqrt(pi) exp(-x²)
+    });
+}
+Tensor Tensor::sin() const {
+    return unary_math(*this, "sin", UnaryOp::kSin, "SinBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * x.cos(); });
+}
+Tensor Tensor::cos() const {
+    return unary_math(*this, "cos", UnaryOp::kCos, "CosBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * x.sin().neg(); });
+}
+Tensor Tensor::tan() const {
+    return unary_math(*this, "tan", UnaryOp::kTan, "TanBackward0",
+                      [](const Tensor& g, const Tensor&, const Tensor& o) { return g * (o * o + 1.0); });
+}
+Tensor Tensor::asin() const {
+    return unary_math(*this, "asin", UnaryOp::kAsin, "AsinBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * (1.0 - x * x).rsqrt(); });
+}
+Tensor Tensor::acos() const {
+    return unary_math(*this, "acos", UnaryOp::kAcos, "AcosBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * (1.0 - x * x).rsqrt().neg(); });
+}
+Tensor Tensor::atan() const {
+    return unary_math(*this, "atan", UnaryOp::kAtan, "AtanBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * x + 1.0); });
+}
+Tensor Tensor::sinh() const {
+    return unary_math(*this, "sinh", UnaryOp::kSinh, "SinhBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * x.cosh(); });
+}
+Tensor Tensor::cosh() const {
+    return unary_math(*this, "cosh", UnaryOp::kCosh, "CoshBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g * x.sinh(); });
+}
+Tensor Tensor::log2() const {
+    return unary_math(*this, "log2", UnaryOp::kLog2, "Log2Backward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * kLn2); });
+}
+Tensor Tensor::log10() const {
+    return unary_math(*this, "log10", UnaryOp::kLog10, "Log10Backward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * kLn10); });
+}
+Tensor Tensor::log1p() const {
+    return unary_math(*this, "log1p", UnaryOp::kLog1p, "Log1PBackward0",
+                      [](const Tensor& g, const Tensor& x, const Tensor&) { return g / (x + 1.0); });
+}
+Tensor Tensor::expm1() const {
+    return unary_math(*this, "expm1", UnaryOp::kExpm1, "Expm1Backward0",
+                      [](const Tensor& g, const Tensor&, const Tensor& o) { return g * (o + 1.0); });
+}
+Tensor Tensor::exp2() const {
+    return unary_math(*this, "exp2", UnaryOp::kExp2, "Exp2Backward0",
+                      [](const Tensor& g, const Tensor&, const Tensor& o) { return g * o * kLn2; });
+}
+Tensor Tensor::sign() const {
+    return rounding(*this, "sign", UnaryOp::kSign, "SignBackward0");
+}
+Tensor Tensor::floor() const {
+    return rounding(*this, "floor", UnaryOp::kFloor, "FloorBackward0");
+}
+Tensor Tensor::ceil() const {
+    return rounding(*this, "ceil", UnaryOp::kCeil, "CeilBackward0");
+}
+Tensor Tensor::round() const {
+    return rounding(*this, "round", UnaryOp::kRound, "RoundBackward0");
+}
+Tensor Tensor::trunc() const {
+    return rounding(*this, "trunc", UnaryOp::kTrunc, "TruncBackward0");
+}
+
+/// `base ** exponent`: PyTorch's pow(Scalar, Tensor), recorded as PowBackward2.
+Tensor pow(double base, const Tensor& exponent) {
+    Tensor e = for_scalar(exponent, base, "pow");
+    Tensor out = map_binary(scalar_like(e, base), e, "pow", BinaryOp::kPow);
+    if (detail::needs_grad({&exponent}))
+        detail::record(out, "PowBackward2", {&exponent},
+                       [o = detail::Saved(out), e = detail::Saved(exponent), base](const Tensor& g, const NeedsGrad&) {
+                           // d/de base^e = base^e ln(base), taken as 0 where base == 0 and e >= 0.
+                           const Tensor& r = o;
+                           Tensor ln = map_binary(scalar_like(r, base), e->to(r.dtype()), "pow", BinaryOp::kPowLogBase);
+                           return Grads{g * r * ln};
+                       });
     return out;
 }
 

@@ -321,6 +321,84 @@ TEST_CASE("elementwise maps of two operands, with broadcasting and strides") {
     check_op("int64", [](const Inputs& v) { return (v[0] * v[1] - v[1]).maximum(v[0]); }, {i, j});
 }
 
+TEST_CASE("issue 11 maths and activations: CUDA kernels against the CPU's") {
+    xgrad::manual_seed(11);
+    using Map = std::function<Tensor(const Tensor&)>;
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        // Values with kinks and thresholds in range (-3, 0, 3 for the hard activations).
+        const Tensor x = randn({6, 7}, dt) * 3.0, p = positive({6, 7}, dt), u = positive({6, 7}, dt) * 0.6 - 0.9;
+        const std::vector<std::pair<std::string, Map>> any{
+            {"erf", [](const Tensor& t) { return t.erf(); }},
+            {"sin", [](const Tensor& t) { return t.sin(); }},
+            {"cos", [](const Tensor& t) { return t.cos(); }},
+            {"atan", [](const Tensor& t) { return t.atan(); }},
+            {"sinh", [](const Tensor& t) { return t.sinh(); }},
+            {"cosh", [](const Tensor& t) { return t.cosh(); }},
+            {"expm1", [](const Tensor& t) { return t.expm1(); }},
+            {"exp2", [](const Tensor& t) { return t.exp2(); }},
+            {"sign floor ceil round trunc",
+             [](const Tensor& t) { return t.sign() + t.floor() + t.ceil() + t.round() + t.trunc(); }},
+            {"silu", F::silu},
+            {"mish", F::mish},
+            {"selu", F::selu},
+            {"hardswish", F::hardswish},
+            {"hardsigmoid", F::hardsigmoid},
+            {"relu6", F::relu6},
+            {"logsigmoid", F::logsigmoid},
+            {"softsign", F::softsign},
+            {"quick_gelu", F::quick_gelu},
+            {"leaky_relu", [](const Tensor& t) { return F::leaky_relu(t, 0.2); }},
+            {"elu", [](const Tensor& t) { return F::elu(t, 0.5); }},
+            {"celu", [](const Tensor& t) { return F::celu(t, 2.0); }},
+            {"softplus", [](const Tensor& t) { return F::softplus(t, 2.0, 3.0); }},
+            {"hardtanh", [](const Tensor& t) { return F::hardtanh(t, -2.0, 3.0); }},
+            {"remainder fmod div scalar",
+             [](const Tensor& t) {
+                 return t.remainder(-1.5) + t.fmod(1.5) + t.div(0.7, "floor") + t.div(0.7, "trunc");
+             }},
+        };
+        const std::vector<std::pair<std::string, Map>> unit{
+            {"asin", [](const Tensor& t) { return t.asin(); }},
+            {"acos", [](const Tensor& t) { return t.acos(); }},
+            {"tan", [](const Tensor& t) { return t.tan(); }},
+            {"log1p", [](const Tensor& t) { return t.log1p(); }},
+        };
+        const std::vector<std::pair<std::string, Map>> pos{
+            {"log2", [](const Tensor& t) { return t.log2(); }},
+            {"log10", [](const Tensor& t) { return t.log10(); }},
+            {"pow of a scalar base", [](const Tensor& t) { return xgrad::pow(1.7, t); }},
+        };
+        for (const auto* list : {&any, &unit, &pos}) {
+            const Tensor& in = list == &any ? x : list == &unit ? u : p;
+            for (const auto& [name, f] : *list) {
+                check_op(name, [f = f](const Inputs& v) { return f(v[0]); }, {in});
+                check_op(name + " (transposed)", [f = f](const Inputs& v) { return f(v[0].t()); }, {in});
+            }
+        }
+        const Tensor y = randn({7}, dt) * 2.0, lo = randn({6, 1}, dt), hi = randn({7}, dt) + 0.5;
+        check_op("atan2", [](const Inputs& v) { return xgrad::atan2(v[0], v[1]); }, {x, y});
+        check_op("remainder", [](const Inputs& v) { return v[0].remainder(v[1]); }, {x, y});
+        check_op("fmod", [](const Inputs& v) { return v[0].fmod(v[1]); }, {x, y});
+        check_op("div floor, trunc", [](const Inputs& v) { return v[0].div(v[1], "floor") + v[0].div(v[1], "trunc"); },
+                 {x, y});
+        check_op("clamp tensors", [](const Inputs& v) { return v[0].clamp(v[1], v[2]); }, {x, lo, hi});
+        check_op("clamp_min, clamp_max tensors",
+                 [](const Inputs& v) { return v[0].clamp_min(v[1]) + v[0].clamp_max(v[2]); }, {x, lo, hi});
+        check_op("lerp", [](const Inputs& v) { return v[0].lerp(v[1], v[2].sigmoid()); }, {x, y, lo});
+    }
+    // Integer kernels: powers, sign and the divisions.
+    const Tensor i = xgrad::arange(-6.0, 6.0, 1.0, xgrad::kInt64).reshape({3, 4});
+    const Tensor j = xgrad::tensor({3.0, -2.0, 5.0, -1.0}, xgrad::kInt64);
+    check_op("int64 pow sign", [](const Inputs& v) { return v[0].pow(5) + v[0].sign() + v[0].pow(v[1].abs()); },
+             {i, j});
+    check_op("int64 divisions",
+             [](const Inputs& v) {
+                 return v[0].remainder(v[1]) + v[0].fmod(v[1]) + v[0].div(v[1], "floor") + v[0].div(v[1], "trunc");
+             },
+             {i, j});
+}
+
 TEST_CASE("large elementwise maps: more elements than one grid covers") {
     xgrad::manual_seed(3);
     const Tensor x = randn({17 << 20}, xgrad::kFloat32);  // > 65535 blocks of 256 threads

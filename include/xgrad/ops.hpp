@@ -60,7 +60,9 @@ inline Tensor sigmoid(const Tensor& x) {
 inline Tensor relu(const Tensor& x) {
     return x.relu();
 }
-/// `torch.pow(x, exponent)`.
+/// `torch.pow(x, exponent)`. An int64 tensor to a whole power stays int64 and exact (wrapping on
+/// overflow, as PyTorch); to a negative whole power it throws "Integers to negative integer powers
+/// are not allowed.", as PyTorch does for `x.pow(-2)` (a C++ double cannot tell -2 from -2.0).
 inline Tensor pow(const Tensor& x, double exponent) {
     return x.pow(exponent);
 }
@@ -71,6 +73,141 @@ inline Tensor pow(const Tensor& x, const Tensor& exponent) {
 /// `torch.clamp(x, min, max)`.
 inline Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt) {
     return x.clamp(min, max);
+}
+// ---- more elementwise maths (torch.erf, torch.sin, ...): the Tensor methods as free functions ----
+/// `torch.erf(x)`: the error function.
+inline Tensor erf(const Tensor& x) {
+    return x.erf();
+}
+/// `torch.sin(x)`: sine.
+inline Tensor sin(const Tensor& x) {
+    return x.sin();
+}
+/// `torch.cos(x)`: cosine.
+inline Tensor cos(const Tensor& x) {
+    return x.cos();
+}
+/// `torch.tan(x)`: tangent.
+inline Tensor tan(const Tensor& x) {
+    return x.tan();
+}
+/// `torch.asin(x)`: arcsine.
+inline Tensor asin(const Tensor& x) {
+    return x.asin();
+}
+/// `torch.acos(x)`: arccosine.
+inline Tensor acos(const Tensor& x) {
+    return x.acos();
+}
+/// `torch.atan(x)`: arctangent.
+inline Tensor atan(const Tensor& x) {
+    return x.atan();
+}
+/// `torch.sinh(x)`: hyperbolic sine.
+inline Tensor sinh(const Tensor& x) {
+    return x.sinh();
+}
+/// `torch.cosh(x)`: hyperbolic cosine.
+inline Tensor cosh(const Tensor& x) {
+    return x.cosh();
+}
+/// `torch.log2(x)`: base-2 logarithm.
+inline Tensor log2(const Tensor& x) {
+    return x.log2();
+}
+/// `torch.log10(x)`: base-10 logarithm.
+inline Tensor log10(const Tensor& x) {
+    return x.log10();
+}
+/// `torch.log1p(x)`: `log(1 + x)`.
+inline Tensor log1p(const Tensor& x) {
+    return x.log1p();
+}
+/// `torch.expm1(x)`: `exp(x) - 1`.
+inline Tensor expm1(const Tensor& x) {
+    return x.expm1();
+}
+/// `torch.exp2(x)`: `2 ** x`.
+inline Tensor exp2(const Tensor& x) {
+    return x.exp2();
+}
+/// `torch.sign(x)`: -1, 0 or 1 by sign.
+inline Tensor sign(const Tensor& x) {
+    return x.sign();
+}
+/// `torch.floor(x)`: rounded down.
+inline Tensor floor(const Tensor& x) {
+    return x.floor();
+}
+/// `torch.ceil(x)`: rounded up.
+inline Tensor ceil(const Tensor& x) {
+    return x.ceil();
+}
+/// `torch.round(x)`: rounded half to even.
+inline Tensor round(const Tensor& x) {
+    return x.round();
+}
+/// `torch.trunc(x)`: rounded toward zero.
+inline Tensor trunc(const Tensor& x) {
+    return x.trunc();
+}
+/// `torch.atan2(y, x)`: the angle of the point (x, y).
+inline Tensor atan2(const Tensor& y, const Tensor& x) {
+    return y.atan2(x);
+}
+/// `torch.pow(base, exponent)` with a scalar base (differentiable in the exponent).
+Tensor pow(double base, const Tensor& exponent);
+/// `torch.remainder(a, b)`: Python's `%` (the divisor's sign).
+inline Tensor remainder(const Tensor& a, const Tensor& b) {
+    return a.remainder(b);
+}
+/// `torch.remainder(a, b)` with a scalar divisor.
+inline Tensor remainder(const Tensor& a, double b) {
+    return a.remainder(b);
+}
+/// `torch.fmod(a, b)`: C's fmod (the dividend's sign).
+inline Tensor fmod(const Tensor& a, const Tensor& b) {
+    return a.fmod(b);
+}
+/// `torch.fmod(a, b)` with a scalar divisor.
+inline Tensor fmod(const Tensor& a, double b) {
+    return a.fmod(b);
+}
+/// `torch.div(a, b, rounding_mode=...)` with "trunc" or "floor".
+inline Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+    return a.div(b, rounding_mode);
+}
+/// `torch.div(a, b, rounding_mode=...)` with a scalar divisor.
+inline Tensor div(const Tensor& a, double b, const std::string& rounding_mode) {
+    return a.div(b, rounding_mode);
+}
+/// `torch.lerp(start, end, weight)`.
+inline Tensor lerp(const Tensor& start, const Tensor& end, double weight) {
+    return start.lerp(end, weight);
+}
+/// `torch.lerp(start, end, weight)` with an elementwise weight.
+inline Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+    return start.lerp(end, weight);
+}
+/// `torch.clamp(x, min, max)` with tensor bounds (either may be undefined).
+inline Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+    return x.clamp(min, max);
+}
+/// `torch.clamp_min(x, min)`.
+inline Tensor clamp_min(const Tensor& x, const Tensor& min) {
+    return x.clamp_min(min);
+}
+/// `torch.clamp_min(x, min)` with a scalar bound.
+inline Tensor clamp_min(const Tensor& x, double min) {
+    return x.clamp_min(min);
+}
+/// `torch.clamp_max(x, max)`.
+inline Tensor clamp_max(const Tensor& x, const Tensor& max) {
+    return x.clamp_max(max);
+}
+/// `torch.clamp_max(x, max)` with a scalar bound.
+inline Tensor clamp_max(const Tensor& x, double max) {
+    return x.clamp_max(max);
 }
 /// `torch.sum(x)`.
 inline Tensor sum(const Tensor& x) {

@@ -152,8 +152,8 @@ public:
     Tensor div(const Tensor& other) const;     ///< `self / other`.
     Tensor div(double other) const;            ///< `self / other`.
     Tensor neg() const;                        ///< `-self`.
-    Tensor pow(double exponent) const;         ///< `self ** exponent`.
-    Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise.
+    Tensor pow(double exponent) const;         ///< `self ** exponent` (see xgrad::pow for integers).
+    Tensor pow(const Tensor& exponent) const;  ///< `self ** exponent`, elementwise (int64 stays int64).
     Tensor sqrt() const;                       ///< Square root.
     Tensor rsqrt() const;                      ///< `1 / sqrt(self)`.
     Tensor exp() const;                        ///< `e ** self`.
@@ -168,6 +168,49 @@ public:
     Tensor minimum(const Tensor& other) const;  ///< Elementwise minimum (ties share the gradient).
     /// Limits values to [min, max]; either bound may be omitted.
     Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+    /// Limits values to [min, max] elementwise with tensor bounds (broadcasting); either may be
+    /// undefined. Where max < min the result is max, as PyTorch.
+    Tensor clamp(const Tensor& min, const Tensor& max) const;
+    Tensor clamp_min(double min) const;         ///< `clamp(min, nullopt)`, recorded as ClampMinBackward0.
+    Tensor clamp_min(const Tensor& min) const;  ///< Elementwise lower bound (NaN propagates).
+    Tensor clamp_max(double max) const;         ///< `clamp(nullopt, max)`, recorded as ClampMaxBackward0.
+    Tensor clamp_max(const Tensor& max) const;  ///< Elementwise upper bound (NaN propagates).
+    /// `self / other` rounded as `rounding_mode` says: "trunc" (toward zero) or "floor" (Python's
+    /// `//`); integer tensors stay integers and a zero divisor throws. The gradient is zero.
+    Tensor div(const Tensor& other, const std::string& rounding_mode) const;
+    /// `self / other` with a scalar divisor, rounded as `rounding_mode` says ("trunc" or "floor").
+    Tensor div(double other, const std::string& rounding_mode) const;
+    /// Python's `%`: the remainder has the divisor's sign (`torch.remainder`).
+    Tensor remainder(const Tensor& other) const;
+    Tensor remainder(double other) const;    ///< Python's `%` with a scalar divisor.
+    Tensor fmod(const Tensor& other) const;  ///< C's fmod: the remainder has the dividend's sign.
+    Tensor fmod(double other) const;         ///< C's fmod with a scalar divisor.
+    /// `atan2(self, other)`: the angle of the point (other, self), in (-pi, pi].
+    Tensor atan2(const Tensor& other) const;
+    /// `self + weight * (end - self)`, as torch.lerp (differentiable in self and end).
+    Tensor lerp(const Tensor& end, double weight) const;
+    /// `self + weight * (end - self)` with an elementwise weight (differentiable in all three).
+    Tensor lerp(const Tensor& end, const Tensor& weight) const;
+    Tensor erf() const;    ///< The error function.
+    Tensor sin() const;    ///< Sine.
+    Tensor cos() const;    ///< Cosine.
+    Tensor tan() const;    ///< Tangent.
+    Tensor asin() const;   ///< Arcsine (NaN outside [-1, 1]).
+    Tensor acos() const;   ///< Arccosine (NaN outside [-1, 1]).
+    Tensor atan() const;   ///< Arctangent.
+    Tensor sinh() const;   ///< Hyperbolic sine.
+    Tensor cosh() const;   ///< Hyperbolic cosine.
+    Tensor log2() const;   ///< Base-2 logarithm.
+    Tensor log10() const;  ///< Base-10 logarithm.
+    Tensor log1p() const;  ///< `log(1 + self)`, accurate near 0.
+    Tensor expm1() const;  ///< `exp(self) - 1`, accurate near 0.
+    Tensor exp2() const;   ///< `2 ** self`.
+    /// -1, 0 or 1 by the sign of each element (0 for NaN and -0, as PyTorch); the gradient is zero.
+    Tensor sign() const;
+    Tensor floor() const;  ///< Rounds down (integers unchanged); the gradient is zero.
+    Tensor ceil() const;   ///< Rounds up (integers unchanged); the gradient is zero.
+    Tensor round() const;  ///< Rounds half to even, as torch.round; the gradient is zero.
+    Tensor trunc() const;  ///< Rounds toward zero; the gradient is zero.
 
     // ---- reductions ---------------------------------------------------------------------------
     /// Sum of all elements (a 0-d tensor).

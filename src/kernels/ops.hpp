@@ -29,6 +29,36 @@ enum class UnaryOp : std::uint8_t {
     kMul,         // x * a
     kDiv,         // x / a
     kClamp,       // min(max(x, a), b), NaN kept
+    // ---- more maths and activations (issue 11); integer tensors take kSign and kPowInt only ----
+    kErf,
+    kSin,
+    kCos,
+    kTan,
+    kAsin,
+    kAcos,
+    kAtan,
+    kSinh,
+    kCosh,
+    kLog2,
+    kLog10,
+    kLog1p,
+    kExpm1,
+    kExp2,
+    kSign,  // -1, 0 or 1 (NaN stays, -0 gives 0)
+    kFloor,
+    kCeil,
+    kRound,  // half to even, as torch.round
+    kTrunc,
+    kPowInt,       // integer x ** a, a >= 0, wrapping as PyTorch's powi
+    kSoftplus,     // beta a, threshold b
+    kSilu,         // x * sigmoid(x)
+    kMish,         // x * tanh(softplus(x))
+    kLeakyRelu,    // x > 0 ? x : a x
+    kElu,          // x > 0 ? x : a (exp(b x) - 1): ELU (b = 1) and CELU (a = alpha, b = 1 / alpha)
+    kSelu,         // scale * elu(x, alpha) with SELU's constants
+    kHardsigmoid,  // clamp(x + 3, 0, 6) / 6
+    kHardswish,    // x * hardsigmoid(x)
+    kLogSigmoid,   // min(x, 0) - log1p(exp(-|x|))
 };
 
 /// Elementwise maps of two operands (forward ops and the backward formulas that need both).
@@ -53,6 +83,24 @@ enum class BinaryOp : std::uint8_t {
     kMaxShare,          // x == y ? 0.5 : x < y ? 0 : 1 (maximum's gradient share)
     kMinShare,          // x == y ? 0.5 : x > y ? 0 : 1
     kEqualOrBothNan,    // x == y || (x, y both NaN) ? 1 : 0
+    // ---- more maths and activations (issue 11); backward ops take (g, x) ----
+    kAtan2,             // atan2(x, y)
+    kRemainder,         // x - y floor(x / y), sign of y (Python's %)
+    kFmod,              // C's fmod, sign of x
+    kDivTrunc,          // trunc(x / y)
+    kDivFloor,          // floor(x / y), Python's //
+    kGeMask,            // x >= y ? 1 : 0
+    kGtMask,            // x > y ? 1 : 0
+    kSoftplusBackward,  // beta a, threshold b
+    kSiluBackward,
+    kMishBackward,
+    kLeakyReluBackward,  // slope a
+    kEluBackward,        // alpha a, input scale b
+    kSeluBackward,
+    kHardtanhBackward,  // a < x < b ? g : 0
+    kHardsigmoidBackward,
+    kHardswishBackward,
+    kLogSigmoidBackward,
 };
 
 }  // namespace xgrad::kernels

@@ -1,9 +1,10 @@
-// torch.nn.functional's layer functions: linear, relu, gelu, dropout.
+// torch.nn.functional's layer functions: linear, the activations, dropout.
 #include "xgrad/nn/functional.hpp"
 
 #include <utility>
 
 #include "detail/linalg.hpp"
+#include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/ops.hpp"
@@ -87,6 +88,91 @@ Tensor relu(const Tensor& input) {
 
 Tensor gelu(const Tensor& input, const std::string& approximate) {
     return input.gelu(approximate);
+}
+
+namespace {
+
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+/// An activation with a kernel of its own forward (`fwd`) and backward (`bwd`, from g and the input),
+/// recorded as `name`; `a` and `b` are its parameters.
+Tensor activation(const Tensor& input, const char* op, UnaryOp fwd, BinaryOp bwd, const char* name, double a = 0,
+                  double b = 0) {
+    detail::check_defined(input, op);
+    if (!input.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(input.dtype()));
+    Tensor out = detail::map_unary(input, fwd, a, b);
+    if (detail::needs_grad({&input}))
+        detail::record(out, name, {&input},
+                       [x = detail::Saved(input), op, bwd, a, b](const Tensor& g, const detail::NeedsGrad&) {
+                           return Grads{detail::map_binary(g, x->to(g.dtype()), op, bwd, a, b)};
+                       });
+    return out;
+}
+
+}  // namespace
+
+Tensor silu(const Tensor& input) {
+    return activation(input, "silu", UnaryOp::kSilu, BinaryOp::kSiluBackward, "SiluBackward0");
+}
+
+Tensor leaky_relu(const Tensor& input, double negative_slope) {
+    return activation(input, "leaky_relu", UnaryOp::kLeakyRelu, BinaryOp::kLeakyReluBackward, "LeakyReluBackward0",
+                      negative_slope);
+}
+
+Tensor elu(const Tensor& input, double alpha) {
+    return activation(input, "elu", UnaryOp::kElu, BinaryOp::kEluBackward, "EluBackward0", alpha, 1.0);
+}
+
+Tensor selu(const Tensor& input) {
+    return activation(input, "selu", UnaryOp::kSelu, BinaryOp::kSeluBackward, "EluBackward0");
+}
+
+Tensor celu(const Tensor& input, double alpha) {
+    if (alpha == 0) fail("celu", "ZeroDivisionError: alpha cannot be 0 for CELU");
+    return activation(input, "celu", UnaryOp::kElu, BinaryOp::kEluBackward, "CeluBackward0", alpha, 1.0 / alpha);
+}
+
+Tensor softplus(const Tensor& input, double beta, double threshold) {
+    return activation(input, "softplus", UnaryOp::kSoftplus, BinaryOp::kSoftplusBackward, "SoftplusBackward0", beta,
+                      threshold);
+}
+
+Tensor mish(const Tensor& input) {
+    return activation(input, "mish", UnaryOp::kMish, BinaryOp::kMishBackward, "MishBackward0");
+}
+
+Tensor hardtanh(const Tensor& input, double min_val, double max_val) {
+    return activation(input, "hardtanh", UnaryOp::kClamp, BinaryOp::kHardtanhBackward, "HardtanhBackward0", min_val,
+                      max_val);
+}
+
+Tensor relu6(const Tensor& input) {
+    return hardtanh(input, 0.0, 6.0);
+}
+
+Tensor hardswish(const Tensor& input) {
+    return activation(input, "hardswish", UnaryOp::kHardswish, BinaryOp::kHardswishBackward, "HardswishBackward0");
+}
+
+Tensor hardsigmoid(const Tensor& input) {
+    return activation(input, "hardsigmoid", UnaryOp::kHardsigmoid, BinaryOp::kHardsigmoidBackward,
+                      "HardsigmoidBackward0");
+}
+
+Tensor logsigmoid(const Tensor& input) {
+    return activation(input, "logsigmoid", UnaryOp::kLogSigmoid, BinaryOp::kLogSigmoidBackward, "LogSigmoidBackward0");
+}
+
+Tensor softsign(const Tensor& input) {
+    detail::check_defined(input, "softsign");
+    return input / (input.abs() + 1.0);
+}
+
+Tensor quick_gelu(const Tensor& input) {
+    detail::check_defined(input, "quick_gelu");
+    return input * (input * 1.702).sigmoid();
 }
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* gen) {

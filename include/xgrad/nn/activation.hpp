@@ -1,6 +1,7 @@
-// Activation and dropout modules: ReLU, GELU, Tanh, Sigmoid, Dropout.
+// Activation and dropout modules: ReLU, GELU, Tanh, Sigmoid, the rest of torch.nn's activations, Dropout.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "xgrad/nn/module.hpp"
@@ -62,6 +63,187 @@ public:
     Sigmoid() = default;
     /// Applies the sigmoid.
     Tensor forward(const Tensor& input) override;
+};
+
+/// `x * sigmoid(x)` elementwise; prints as `SiLU()`.
+///
+/// ```cpp
+/// xgrad::Tensor y = xgrad::nn::SiLU()(xgrad::tensor({-1.0, 2.0}));   // tensor([-0.2689,  1.7616])
+/// ```
+class SiLU : public Module {
+public:
+    SiLU() = default;
+    /// Applies `nn::functional::silu`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `x` where positive, else `negative_slope * x`; prints as `LeakyReLU(negative_slope=0.01)`.
+class LeakyReLU : public Module {
+public:
+    /// A LeakyReLU with PyTorch's default slope.
+    explicit LeakyReLU(double negative_slope = 0.01);
+    /// Applies `nn::functional::leaky_relu`.
+    Tensor forward(const Tensor& input) override;
+    /// `negative_slope=0.01`.
+    std::string extra_repr() const override;
+
+private:
+    double negative_slope_;
+};
+
+/// `x` where positive, else `alpha * (exp(x) - 1)`; prints as `ELU(alpha=1.0)`.
+class ELU : public Module {
+public:
+    /// An ELU with PyTorch's default alpha.
+    explicit ELU(double alpha = 1.0);
+    /// Applies `nn::functional::elu`.
+    Tensor forward(const Tensor& input) override;
+    /// `alpha=1.0`.
+    std::string extra_repr() const override;
+
+private:
+    double alpha_;
+};
+
+/// `scale * elu(x, alpha)` with SELU's fixed constants; prints as `SELU()`.
+class SELU : public Module {
+public:
+    SELU() = default;
+    /// Applies `nn::functional::selu`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `x` where positive, else `alpha * (exp(x / alpha) - 1)`; prints as `CELU(alpha=1.0)`.
+class CELU : public Module {
+public:
+    /// A CELU with PyTorch's default alpha; throws for alpha 0.
+    explicit CELU(double alpha = 1.0);
+    /// Applies `nn::functional::celu`.
+    Tensor forward(const Tensor& input) override;
+    /// `alpha=1.0`.
+    std::string extra_repr() const override;
+
+private:
+    double alpha_;
+};
+
+/// `log(1 + exp(beta x)) / beta` (x itself above `threshold`); prints as
+/// `Softplus(beta=1, threshold=20)`: whole values print as integers, as PyTorch's integer defaults do.
+class Softplus : public Module {
+public:
+    /// A Softplus with PyTorch's defaults.
+    explicit Softplus(double beta = 1.0, double threshold = 20.0);
+    /// Applies `nn::functional::softplus`.
+    Tensor forward(const Tensor& input) override;
+    /// `beta=1, threshold=20`.
+    std::string extra_repr() const override;
+
+private:
+    double beta_, threshold_;
+};
+
+/// `x * tanh(softplus(x))` elementwise; prints as `Mish()`.
+class Mish : public Module {
+public:
+    Mish() = default;
+    /// Applies `nn::functional::mish`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `min(max(x, 0), 6)` elementwise; prints as `ReLU6()`.
+class ReLU6 : public Module {
+public:
+    ReLU6() = default;
+    /// Applies `nn::functional::relu6`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `x * relu6(x + 3) / 6` elementwise; prints as `Hardswish()`.
+class Hardswish : public Module {
+public:
+    Hardswish() = default;
+    /// Applies `nn::functional::hardswish`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `relu6(x + 3) / 6` elementwise; prints as `Hardsigmoid()`.
+class Hardsigmoid : public Module {
+public:
+    Hardsigmoid() = default;
+    /// Applies `nn::functional::hardsigmoid`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `clamp(x, min_val, max_val)` with a zero gradient at the bounds; prints as
+/// `Hardtanh(min_val=-1.0, max_val=1.0)`.
+class Hardtanh : public Module {
+public:
+    /// A Hardtanh; throws unless max_val > min_val (PyTorch's assertion).
+    explicit Hardtanh(double min_val = -1.0, double max_val = 1.0);
+    /// Applies `nn::functional::hardtanh`.
+    Tensor forward(const Tensor& input) override;
+    /// `min_val=-1.0, max_val=1.0`.
+    std::string extra_repr() const override;
+
+private:
+    double min_val_, max_val_;
+};
+
+/// `log(sigmoid(x))` elementwise, computed stably; prints as `LogSigmoid()`.
+class LogSigmoid : public Module {
+public:
+    LogSigmoid() = default;
+    /// Applies `nn::functional::logsigmoid`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `x / (1 + |x|)` elementwise; prints as `Softsign()`.
+class Softsign : public Module {
+public:
+    Softsign() = default;
+    /// Applies `nn::functional::softsign`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// `x * sigmoid(1.702 x)` elementwise (CLIP's GELU approximation; not in PyTorch 1.13); prints as `QuickGELU()`.
+class QuickGELU : public Module {
+public:
+    QuickGELU() = default;
+    /// Applies `nn::functional::quick_gelu`.
+    Tensor forward(const Tensor& input) override;
+};
+
+/// Softmax along `dim`; prints as `Softmax(dim=1)`.
+///
+/// ```cpp
+/// xgrad::nn::Softmax softmax(-1);
+/// xgrad::Tensor p = softmax(xgrad::randn({2, 5}));   // each row sums to 1
+/// ```
+class Softmax : public Module {
+public:
+    /// A softmax over `dim` (PyTorch's implicit dim is not offered: name it).
+    explicit Softmax(std::int64_t dim);
+    /// Applies `nn::functional::softmax`.
+    Tensor forward(const Tensor& input) override;
+    /// `dim=1`.
+    std::string extra_repr() const override;
+
+private:
+    std::int64_t dim_;
+};
+
+/// Log-softmax along `dim`; prints as `LogSoftmax(dim=1)`.
+class LogSoftmax : public Module {
+public:
+    /// A log-softmax over `dim`.
+    explicit LogSoftmax(std::int64_t dim);
+    /// Applies `nn::functional::log_softmax`.
+    Tensor forward(const Tensor& input) override;
+    /// `dim=1`.
+    std::string extra_repr() const override;
+
+private:
+    std::int64_t dim_;
 };
 
 /// In training mode, zeroes each element with probability `p` and scales the others by 1/(1-p);

@@ -23,6 +23,36 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Te
 Tensor relu(const Tensor& input);
 /// GELU; `approximate` is "none" or "tanh".
 Tensor gelu(const Tensor& input, const std::string& approximate = "none");
+// ---- more activations (torch.nn.functional's names and defaults) ----------------------------------
+/// `x * sigmoid(x)` (SiLU, also called swish).
+Tensor silu(const Tensor& input);
+/// `x` where positive, else `negative_slope * x`.
+Tensor leaky_relu(const Tensor& input, double negative_slope = 0.01);
+/// `x` where positive, else `alpha * (exp(x) - 1)`.
+Tensor elu(const Tensor& input, double alpha = 1.0);
+/// `scale * elu(x, alpha)` with SELU's fixed alpha ≈ 1.6733 and scale ≈ 1.0507.
+Tensor selu(const Tensor& input);
+/// `x` where positive, else `alpha * (exp(x / alpha) - 1)`; throws for alpha 0.
+Tensor celu(const Tensor& input, double alpha = 1.0);
+/// `log(1 + exp(beta x)) / beta`, and `x` itself where `beta x > threshold`.
+Tensor softplus(const Tensor& input, double beta = 1.0, double threshold = 20.0);
+/// `x * tanh(softplus(x))`.
+Tensor mish(const Tensor& input);
+/// `min(max(x, 0), 6)`; recorded as PyTorch records it, as hardtanh (HardtanhBackward0).
+Tensor relu6(const Tensor& input);
+/// `x * relu6(x + 3) / 6`.
+Tensor hardswish(const Tensor& input);
+/// `relu6(x + 3) / 6`.
+Tensor hardsigmoid(const Tensor& input);
+/// `clamp(x, min_val, max_val)`, with a zero gradient at and beyond the bounds.
+Tensor hardtanh(const Tensor& input, double min_val = -1.0, double max_val = 1.0);
+/// `log(sigmoid(x))`, computed stably.
+Tensor logsigmoid(const Tensor& input);
+/// `x / (1 + |x|)`, as PyTorch's composite (DivBackward0).
+Tensor softsign(const Tensor& input);
+/// `x * sigmoid(1.702 x)`, GELU's sigmoid approximation (CLIP's QuickGELU; not in PyTorch itself).
+Tensor quick_gelu(const Tensor& input);
+
 /// Zeroes elements with probability `p` and scales the rest by `1/(1-p)` when `training`; the mask
 /// is drawn exactly as PyTorch's CPU dropout draws it (`bernoulli_(1 - p)`).
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true, Generator* gen = nullptr);

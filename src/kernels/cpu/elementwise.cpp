@@ -10,6 +10,7 @@
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vec_math.hpp"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -55,6 +56,10 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                     break;
                 case UnaryOp::kClamp:
                     py[i] = std::min(std::max(v, static_cast<T>(a)), static_cast<T>(b));
+                    break;
+                case UnaryOp::kSign:
+                case UnaryOp::kPowInt:
+                    py[i] = scalar::int_unary(op, v, static_cast<T>(a));
                     break;
                 default:
                     unsupported("unary", static_cast<int>(op), kInt64);
@@ -126,9 +131,33 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = x / static_cast<T>(a);
                 break;
             case UnaryOp::kClamp:
-                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays.
-                xt::noalias(y) = xt::where(xt::not_equal(x, x), x,
-                                           xt::minimum(xt::maximum(x, static_cast<T>(a)), static_cast<T>(b)));
+                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays, and
+                // so does -0 against a bound of 0 (both comparisons false, as the CUDA kernel's).
+                xt::noalias(y) = xt::where(x < static_cast<T>(a), static_cast<T>(a), x);
+                xt::noalias(y) = xt::where(static_cast<T>(b) < y, static_cast<T>(b), y);
+                break;
+            case UnaryOp::kErf:
+                verf(px, py, n);
+                break;
+            case UnaryOp::kSilu:  // x / (1 + exp(-x)) with vec_math's exp, as PyTorch's vectorised silu
+                xt::noalias(y) = -x;
+                vexp(py, py, n);
+                xt::noalias(y) = x / (T(1) + y);
+                break;
+            // The ELU family with vec_math's exp (PyTorch's vectorised kernel: (exp(b x) - 1) a).
+            case UnaryOp::kElu:
+                xt::noalias(y) = x * static_cast<T>(b);
+                vexp(py, py, n);
+                xt::noalias(y) = xt::where(x > T(0), x, (y - T(1)) * static_cast<T>(a));
+                break;
+            case UnaryOp::kSelu:
+                vexp(px, py, n);
+                xt::noalias(y) = xt::where(x > T(0), x * T(scalar::kSeluScale),
+                                           (y - T(1)) * T(scalar::kSeluAlpha * scalar::kSeluScale));
+                break;
+            default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
+                for (std::int64_t i = 0; i < n; ++i)
+                    py[i] = scalar::float_unary<T>(op, px[i], static_cast<T>(a), static_cast<T>(b));
                 break;
         }
     }
@@ -155,6 +184,13 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                     break;
                 case BinaryOp::kMinimum:
                     po[i] = std::min(x, y);
+                    break;
+                case BinaryOp::kPow:
+                case BinaryOp::kRemainder:
+                case BinaryOp::kFmod:
+                case BinaryOp::kDivTrunc:
+                case BinaryOp::kDivFloor:
+                    po[i] = scalar::int_binary(op, x, y);
                     break;
                 default:
                     unsupported("binary", static_cast<int>(op), kInt64);
@@ -234,8 +270,28 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
             case BinaryOp::kEqualOrBothNan:
                 xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
                 break;
+            // The backward ops of SiLU and the ELU family with vec_math's exp; x is g, y the input.
+            case BinaryOp::kSiluBackward:  // s = 1 / (1 + exp(-y)); g s (1 + y (1 - s))
+                xt::noalias(o) = -y;
+                vexp(po, po, n);
+                xt::noalias(o) = T(1) / (T(1) + o);
+                xt::noalias(o) = x * o * (T(1) + y * (T(1) - o));
+                break;
+            case BinaryOp::kEluBackward:
+                xt::noalias(o) = y * static_cast<T>(b);
+                vexp(po, po, n);
+                xt::noalias(o) = xt::where(y > T(0), x, x * static_cast<T>(b) * static_cast<T>(a) * o);
+                break;
+            case BinaryOp::kSeluBackward:
+                vexp(pq, po, n);
+                xt::noalias(o) =
+                    xt::where(y > T(0), x * T(scalar::kSeluScale), x * T(scalar::kSeluAlpha * scalar::kSeluScale) * o);
+                break;
+            default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
+                for (std::int64_t i = 0; i < n; ++i)
+                    po[i] = scalar::float_binary<T>(op, px[i], pq[i], static_cast<T>(a), static_cast<T>(b));
+                break;
         }
-        (void)b;
     }
 }
 

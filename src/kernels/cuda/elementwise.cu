@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cuda {
 
@@ -36,7 +37,7 @@ __device__ T unary_op(UnaryOp op, T x, T a, T b) {
                 return b < lo ? b : lo;
             }
             default:
-                return 0;  // refused on the tensor side
+                return scalar::int_unary(op, x, a);  // kSign, kPowInt; the rest refused on the tensor side
         }
     } else {
         switch (op) {
@@ -85,8 +86,11 @@ __device__ T unary_op(UnaryOp op, T x, T a, T b) {
                 const T lo = x < a ? a : x;
                 return b < lo ? b : lo;  // min(max(x, a), b): a max below min gives max everywhere
             }
+            case UnaryOp::kErf:
+                return m_erf(x);
+            default:
+                return scalar::float_unary(op, x, a, b);  // the CPU's formulas (kernels/scalar_ops.hpp)
         }
-        return x;
     }
 }
 
@@ -105,7 +109,7 @@ __device__ T binary_op(BinaryOp op, T x, T y, T a, T b) {
             case BinaryOp::kMinimum:
                 return y < x ? y : x;
             default:
-                return 0;  // refused on the tensor side
+                return scalar::int_binary(op, x, y);  // pow and the divisions; the rest refused on the tensor side
         }
     } else {
         switch (op) {
@@ -152,8 +156,9 @@ __device__ T binary_op(BinaryOp op, T x, T y, T a, T b) {
                 return x == y ? T(0.5) : x > y ? T(0) : T(1);
             case BinaryOp::kEqualOrBothNan:
                 return x == y || (is_nan(x) && is_nan(y)) ? T(1) : T(0);
+            default:
+                return scalar::float_binary(op, x, y, a, b);  // the CPU's formulas (kernels/scalar_ops.hpp)
         }
-        return x;
     }
 }
 

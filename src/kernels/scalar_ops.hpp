@@ -1,0 +1,218 @@
+// The scalar formulas of the rarer elementwise ops (trigonometry, rounding, integer division, the
+// activations beyond ReLU/GELU), written once for both devices: the CPU kernels loop over them and the
+// CUDA kernels call them per thread, so that results differ only where the devices' libm do.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/ops.hpp"
+
+#ifdef __CUDACC__
+#define XGRAD_HD __host__ __device__
+#else
+#define XGRAD_HD
+#endif
+
+namespace xgrad::kernels::scalar {
+
+// SELU's constants, as PyTorch writes them.
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+/// Integer `a * b`, wrapping on overflow as PyTorch's int64 arithmetic does (no undefined behaviour).
+template <typename T>
+XGRAD_HD inline T wrap_mul(T a, T b) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+/// Integer `a ** b` by squaring, as PyTorch's powi: a negative exponent gives 1, ±1 or 0.
+template <typename T>
+XGRAD_HD inline T int_pow(T a, T b) {
+    if (b < 0) return a == 1 ? T(1) : a == -1 ? (b % 2 == 0 ? T(1) : T(-1)) : T(0);
+    T result = 1;
+    while (b) {
+        if (b & 1) result = wrap_mul(result, a);
+        b /= 2;
+        a = wrap_mul(a, a);
+    }
+    return result;
+}
+
+/// Integer ops of the issue-11 block: sign and powers (unary), the divisions and pow (binary). The
+/// tensor side refuses a zero divisor; x / -1 never traps (INT64_MIN / -1 wraps to itself).
+template <typename T>
+XGRAD_HD inline T int_unary(UnaryOp op, T x, T a) {
+    switch (op) {
+        case UnaryOp::kSign:
+            return T(T(0) < x) - T(x < T(0));
+        case UnaryOp::kPowInt:
+            return int_pow(x, a);
+        default:
+            return 0;  // refused on the tensor side
+    }
+}
+
+template <typename T>
+XGRAD_HD inline T int_binary(BinaryOp op, T x, T y) {
+    using U = std::make_unsigned_t<T>;
+    if (op == BinaryOp::kPow) return int_pow(x, y);
+    if (y == 0) return 0;  // a division by zero, refused on the tensor side
+    switch (op) {
+        case BinaryOp::kRemainder: {
+            if (y == -1) return 0;
+            const T r = x % y;
+            return r != 0 && ((r < 0) != (y < 0)) ? T(r + y) : r;
+        }
+        case BinaryOp::kFmod:
+            return y == -1 ? T(0) : T(x % y);
+        case BinaryOp::kDivTrunc:
+            return y == -1 ? T(U(0) - U(x)) : T(x / y);
+        case BinaryOp::kDivFloor: {
+            if (y == -1) return T(U(0) - U(x));
+            const T q = x / y;
+            return (x % y != 0) && ((x < 0) != (y < 0)) ? T(q - 1) : q;
+        }
+        default:
+            return 0;  // refused on the tensor side
+    }
+}
+
+/// Floating unary ops of the issue-11 block, as PyTorch 1.13's CPU kernels write them.
+template <typename T>
+XGRAD_HD inline T float_unary(UnaryOp op, T x, T a, T b) {
+    switch (op) {
+        case UnaryOp::kErf:
+            return std::erf(x);
+        case UnaryOp::kSin:
+            return std::sin(x);
+        case UnaryOp::kCos:
+            return std::cos(x);
+        case UnaryOp::kTan:
+            return std::tan(x);
+        case UnaryOp::kAsin:
+            return std::asin(x);
+        case UnaryOp::kAcos:
+            return std::acos(x);
+        case UnaryOp::kAtan:
+            return std::atan(x);
+        case UnaryOp::kSinh:
+            return std::sinh(x);
+        case UnaryOp::kCosh:
+            return std::cosh(x);
+        case UnaryOp::kLog2:
+            return std::log2(x);
+        case UnaryOp::kLog10:
+            return std::log10(x);
+        case UnaryOp::kLog1p:
+            return std::log1p(x);
+        case UnaryOp::kExpm1:
+            return std::expm1(x);
+        case UnaryOp::kExp2:
+            return std::exp2(x);
+        case UnaryOp::kSign:  // NaN and -0 give 0, as PyTorch's (0 < x) - (x < 0)
+            return T(T(0) < x) - T(x < T(0));
+        case UnaryOp::kFloor:
+            return std::floor(x);
+        case UnaryOp::kCeil:
+            return std::ceil(x);
+        case UnaryOp::kRound:
+            return std::nearbyint(x);  // half to even
+        case UnaryOp::kTrunc:
+            return std::trunc(x);
+        case UnaryOp::kSoftplus:
+            return x * a > b ? x : std::log1p(std::exp(x * a)) / a;
+        case UnaryOp::kSilu:
+            return x / (T(1) + std::exp(-x));
+        case UnaryOp::kMish:
+            return x * std::tanh(std::log1p(std::exp(x)));
+        case UnaryOp::kLeakyRelu:
+            return x > T(0) ? x : x * a;
+        // exp - 1, not expm1, as PyTorch 1.13 (elu(-0.) is +0.).
+        case UnaryOp::kElu:
+            return x > T(0) ? x : (std::exp(x * b) - T(1)) * a;
+        case UnaryOp::kSelu:
+            return x > T(0) ? x * T(kSeluScale) : (std::exp(x) - T(1)) * T(kSeluAlpha * kSeluScale);
+        case UnaryOp::kHardsigmoid: {
+            const T lo = x + T(3) < T(0) ? T(0) : x + T(3);  // NaN stays NaN
+            return (T(6) < lo ? T(6) : lo) / T(6);
+        }
+        case UnaryOp::kHardswish: {
+            const T lo = x + T(3) < T(0) ? T(0) : x + T(3);
+            return x * (T(6) < lo ? T(6) : lo) / T(6);
+        }
+        case UnaryOp::kLogSigmoid:
+            return (x < T(0) ? x : T(0)) - std::log1p(std::exp(-std::abs(x)));
+        default:
+            return x;  // not an op of this block
+    }
+}
+
+/// Floating binary ops of the issue-11 block; the backward ones take (g, x) and give dx.
+template <typename T>
+XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
+    switch (op) {
+        case BinaryOp::kAtan2:
+            return std::atan2(g, x);
+        case BinaryOp::kRemainder: {  // (g, x) are (dividend, divisor) here
+            T mod = std::fmod(g, x);
+            if (mod != T(0) && ((x < T(0)) != (mod < T(0)))) mod += x;
+            return mod;
+        }
+        case BinaryOp::kFmod:
+            return std::fmod(g, x);
+        case BinaryOp::kDivTrunc:
+            return std::trunc(g / x);
+        case BinaryOp::kDivFloor: {  // PyTorch's div_floor_floating: Python's // on floats
+            if (x == T(0)) return g / x;
+            const T mod = std::fmod(g, x);
+            T div = (g - mod) / x;
+            if (mod != T(0) && ((x < T(0)) != (mod < T(0)))) div -= T(1);
+            if (div == T(0)) return std::copysign(T(0), g / x);
+            T floordiv = std::floor(div);
+            if (div - floordiv > T(0.5)) floordiv += T(1);
+            return floordiv;
+        }
+        case BinaryOp::kGeMask:
+            return g >= x ? T(1) : T(0);
+        case BinaryOp::kGtMask:
+            return g > x ? T(1) : T(0);
+        case BinaryOp::kSoftplusBackward: {
+            const T z = std::exp(x * a);
+            return x * a > b ? g : g * z / (z + T(1));
+        }
+        case BinaryOp::kSiluBackward: {
+            const T s = T(1) / (T(1) + std::exp(-x));
+            return g * s * (T(1) + x * (T(1) - s));
+        }
+        case BinaryOp::kMishBackward: {
+            const T s = T(1) / (T(1) + std::exp(-x));
+            const T t = std::tanh(std::log1p(std::exp(x)));
+            return g * (t + x * s * (T(1) - t * t));
+        }
+        case BinaryOp::kLeakyReluBackward:
+            return x > T(0) ? g : g * a;
+        case BinaryOp::kEluBackward:
+            return x > T(0) ? g : g * b * a * std::exp(x * b);
+        case BinaryOp::kSeluBackward:
+            return x > T(0) ? g * T(kSeluScale) : g * T(kSeluAlpha * kSeluScale) * std::exp(x);
+        case BinaryOp::kHardtanhBackward:  // NaN gets 0, as PyTorch's vectorised kernel
+            return x > a && x < b ? g : T(0);
+        case BinaryOp::kHardsigmoidBackward:
+            return x > T(-3) && x < T(3) ? g / T(6) : T(0);
+        case BinaryOp::kHardswishBackward:
+            // PyTorch's vectorised kernel: g at 3 itself, NaN where x is NaN.
+            return x < T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));
+        case BinaryOp::kLogSigmoidBackward: {
+            const bool negative = x < T(0);
+            const T z = std::exp(-std::abs(x));
+            return g * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
+        }
+        default:
+            return g;  // not an op of this block
+    }
+}
+
+}  // namespace xgrad::kernels::scalar

@@ -1,0 +1,354 @@
+// The maths and activations of issue 11 against PyTorch: values (special ones included), grad_fn names,
+// gradients, gradcheck, integer results, error messages and the printed modules.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/xgrad.hpp"
+
+namespace {
+
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+using xgrad::Tensor;
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+const std::string kFile = "elementwise_more.txt";
+const std::vector<std::string> kFloats = {"float32", "float64"};
+const std::vector<std::string> kInt = {"int64"};
+
+/// The golden leaves of `key`, as fresh tensors; the floating ones require grad.
+std::vector<Tensor> leaves(const std::string& key) {
+    std::vector<Tensor> ins;
+    for (int i = 0; golden::load(kFile).count(key + ".in" + std::to_string(i)); ++i) {
+        Tensor t = golden::get(kFile, key + ".in" + std::to_string(i)).clone();
+        if (t.is_floating_point()) t.requires_grad_();
+        ins.push_back(t);
+    }
+    REQUIRE_MESSAGE(!ins.empty(), "no inputs for " << key << " in " << kFile);
+    return ins;
+}
+
+/// The exact int64 values of golden tensor `name` (golden::get reads numbers as doubles).
+std::vector<std::int64_t> int_values(const std::string& name) {
+    std::ifstream in(golden::dir() + "/" + kFile);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::string n, dtype;
+        std::int64_t ndim = 0, d = 0;
+        if (!(ls >> n >> dtype >> ndim) || n != name) continue;
+        for (std::int64_t i = 0; i < ndim; ++i) ls >> d;
+        std::vector<std::int64_t> v;
+        std::int64_t x = 0;
+        while (ls >> x) v.push_back(x);
+        return v;
+    }
+    FAIL("no tensor " << name << " in " << kFile);
+    return {};
+}
+
+/// PyTorch's message for error case `name` (`# error <name> <message>` in the golden file).
+std::string torch_error(const std::string& name) {
+    std::ifstream in(golden::dir() + "/" + kFile);
+    std::string line, prefix = "# error " + name + " ";
+    while (std::getline(in, line))
+        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+    FAIL("no error " << name << " in " << kFile);
+    return "";
+}
+
+/// Checks that `f` throws std::invalid_argument containing PyTorch's message for `name` (after the
+/// "op: " prefix xgrad puts first).
+void check_torch_error(const std::function<void()>& f, const std::string& name, const std::string& op) {
+    const std::string msg = golden::invalid_argument_of(f);
+    std::string want = torch_error(name);
+    if (want.rfind(op + " ", 0) == 0) want = want.substr(op.size() + 1);  // "div expected ...": the op once
+    INFO(name << ": " << msg);
+    CHECK(msg.rfind(op + ": ", 0) == 0);
+    CHECK(msg.find(want) != std::string::npos);
+}
+
+struct Case {
+    std::string name;
+    Fn fn;
+    std::vector<std::string> dtypes = kFloats;
+    bool gradcheck = true;  // false where inputs sit on kinks or special values
+};
+
+void check_case(const Case& c) {
+    for (const std::string& dtype : c.dtypes) {
+        const std::string key = c.name + "." + dtype;
+        std::vector<Tensor> ins = leaves(key);
+        Tensor out = c.fn(ins);
+        const Tensor want = golden::get(kFile, key + ".out");
+        golden::check_close(out, want, key + " forward");
+        if (out.is_floating_point()) {  // and zeros carry PyTorch's sign (floor(-0.) is -0., sign(-0.) is 0.)
+            const auto a = out.to_vector<double>(), e = want.to_vector<double>();
+            for (std::size_t i = 0; i < a.size() && i < e.size(); ++i)
+                if (e[i] == 0 && a[i] == 0)
+                    CHECK_MESSAGE(std::signbit(a[i]) == std::signbit(e[i]), key << " element " << i);
+        }
+        if (out.dtype() == xgrad::kInt64) {
+            CHECK_MESSAGE(out.to_vector<std::int64_t>() == int_values(key + ".out"), key << ": exact int64 values");
+            continue;
+        }
+        const std::string grad_fn = golden::grad_fn_name(kFile, key);
+        CHECK_MESSAGE(out.grad_fn_name() == grad_fn,
+                      key << ": grad_fn " << out.grad_fn_name() << ", PyTorch " << grad_fn);
+        if (grad_fn.empty()) continue;
+        (out * golden::get(kFile, key + ".w")).sum().backward();
+        for (std::size_t i = 0; i < ins.size(); ++i) {
+            const std::string g = key + ".g" + std::to_string(i);
+            if (ins[i].requires_grad()) golden::check_close(ins[i].grad(), golden::get(kFile, g), g);
+        }
+        if (dtype == "float64" && c.gradcheck) golden::check_gradcheck(c.fn, leaves(key), key + " gradcheck");
+    }
+}
+
+void check_cases(const std::vector<Case>& cases) {
+    for (const Case& c : cases) check_case(c);
+}
+
+/// The maps of one operand, by the golden file's names.
+const std::map<std::string, Tensor (*)(const Tensor&)> kUnary = {
+    {"erf", xgrad::erf},     {"sin", xgrad::sin},     {"cos", xgrad::cos},     {"tan", xgrad::tan},
+    {"asin", xgrad::asin},   {"acos", xgrad::acos},   {"atan", xgrad::atan},   {"sinh", xgrad::sinh},
+    {"cosh", xgrad::cosh},   {"log2", xgrad::log2},   {"log10", xgrad::log10}, {"log1p", xgrad::log1p},
+    {"expm1", xgrad::expm1}, {"exp2", xgrad::exp2},   {"sign", xgrad::sign},   {"floor", xgrad::floor},
+    {"ceil", xgrad::ceil},   {"round", xgrad::round}, {"trunc", xgrad::trunc},
+};
+
+}  // namespace
+
+TEST_CASE("trigonometry, logarithms, exponentials and rounding match PyTorch, special values included") {
+    for (const auto& [name, f] : kUnary) {
+        auto fn = f;
+        check_cases({
+            // round's inputs sit on its steps (0.5, 1.5, ...), where differences see a jump.
+            {name, [fn](auto& in) { return fn(in[0]); }, kFloats, name != "round"},
+            {name + "_special", [fn](auto& in) { return fn(in[0]); }, kFloats, false},
+            {name + "_transposed", [fn](auto& in) { return fn(in[0].t()); }},
+        });
+    }
+}
+
+TEST_CASE("integer tensors: floating maths in float32, rounding and sign stay int64") {
+    for (const std::string name : {"sin", "exp2", "log1p", "sign", "floor", "round", "trunc", "ceil"}) {
+        auto fn = kUnary.at(name);
+        check_case({name + "_int", [fn](auto& in) { return fn(in[0]); }, kInt});
+    }
+}
+
+TEST_CASE("integer powers stay int64 and exact; a negative one throws as PyTorch") {
+    check_cases({
+        {"pow_int_7", [](auto& in) { return in[0].pow(7); }, kInt},
+        {"pow_int_big", [](auto& in) { return in[0].pow(40); }, kInt},  // wraps as PyTorch's int64
+        {"pow_int_0", [](auto& in) { return in[0].pow(0); }, kInt},
+        {"pow_int_half", [](auto& in) { return in[0].pow(0.5); }, kInt},  // float32
+        {"pow_int_tensor", [](auto& in) { return in[0].pow(in[1]); }, kInt},
+        {"rpow_int", [](auto& in) { return xgrad::pow(3, in[0]); }, kInt},
+        {"rpow_int_float_base", [](auto& in) { return xgrad::pow(1.5, in[0]); }, kInt},
+    });
+    check_torch_error([] { xgrad::tensor({2, 3}, xgrad::kInt64).pow(-1); }, "pow_int_negative", "pow");
+    // 2 ** 62 is exact, where float would round.
+    CHECK(xgrad::tensor({2}, xgrad::kInt64).pow(62).item<std::int64_t>() == std::int64_t{1} << 62);
+}
+
+TEST_CASE("pow with a scalar base is differentiable in the exponent") {
+    check_cases({
+        {"rpow", [](auto& in) { return xgrad::pow(2.0, in[0]); }},
+        // 0 ** -1 = inf, 0 ** 0 = 1, 0 ** 2 = 0; the gradient is 0 where the exponent is >= 0.
+        {"rpow_zero_base", [](auto& in) { return xgrad::pow(0.0, in[0]); }, kFloats, false},
+    });
+}
+
+TEST_CASE("atan2, remainder, fmod and rounded division, floating and integer") {
+    check_cases({
+        {"atan2", [](auto& in) { return xgrad::atan2(in[0], in[1]); }},
+        {"atan2_special", [](auto& in) { return in[0].atan2(in[1]); }, kFloats, false},
+        {"remainder", [](auto& in) { return xgrad::remainder(in[0], in[1]); }},
+        {"fmod", [](auto& in) { return xgrad::fmod(in[0], in[1]); }},
+        {"remainder_scalar", [](auto& in) { return in[0].remainder(-1.5); }},
+        {"fmod_scalar", [](auto& in) { return xgrad::fmod(in[0], 1.5); }},
+        {"remainder_special", [](auto& in) { return in[0].remainder(in[1]); }, kFloats, false},
+        {"fmod_special", [](auto& in) { return in[0].fmod(in[1]); }, kFloats, false},
+        {"div_trunc", [](auto& in) { return xgrad::div(in[0], in[1], "trunc"); }},
+        {"div_floor", [](auto& in) { return in[0].div(in[1], "floor"); }},
+        {"div_floor_scalar", [](auto& in) { return in[0].div(-0.7, "floor"); }},
+        {"div_trunc_scalar", [](auto& in) { return xgrad::div(in[0], 0.7, "trunc"); }},
+        {"div_floor_special", [](auto& in) { return in[0].div(in[1], "floor"); }, kFloats, false},
+        {"div_trunc_special", [](auto& in) { return in[0].div(in[1], "trunc"); }, kFloats, false},
+        {"remainder_int", [](auto& in) { return in[0].remainder(in[1]); }, kInt},
+        {"fmod_int", [](auto& in) { return in[0].fmod(in[1]); }, kInt},
+        {"div_trunc_int", [](auto& in) { return in[0].div(in[1], "trunc"); }, kInt},
+        {"div_floor_int", [](auto& in) { return in[0].div(in[1], "floor"); }, kInt},
+        {"remainder_int_scalar", [](auto& in) { return in[0].remainder(3); }, kInt},
+        {"remainder_int_float_scalar", [](auto& in) { return in[0].remainder(2.5); }, kInt},
+        {"div_floor_int_scalar", [](auto& in) { return in[0].div(-2, "floor"); }, kInt},
+    });
+    const Tensor i = xgrad::tensor({1, 2}, xgrad::kInt64);
+    check_torch_error([&] { i.remainder(xgrad::tensor({1, 0}, xgrad::kInt64)); }, "remainder_int_zero", "remainder");
+    check_torch_error([&] { i.div(0, "floor"); }, "div_int_zero", "div");
+    check_torch_error([] { xgrad::ones({2}).div(2.0, "round"); }, "div_bad_mode", "div");
+    CHECK(golden::invalid_argument_of([&] { i.fmod(0); }).find("ZeroDivisionError") != std::string::npos);
+    // INT64_MIN by -1 traps in C (and in PyTorch 1.13, which dies of SIGFPE): here it wraps, and the
+    // remainders are 0.
+    const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+    const Tensor m = xgrad::from_vector(std::vector<double>{-9.2233720368547758e18}, {1}, xgrad::kInt64);
+    REQUIRE(m.item<std::int64_t>() == lowest);
+    const Tensor minus1 = xgrad::tensor({-1}, xgrad::kInt64);
+    CHECK(m.div(minus1, "trunc").item<std::int64_t>() == lowest);
+    CHECK(m.div(minus1, "floor").item<std::int64_t>() == lowest);
+    CHECK(m.remainder(minus1).item<std::int64_t>() == 0);
+    CHECK(m.fmod(-1).item<std::int64_t>() == 0);
+}
+
+TEST_CASE("lerp with a scalar and a tensor weight") {
+    check_cases({
+        {"lerp_scalar_low", [](auto& in) { return xgrad::lerp(in[0], in[1], 0.25); }},
+        {"lerp_scalar_high", [](auto& in) { return in[0].lerp(in[1], 0.75); }},
+        {"lerp_tensor", [](auto& in) { return xgrad::lerp(in[0], in[1], in[2]); }},
+    });
+    check_torch_error([] { xgrad::ones({2}).lerp(xgrad::ones({2}, xgrad::kFloat64), 0.5); }, "lerp_dtype", "lerp");
+}
+
+TEST_CASE("clamp, clamp_min and clamp_max with tensor and scalar bounds") {
+    check_cases({
+        // (2, 4) between (4,) and (2, 1): some max below min, where the result is max.
+        {"clamp_tensor", [](auto& in) { return xgrad::clamp(in[0], in[1], in[2]); }},
+        {"clamp_tensor_min_only", [](auto& in) { return in[0].clamp(in[1], Tensor()); }},
+        {"clamp_min_tensor", [](auto& in) { return xgrad::clamp_min(in[0], in[1]); }},
+        {"clamp_max_tensor", [](auto& in) { return in[0].clamp_max(in[1]); }},
+        {"clamp_min_scalar", [](auto& in) { return xgrad::clamp_min(in[0], -0.2); }},
+        {"clamp_max_scalar", [](auto& in) { return in[0].clamp_max(0.3); }},
+        {"clamp_tensor_nan", [](auto& in) { return in[0].clamp(in[1], in[2]); }, kFloats, false},
+    });
+    const std::string msg = golden::invalid_argument_of([] { xgrad::ones({2}).clamp(Tensor(), Tensor()); });
+    CHECK(msg.find("At least one of 'min' or 'max' must not be None") != std::string::npos);
+}
+
+TEST_CASE("activations as functions match PyTorch's, kinks and special values included") {
+    const std::map<std::string, Tensor (*)(const Tensor&)> plain = {
+        {"silu", F::silu},
+        {"selu", F::selu},
+        {"mish", F::mish},
+        {"relu6", F::relu6},
+        {"hardswish", F::hardswish},
+        {"hardsigmoid", F::hardsigmoid},
+        {"logsigmoid", F::logsigmoid},
+        {"softsign", F::softsign},
+        {"quick_gelu", F::quick_gelu},
+    };
+    std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> acts(plain.begin(), plain.end());
+    acts.push_back({"leaky_relu", [](const Tensor& x) { return F::leaky_relu(x); }});
+    acts.push_back({"leaky_relu_02", [](const Tensor& x) { return F::leaky_relu(x, 0.2); }});
+    acts.push_back({"elu", [](const Tensor& x) { return F::elu(x); }});
+    acts.push_back({"elu_05", [](const Tensor& x) { return F::elu(x, 0.5); }});
+    acts.push_back({"celu", [](const Tensor& x) { return F::celu(x); }});
+    acts.push_back({"celu_2", [](const Tensor& x) { return F::celu(x, 2.0); }});
+    acts.push_back({"softplus", [](const Tensor& x) { return F::softplus(x); }});
+    acts.push_back({"softplus_beta", [](const Tensor& x) { return F::softplus(x, 2.0, 3.0); }});
+    acts.push_back({"hardtanh", [](const Tensor& x) { return F::hardtanh(x); }});
+    acts.push_back({"hardtanh_wide", [](const Tensor& x) { return F::hardtanh(x, -2.0, 3.0); }});
+    for (const auto& [name, f] : acts) {
+        auto fn = f;
+        check_cases({
+            {name, [fn](auto& in) { return fn(in[0]); }},
+            {name + "_special", [fn](auto& in) { return fn(in[0]); }, kFloats, false},
+        });
+    }
+    check_torch_error([] { F::celu(xgrad::ones({2}), 0.0); }, "celu_zero", "celu");
+    CHECK(golden::invalid_argument_of([] { F::silu(xgrad::tensor({1}, xgrad::kInt64)); }) ==
+          "silu: needs a floating-point tensor, got torch.int64");
+}
+
+namespace {
+
+/// The printed modules PyTorch wrote to elementwise_more_repr.txt, by name.
+std::map<std::string, std::string> reprs() {
+    std::ifstream in(golden::dir() + "/elementwise_more_repr.txt");
+    std::map<std::string, std::string> out;
+    std::string line, key;
+    while (std::getline(in, line)) {
+        if (line.rfind("=== ", 0) == 0) {
+            key = line.substr(4);
+            continue;
+        }
+        out[key] += (out[key].empty() ? "" : "\n") + line;
+    }
+    return out;
+}
+
+template <typename M>
+std::string printed(const M& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+}
+
+}  // namespace
+
+TEST_CASE("activation modules compute their functions and print as PyTorch's") {
+    const auto want = reprs();
+    auto check = [&](const std::string& key, nn::Module& m, const std::string& golden_case) {
+        CHECK_MESSAGE(printed(m) == want.at(key), key << ": " << printed(m));
+        if (golden_case.empty()) return;
+        Tensor x = golden::get(kFile, golden_case + ".float64.in0");
+        golden::check_close(m(x), golden::get(kFile, golden_case + ".float64.out"), key + " forward");
+    };
+    nn::SiLU silu;
+    nn::LeakyReLU leaky, leaky02(0.2);
+    nn::ELU elu, elu05(0.5);
+    nn::SELU selu;
+    nn::CELU celu;
+    nn::Softplus softplus, softplus_beta(2.5, 10);
+    nn::Mish mish;
+    nn::ReLU6 relu6;
+    nn::Hardswish hardswish;
+    nn::Hardsigmoid hardsigmoid;
+    nn::Hardtanh hardtanh, hardtanh_wide(-2.0, 3.0);
+    nn::LogSigmoid logsigmoid;
+    nn::Softsign softsign;
+    nn::QuickGELU quick_gelu;
+    nn::Softmax softmax(1);
+    nn::LogSoftmax log_softmax(-1);
+    check("silu", silu, "silu");
+    check("leaky_relu", leaky, "leaky_relu");
+    check("leaky_relu_02", leaky02, "leaky_relu_02");
+    check("elu", elu, "elu");
+    check("elu_05", elu05, "elu_05");
+    check("selu", selu, "selu");
+    check("celu", celu, "celu");
+    check("softplus", softplus, "softplus");
+    check("softplus_beta", softplus_beta, "");
+    check("mish", mish, "mish");
+    check("relu6", relu6, "relu6");
+    check("hardswish", hardswish, "hardswish");
+    check("hardsigmoid", hardsigmoid, "hardsigmoid");
+    check("hardtanh", hardtanh, "hardtanh");
+    check("hardtanh_wide", hardtanh_wide, "hardtanh_wide");
+    check("logsigmoid", logsigmoid, "logsigmoid");
+    check("softsign", softsign, "softsign");
+    check("quick_gelu", quick_gelu, "quick_gelu");
+    check("softmax", softmax, "softmax_mod");
+    check("log_softmax", log_softmax, "");
+    nn::LogSoftmax log_softmax0(0);
+    Tensor x = golden::get(kFile, "log_softmax_mod.float64.in0");
+    golden::check_close(log_softmax0(x), golden::get(kFile, "log_softmax_mod.float64.out"), "LogSoftmax(dim=0)");
+
+    nn::Sequential net(nn::Linear(4, 3), nn::SiLU(), nn::Linear(3, 2), nn::LogSoftmax(1));
+    CHECK(printed(net) == want.at("sequential"));
+    CHECK(golden::invalid_argument_of([] { nn::CELU(0.0); }) == "CELU: ZeroDivisionError: alpha cannot be 0 for CELU");
+    CHECK(golden::invalid_argument_of([] { nn::Hardtanh(1.0, -1.0); }) ==
+          "Hardtanh: max_val (-1.0) must be greater than min_val (1.0)");
+}
