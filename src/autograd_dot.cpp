@@ -32,7 +32,7 @@ struct DotWriter {
         const std::string id = id_of(impl, &fresh);
         if (fresh) {
             auto named = names.find(impl);
-            const std::string label = (named == names.end() ? "" : named->second) + "\n " + shape_label(impl->shape);
+            const std::string label = (named == names.end() ? "" : named->second) + "\\n " + shape_label(impl->shape);
             out << "\t" << id << " [label=\"" << label << "\" fillcolor=lightblue]\n";
         }
         return id;
@@ -43,15 +43,18 @@ struct DotWriter {
         const std::string id = id_of(n, &fresh);
         if (!fresh) return id;
         out << "\t" << id << " [label=" << n->name << "]\n";
+        // Each child's lines are written before the edge that names it (ids first, then the edge).
         for (const auto& e : n->next) {
             if (e.fn) {
-                out << "\t" << node(e.fn.get()) << " -> " << id << "\n";
+                const std::string child = node(e.fn.get());
+                out << "\t" << child << " -> " << id << "\n";
             } else if (e.leaf) {
                 bool fresh_acc = false;  // one AccumulateGrad per leaf, keyed by the leaf's grad slot
                 const std::string acc = id_of(&e.leaf->grad, &fresh_acc);
                 if (fresh_acc) {
                     out << "\t" << acc << " [label=AccumulateGrad]\n";
-                    out << "\t" << leaf(e.leaf.get()) << " -> " << acc << "\n";
+                    const std::string var = leaf(e.leaf.get());
+                    out << "\t" << var << " -> " << acc << "\n";
                 }
                 out << "\t" << acc << " -> " << id << "\n";
             }
@@ -74,7 +77,8 @@ std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, 
         bool fresh = false;
         const std::string out_id = w.id_of(impl, &fresh);
         w.out << "\t" << out_id << " [label=\" " << shape_label(impl->shape) << "\" fillcolor=darkolivegreen1]\n";
-        w.out << "\t" << w.node(impl->grad_fn.get()) << " -> " << out_id << "\n";
+        const std::string last = w.node(impl->grad_fn.get());
+        w.out << "\t" << last << " -> " << out_id << "\n";
     } else {
         w.leaf(impl);
     }

@@ -467,11 +467,36 @@ TEST_CASE("to_dot draws the graph with grad_fn names, named leaves and shapes") 
     CHECK(dot.find("n0 [label=\" ()\" fillcolor=darkolivegreen1]") != std::string::npos);
     CHECK(dot.find("[label=SumBackward0]") != std::string::npos);
     CHECK(dot.find("[label=ReluBackward0]") != std::string::npos);
-    CHECK(dot.find("[label=\"fc.weight\n (2, 3)\" fillcolor=lightblue]") != std::string::npos);
-    CHECK(dot.find("[label=\"fc.bias\n (2)\" fillcolor=lightblue]") != std::string::npos);
+    CHECK(dot.find("[label=\"fc.weight\\n (2, 3)\" fillcolor=lightblue]") != std::string::npos);
+    CHECK(dot.find("[label=\"fc.bias\\n (2)\" fillcolor=lightblue]") != std::string::npos);
     CHECK(dot.find("n1 -> n0") != std::string::npos);  // the last node feeds the output
     std::size_t acc = 0;
     for (std::size_t pos = 0; (pos = dot.find("[label=AccumulateGrad]", pos)) != std::string::npos; ++pos) ++acc;
     CHECK(acc == 2);
     CHECK(dot.substr(dot.size() - 2) == "}\n");
+}
+
+TEST_CASE("the new optimizers and clip_grad_norm_ on CUDA follow the CPU" *
+          doctest::skip(!xgrad::cuda::is_available())) {
+    xgrad::manual_seed(3);
+    const Tensor x = xgrad::randn({6, 3}), y = xgrad::randn({6, 2});
+    const Tensor w0 = xgrad::randn({2, 3}), b0 = xgrad::randn({2});
+    for (const std::string kind : {"rmsprop", "adagrad", "adamax", "adadelta"}) {
+        INFO(kind);
+        std::vector<Tensor> finals;
+        for (const xgrad::Device device : {xgrad::Device(xgrad::kCPU), xgrad::Device(xgrad::kCUDA)}) {
+            Tensor w = w0.to(device).requires_grad_(), b = b0.to(device).requires_grad_();
+            const Opts o{{"opt", kind}, {"momentum", "0.5"}, {"centered", "True"}, {"weight_decay", "0.01"}};
+            auto opt = make_optimizer({w}, o);
+            opt->add_param_group({b}, {{"lr", 0.02}});
+            for (int i = 0; i < 10; ++i) {
+                opt->zero_grad();
+                F::mse_loss(F::linear(x.to(device), w, b), y.to(device)).backward();
+                nn::utils::clip_grad_norm_({w, b}, 0.5);
+                opt->step();
+            }
+            finals.push_back(w.cpu());
+        }
+        golden::check_close(finals[1], finals[0], kind + " on CUDA", 1e-5, 1e-6);
+    }
 }

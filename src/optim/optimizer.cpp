@@ -167,7 +167,9 @@ void Optimizer::load_state_dict(const StateDict& state) {
                 std::to_string(ids.size()) + " != " + std::to_string(groups_[g].params.size()) + " in group " +
                 std::to_string(g) + ")");
         for (auto id : ids) id_to_param[id] = i++;
-        if (!options.at(static_cast<std::int64_t>(g)).count("lr")) bad("group " + std::to_string(g) + " has no lr");
+        for (const auto& [k, v] : defaults_)
+            if (!options.at(static_cast<std::int64_t>(g)).count(k))
+                bad("parameter group " + std::to_string(g) + " has no option '" + k + "'");
         check_options(options.at(static_cast<std::int64_t>(g)));
     }
     std::vector<ParamState> new_state(params_.size());

@@ -64,6 +64,7 @@ protected:
     std::vector<double> base_lrs_;  ///< Each group's `initial_lr`.
     std::vector<double> last_lr_;   ///< The rates the last step set.
 
+    /// SequentialLR rewinds and restarts the schedulers it runs.
     friend class SequentialLR;
 };
 
