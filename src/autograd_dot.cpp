@@ -22,7 +22,9 @@ struct DotWriter {
     std::ostringstream out;
 
     std::string id_of(const void* p, bool* fresh) {
-        auto [it, inserted] = ids.emplace(p, "n" + std::to_string(ids.size()));
+        std::string id = std::to_string(ids.size());
+        id.insert(id.begin(), 'n');  // not "n" + ...: GCC 12 warns falsely (-Wrestrict) on that
+        auto [it, inserted] = ids.emplace(p, std::move(id));
         *fresh = inserted;
         return it->second;
     }

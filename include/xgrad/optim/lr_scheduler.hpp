@@ -224,7 +224,7 @@ public:
     SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<std::int64_t> milestones);
     /// Steps the scheduler whose interval the next epoch is in.
     void step() override;
-    /// Its own counters and each scheduler's, as `_schedulers.<i>.<name>`.
+    /// Its own counters and each scheduler's, as `_schedulers.{i}.{name}`.
     StateDict state_dict() const override;
     /// Restores a state_dict() (each scheduler's too).
     void load_state_dict(const StateDict& state) override;

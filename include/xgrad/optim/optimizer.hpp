@@ -74,9 +74,11 @@ public:
     /// The options given at construction, which new groups start from (PyTorch's `defaults`).
     const GroupOptions& defaults() const { return defaults_; }
 
-    /// The optimizer's state as PyTorch's `state_dict()`, flattened: `state.<i>.<name>` for each
-    /// parameter's state (i counts parameters over all groups; tensors are copies), then
-    /// `param_groups.<g>.<option>` (0-d float64) and `param_groups.<g>.params` (int64 indices).
+    /// The state as PyTorch's `state_dict()` with its keys joined by dots.
+    ///
+    /// First the state of each parameter i (counted over all groups), as copies named like
+    /// `state.0.exp_avg`; then each group g's options as 0-d float64 tensors named like
+    /// `param_groups.0.lr`, and its parameters' indices as the int64 tensor `param_groups.0.params`.
     StateDict state_dict() const;
     /// Restores a state_dict() (from this optimizer's kind, with the same group sizes and shapes); state
     /// tensors take their parameter's dtype and device. Everything is checked before anything changes.
