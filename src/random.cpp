@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <string>
 
 #include "detail/kernels.hpp"
@@ -60,6 +62,84 @@ Generator& manual_seed(std::uint64_t seed) {
 
 std::uint64_t initial_seed() {
     return default_generator().initial_seed();
+}
+
+// Generator state as libtorch's THGeneratorStateNew: {u64 seed; i32 left; i32 seeded; u64 next;
+// u64 state[624]; f64 normal_x, normal_y, normal_rho; i32 normal_is_valid; (pad) f32 next_float_normal;
+// bool valid; (pad)}. libtorch reads word `next` after `--left`, so left + next = 625 except right after
+// seeding (left 1, next 0); libstdc++'s mt19937 keeps the position p = next (624 right after seeding).
+namespace {
+constexpr std::size_t kMtWords = 624, kStateBytes = 5056, kLegacyStateBytes = 5048;
+constexpr std::size_t kNextOff = 16, kWordsOff = 24, kNormalYOff = 5024, kNormalValidOff = 5040;
+
+template <typename T>
+void put(std::vector<std::uint8_t>& out, std::size_t offset, T value) {
+    std::memcpy(out.data() + offset, &value, sizeof(T));
+}
+template <typename T>
+T take(const std::vector<std::uint8_t>& in, std::size_t offset) {
+    T value;
+    std::memcpy(&value, in.data() + offset, sizeof(T));
+    return value;
+}
+}  // namespace
+
+std::vector<std::uint8_t> Generator::get_state() const {
+    std::lock_guard<std::mutex> lock(mutex());
+    std::ostringstream text;  // libstdc++ writes the 624 words, then the position
+    text << engine_;
+    std::istringstream words(text.str());
+    std::vector<std::uint8_t> out(kStateBytes, 0);
+    for (std::size_t i = 0; i < kMtWords; ++i) {
+        std::uint64_t w = 0;
+        words >> w;
+        put<std::uint64_t>(out, kWordsOff + 8 * i, w);
+    }
+    std::uint64_t p = kMtWords;
+    if (!(words >> p)) p = kMtWords;
+    const bool fresh = p == kMtWords && engine_ == std::mt19937(static_cast<std::uint32_t>(seed_));
+    put<std::uint64_t>(out, 0, seed_);
+    put<std::int32_t>(out, 8, static_cast<std::int32_t>(kMtWords + 1 - p));  // left
+    put<std::int32_t>(out, 12, 1);                                           // seeded
+    put<std::uint64_t>(out, kNextOff, fresh ? 0 : p);
+    if (next_normal_) {
+        put<double>(out, kNormalYOff, *next_normal_);
+        put<std::int32_t>(out, kNormalValidOff, 1);
+    }
+    return out;
+}
+
+void Generator::set_state(const std::vector<std::uint8_t>& state) {
+    if (state.size() != kStateBytes && state.size() != kLegacyStateBytes)
+        detail::fail("set_rng_state",
+                     "Expected either a THGeneratorState of size 5048 or a THGeneratorStateNew of "
+                     "size 5056 but found the input RNG state size to be " +
+                         std::to_string(state.size()));
+    const auto left = take<std::int32_t>(state, 8);
+    if (left < 1 || left > static_cast<std::int32_t>(kMtWords))
+        detail::fail("set_rng_state", "invalid Mersenne Twister position: left = " + std::to_string(left));
+    std::ostringstream text;
+    for (std::size_t i = 0; i < kMtWords; ++i)
+        text << (take<std::uint64_t>(state, kWordsOff + 8 * i) & 0xffffffffULL) << ' ';
+    text << (kMtWords + 1 - static_cast<std::size_t>(left));
+    std::mt19937 engine;
+    std::istringstream in(text.str());
+    in >> engine;
+    if (!in) detail::fail("set_rng_state", "the Mersenne Twister state could not be read");
+    std::optional<double> normal;
+    if (take<std::int32_t>(state, kNormalValidOff) != 0) normal = take<double>(state, kNormalYOff);
+    std::lock_guard<std::mutex> lock(mutex());
+    engine_ = engine;
+    seed_ = take<std::uint64_t>(state, 0);
+    next_normal_ = normal;
+}
+
+std::vector<std::uint8_t> get_rng_state() {
+    return default_generator().get_state();
+}
+
+void set_rng_state(const std::vector<std::uint8_t>& state) {
+    default_generator().set_state(state);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xgrad/tensor.hpp"
@@ -63,6 +64,19 @@ struct GradcheckResult {
 /// ```
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                           const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);
+
+/// The autograd graph behind `root` as Graphviz DOT text, drawn as torchviz's `make_dot` draws it:
+/// one box per backward node named by its grad_fn (`AddmmBackward0`, `MseLossBackward0` ...), an
+/// `AccumulateGrad` box under each leaf, the leaves in light blue labelled with their name from
+/// `params` (when given, e.g. `model.named_parameters()`) and their shape, the output in green with
+/// its shape. Edges point from inputs to the node that consumes them. Nodes are numbered in the
+/// order a depth-first walk from `root` meets them, so the text is reproducible.
+///
+/// ```cpp
+/// std::ofstream("graph.dot") << xgrad::autograd::to_dot(loss, model.named_parameters());
+/// // shell: dot -Tsvg graph.dot -o graph.svg
+/// ```
+std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, Tensor>>& params = {});
 
 }  // namespace autograd
 }  // namespace xgrad

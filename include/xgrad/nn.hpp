@@ -11,6 +11,7 @@
 #include "xgrad/nn/loss.hpp"
 #include "xgrad/nn/module.hpp"
 #include "xgrad/nn/normalization.hpp"
+#include "xgrad/nn/utils.hpp"
 
 /// Neural-network building blocks (PyTorch's `torch.nn`).
 namespace xgrad::nn {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <vector>
 
 #include "xgrad/shape.hpp"
 #include "xgrad/tensor.hpp"
@@ -82,6 +83,16 @@ public:
     std::optional<double> next_double_normal_sample() const { return next_normal_; }
     /// Sets or clears the cached normal.
     void set_next_double_normal_sample(std::optional<double> value) { next_normal_ = value; }
+    /// The state as PyTorch 1.13's `Generator.get_state()` bytes (5056 of them, the layout of libtorch's
+    /// `THGeneratorStateNew` on a little-endian 64-bit machine): seed, Mersenne Twister words and
+    /// position, and the cached normal. PyTorch's `torch.get_rng_state()` after the same draws gives
+    /// the same bytes, and set_state() takes PyTorch's. xgrad has no uint8 dtype, so the state is a
+    /// byte vector rather than a tensor.
+    std::vector<std::uint8_t> get_state() const;
+    /// Restores a get_state() (or PyTorch's 5056- or legacy 5048-byte state); the stream then continues
+    /// exactly where the saved one was. Throws std::invalid_argument for another size or an invalid
+    /// position, leaving the generator as it was.
+    void set_state(const std::vector<std::uint8_t>& state);
     /// The mutex every random function holds while it draws from this generator.
     std::mutex& mutex() const { return mutex_.mutex; }
     /// Equal when both will produce the same stream (same engine state and cached normal).
@@ -109,6 +120,17 @@ Generator& default_generator();
 Generator& manual_seed(std::uint64_t seed);
 /// The seed the default generator was last given.
 std::uint64_t initial_seed();
+/// The default generator's state, as `torch.get_rng_state()` (its bytes; see Generator::get_state).
+///
+/// ```cpp
+/// auto saved = xgrad::get_rng_state();
+/// auto a = xgrad::randn({3});
+/// xgrad::set_rng_state(saved);
+/// auto b = xgrad::randn({3});   // the same values as a
+/// ```
+std::vector<std::uint8_t> get_rng_state();
+/// Restores the default generator's state, as `torch.set_rng_state(state)`.
+void set_rng_state(const std::vector<std::uint8_t>& state);
 
 /// Uniform values in [0, 1), as `torch.rand`; float32 or float64.
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);

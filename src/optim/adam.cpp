@@ -21,6 +21,16 @@ AdamOptions as_adam(const AdamWOptions& o) {
             .maximize = o.maximize};
 }
 
+GroupOptions as_group(const AdamOptions& o) {
+    return {{"lr", o.lr},
+            {"beta1", o.betas[0]},
+            {"beta2", o.betas[1]},
+            {"eps", o.eps},
+            {"weight_decay", o.weight_decay},
+            {"amsgrad", o.amsgrad ? 1.0 : 0.0},
+            {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam(std::move(params), options, false, "Adam") {}
@@ -29,22 +39,65 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
     : Adam(std::move(params), as_adam(options), true, "AdamW") {}
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled, const char* name)
-    : Optimizer(std::move(params), options.lr, name), options_(options), decoupled_(decoupled) {
-    using nn::python_float_repr;
-    if (!(options.eps >= 0.0)) detail::fail(name, "invalid epsilon value: " + python_float_repr(options.eps));
-    for (int i = 0; i < 2; ++i)
-        if (!(options.betas[i] >= 0.0 && options.betas[i] < 1.0))
-            detail::fail(name, "invalid beta parameter at index " + std::to_string(i) + ": " +
-                                   python_float_repr(options.betas[i]) + " (must be in [0, 1))");
-    if (!(options.weight_decay >= 0.0))
-        detail::fail(name, "invalid weight_decay value: " + python_float_repr(options.weight_decay));
-    state_.resize(parameters().size());
+    : Optimizer(std::move(params), as_group(options), name), options_(options), decoupled_(decoupled) {
+    check_options(as_group(options));
+    moments_.resize(parameters().size());
 }
 
-void Adam::update(std::size_t index, Tensor& param, const Tensor& grad_in) {
-    const AdamOptions& o = options_;
+void Adam::check_options(const GroupOptions& o) const {
+    using nn::python_float_repr;
+    if (!(o.at("eps") >= 0.0)) detail::fail(name_, "invalid epsilon value: " + python_float_repr(o.at("eps")));
+    for (int i = 0; i < 2; ++i) {
+        const double beta = o.at(i == 0 ? "beta1" : "beta2");
+        if (!(beta >= 0.0 && beta < 1.0))
+            detail::fail(name_, "invalid beta parameter at index " + std::to_string(i) + ": " +
+                                    python_float_repr(beta) + " (must be in [0, 1))");
+    }
+    if (!(o.at("weight_decay") >= 0.0))
+        detail::fail(name_, "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
+}
+
+void Adam::on_params_added(std::size_t) {
+    moments_.resize(parameters().size());
+}
+
+bool Adam::is_state_name(const std::string& name) const {
+    return name == "step" || name == "exp_avg" || name == "exp_avg_sq" || name == "max_exp_avg_sq";
+}
+
+ParamState Adam::get_state(std::size_t index) const {
+    const AdamState& s = moments_.at(index);
+    if (s.step == 0) return {};
+    ParamState out{{"step", full({}, static_cast<double>(s.step), kFloat32)},
+                   {"exp_avg", s.exp_avg},
+                   {"exp_avg_sq", s.exp_avg_sq}};
+    if (s.max_exp_avg_sq.defined()) out["max_exp_avg_sq"] = s.max_exp_avg_sq;
+    return out;
+}
+
+void Adam::set_state(std::size_t index, ParamState state) {
+    AdamState s;
+    if (!state.empty()) {
+        if (!state.count("step") || !state.count("exp_avg") || !state.count("exp_avg_sq"))
+            detail::fail(name_, "load_state_dict: the state of parameter " + std::to_string(index) +
+                                    " needs step, exp_avg and exp_avg_sq");
+        s.step = static_cast<std::int64_t>(state.at("step").to(kFloat64).item<double>());
+        s.exp_avg = state.at("exp_avg");
+        s.exp_avg_sq = state.at("exp_avg_sq");
+        if (state.count("max_exp_avg_sq")) s.max_exp_avg_sq = state.at("max_exp_avg_sq");
+    }
+    moments_.at(index) = std::move(s);
+}
+
+void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, const Tensor& grad_in) {
+    const AdamOptions o{.lr = group.at("lr"),
+                        .betas = {group.at("beta1"), group.at("beta2")},
+                        .eps = group.at("eps"),
+                        .weight_decay = group.at("weight_decay"),
+                        .amsgrad = group.at("amsgrad") != 0.0,
+                        .maximize = group.at("maximize") != 0.0};
     const double beta1 = o.betas[0], beta2 = o.betas[1];
-    AdamState& s = state_[index];
+    AdamState& s = moments_[index];
     if (s.step == 0 || s.exp_avg.shape() != param.shape()) {  // lazily: the parameter may have been materialised late
         s = AdamState{};
         s.exp_avg = zeros_like(param);
@@ -54,19 +107,20 @@ void Adam::update(std::size_t index, Tensor& param, const Tensor& grad_in) {
         // The module was converted or moved with Module::to: the state follows its parameter.
         s.exp_avg = s.exp_avg.to(param.dtype()).to(param.device());
         s.exp_avg_sq = s.exp_avg_sq.to(param.dtype()).to(param.device());
-        if (o.amsgrad) s.max_exp_avg_sq = s.max_exp_avg_sq.to(param.dtype()).to(param.device());
+        if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(param.dtype()).to(param.device());
     }
+    if (o.amsgrad && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(param);  // amsgrad set later
     Tensor grad = (o.maximize ? grad_in.neg() : grad_in).to(param.dtype());
     s.step += 1;
     if (decoupled_)
-        param.mul_(1.0 - lr() * o.weight_decay);
+        param.mul_(1.0 - o.lr * o.weight_decay);
     else if (o.weight_decay != 0.0)
         grad = grad + param * o.weight_decay;
 
     const auto step = static_cast<double>(s.step);
     const double bias_correction1 = 1.0 - std::pow(beta1, step);
     const double bias_correction2 = 1.0 - std::pow(beta2, step);
-    const double step_size = lr() / bias_correction1;
+    const double step_size = o.lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     if (param.is_contiguous()) {  // one fused pass: the same arithmetic as the composite below
         kernels::adam_step(param, grad.contiguous(), s.exp_avg, s.exp_avg_sq, o.amsgrad ? s.max_exp_avg_sq : Tensor(),

@@ -6,34 +6,66 @@
 
 namespace xgrad::optim {
 
-SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
-    : Optimizer(std::move(params), options.lr, "SGD"), options_(options) {
-    using nn::python_float_repr;
-    if (!(options.momentum >= 0.0))
-        detail::fail("SGD", "invalid momentum value: " + python_float_repr(options.momentum));
-    if (!(options.weight_decay >= 0.0))
-        detail::fail("SGD", "invalid weight_decay value: " + python_float_repr(options.weight_decay));
-    if (options.nesterov && (options.momentum <= 0.0 || options.dampening != 0.0))
-        detail::fail("SGD", "Nesterov momentum requires a momentum and zero dampening");
-    state_.resize(parameters().size());
+namespace {
+
+GroupOptions as_group(const SGDOptions& o) {
+    return {{"lr", o.lr},
+            {"momentum", o.momentum},
+            {"dampening", o.dampening},
+            {"weight_decay", o.weight_decay},
+            {"nesterov", o.nesterov ? 1.0 : 0.0},
+            {"maximize", o.maximize ? 1.0 : 0.0}};
 }
 
-void SGD::update(std::size_t index, Tensor& param, const Tensor& grad) {
-    const SGDOptions& o = options_;
-    Tensor d_p = (o.maximize ? grad.neg() : grad).to(param.dtype());
-    if (o.weight_decay != 0.0) d_p = d_p + param * o.weight_decay;
-    if (o.momentum != 0.0) {
-        Tensor& buf = state_[index].momentum_buffer;
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
+    : Optimizer(std::move(params), as_group(options), "SGD"), options_(options) {
+    check_options(as_group(options));
+    buffers_.resize(parameters().size());
+}
+
+void SGD::check_options(const GroupOptions& o) const {
+    using nn::python_float_repr;
+    if (!(o.at("momentum") >= 0.0))
+        detail::fail("SGD", "invalid momentum value: " + python_float_repr(o.at("momentum")));
+    if (!(o.at("weight_decay") >= 0.0))
+        detail::fail("SGD", "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
+    if (o.at("nesterov") != 0.0 && (o.at("momentum") <= 0.0 || o.at("dampening") != 0.0))
+        detail::fail("SGD", "Nesterov momentum requires a momentum and zero dampening");
+}
+
+void SGD::on_params_added(std::size_t) {
+    buffers_.resize(parameters().size());
+}
+
+ParamState SGD::get_state(std::size_t index) const {
+    ParamState s;
+    if (buffers_.at(index).momentum_buffer.defined()) s["momentum_buffer"] = buffers_[index].momentum_buffer;
+    return s;
+}
+
+void SGD::set_state(std::size_t index, ParamState state) {
+    auto it = state.find("momentum_buffer");
+    buffers_.at(index).momentum_buffer = it == state.end() ? Tensor() : it->second;
+}
+
+void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const Tensor& grad) {
+    const double momentum = o.at("momentum"), weight_decay = o.at("weight_decay");
+    Tensor d_p = (o.at("maximize") != 0.0 ? grad.neg() : grad).to(param.dtype());
+    if (weight_decay != 0.0) d_p = d_p + param * weight_decay;
+    if (momentum != 0.0) {
+        Tensor& buf = buffers_[index].momentum_buffer;
         if (!buf.defined() || buf.shape() != param.shape()) {
             buf = d_p.clone();  // the first step's buffer is the gradient itself, undampened
         } else {
             if (buf.dtype() != param.dtype()) buf = buf.to(param.dtype());     // the module was converted
             if (buf.device() != param.device()) buf = buf.to(param.device());  // or moved
-            buf.mul_(o.momentum).add_(d_p, 1.0 - o.dampening);
+            buf.mul_(momentum).add_(d_p, 1.0 - o.at("dampening"));
         }
-        d_p = o.nesterov ? d_p + buf * o.momentum : buf;
+        d_p = o.at("nesterov") != 0.0 ? d_p + buf * momentum : buf;
     }
-    param.add_(d_p, -lr());
+    param.add_(d_p, -o.at("lr"));
 }
 
 }  // namespace xgrad::optim

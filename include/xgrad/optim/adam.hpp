@@ -50,21 +50,31 @@ class Adam : public Optimizer {
 public:
     /// An optimizer over `params`; throws for a negative lr, eps or weight decay and betas outside [0, 1).
     Adam(std::vector<Tensor> params, const AdamOptions& options = {});
-    /// The options given at construction.
+    /// The options given at construction (groups' current ones are option()).
     const AdamOptions& options() const { return options_; }
     /// The state of parameter `index` (step 0 until its first update).
-    const AdamState& state(std::size_t index) const { return state_.at(index); }
+    const AdamState& state(std::size_t index) const { return moments_.at(index); }
 
 protected:
     /// Adam or, with `decoupled`, AdamW; `name` names it in errors.
     Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled, const char* name);
-    /// One Adam update of one parameter.
-    void update(std::size_t index, Tensor& param, const Tensor& grad) override;
+    /// One Adam update of one parameter with its group's options.
+    void update(const GroupOptions& group, std::size_t index, Tensor& param, const Tensor& grad) override;
+    /// PyTorch's ValueErrors for Adam's options.
+    void check_options(const GroupOptions& options) const override;
+    /// `step` (a 0-d float32 tensor, as PyTorch 1.13), `exp_avg`, `exp_avg_sq`, `max_exp_avg_sq`.
+    ParamState get_state(std::size_t index) const override;
+    /// Takes the entries get_state() gives.
+    void set_state(std::size_t index, ParamState state) override;
+    /// The names get_state() gives.
+    bool is_state_name(const std::string& name) const override;
+    /// Grows the state with the parameters.
+    void on_params_added(std::size_t first) override;
 
 private:
     AdamOptions options_;
     bool decoupled_ = false;
-    std::vector<AdamState> state_;
+    std::vector<AdamState> moments_;
 };
 
 /// AdamW: Adam whose weight decay shrinks the parameter directly (`p *= 1 - lr·weight_decay`)

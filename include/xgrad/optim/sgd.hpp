@@ -38,18 +38,28 @@ public:
     /// An optimizer over `params`; throws for negative lr, momentum or weight decay, and for
     /// Nesterov without momentum or with dampening.
     SGD(std::vector<Tensor> params, const SGDOptions& options = {});
-    /// The options given at construction (lr as given; the current one is lr()).
+    /// The options given at construction (lr as given; the current one is lr(), groups' are option()).
     const SGDOptions& options() const { return options_; }
     /// The state of parameter `index` (default-constructed until its first update).
-    const State& state(std::size_t index) const { return state_.at(index); }
+    const State& state(std::size_t index) const { return buffers_.at(index); }
 
 protected:
-    /// One SGD update of one parameter.
-    void update(std::size_t index, Tensor& param, const Tensor& grad) override;
+    /// One SGD update of one parameter with its group's options.
+    void update(const GroupOptions& group, std::size_t index, Tensor& param, const Tensor& grad) override;
+    /// PyTorch's ValueErrors for SGD's options.
+    void check_options(const GroupOptions& options) const override;
+    /// `momentum_buffer`, once made.
+    ParamState get_state(std::size_t index) const override;
+    /// Takes `momentum_buffer` (or none).
+    void set_state(std::size_t index, ParamState state) override;
+    /// Only `momentum_buffer`.
+    bool is_state_name(const std::string& name) const override { return name == "momentum_buffer"; }
+    /// Grows the buffers with the parameters.
+    void on_params_added(std::size_t first) override;
 
 private:
     SGDOptions options_;
-    std::vector<State> state_;
+    std::vector<State> buffers_;
 };
 
 }  // namespace xgrad::optim
