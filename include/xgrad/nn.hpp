@@ -3,6 +3,7 @@
 
 #include "xgrad/nn/activation.hpp"
 #include "xgrad/nn/container.hpp"
+#include "xgrad/nn/distributed.hpp"
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/nn/linear.hpp"
