@@ -37,7 +37,8 @@ enum class ReduceOp {
 bool is_available();
 /// Joins the job `mpirun` started (MPI_Init), or makes a world of one when there is none; safe to
 /// call twice. From here on, an uncaught exception on any rank prints the rank and the error and
-/// ends the whole job (MPI_Abort) instead of leaving the other ranks waiting.
+/// ends the whole job (MPI_Abort) instead of leaving the other ranks waiting. In a job of several
+/// ranks, xgrad's kernels then use one thread per rank unless `OMP_NUM_THREADS` is set (as torchrun).
 void init();
 /// True between init() and finalize().
 bool is_initialized();

@@ -50,8 +50,11 @@ class DistributedDataParallel : public Module {
 public:
     /// Wraps `module` (kept by reference: it must outlive this) and broadcasts rank 0's state.
     explicit DistributedDataParallel(Module& module, DistributedDataParallelOptions options = {});
+    /// Removes the gradient hooks from the parameters.
     ~DistributedDataParallel() override;
+    /// Not copyable: the hooks on the parameters belong to one wrapper.
     DistributedDataParallel(const DistributedDataParallel&) = delete;
+    /// Not copyable.
     DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
     /// Runs the wrapped module (after broadcasting buffers, when asked to).
@@ -73,7 +76,9 @@ public:
     public:
         /// Ends the no-sync scope.
         ~NoSync();
+        /// Not copyable: one guard, one scope.
         NoSync(const NoSync&) = delete;
+        /// Not copyable.
         NoSync& operator=(const NoSync&) = delete;
 
     private:
