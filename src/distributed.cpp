@@ -77,7 +77,7 @@ void put_back(Tensor& t, const Tensor& host) {
         return;
     }
     NoGradGuard no_grad;
-    t.copy_(host);
+    t.copy_(host.to(t.device()));
 }
 
 void* data(const Tensor& host) {
@@ -196,7 +196,7 @@ void all_gather(std::vector<Tensor>& outputs, const Tensor& input) {
     gather_blocks(in, all);
     NoGradGuard no_grad;
     for (int r = 0; r < world.size; ++r)
-        outputs[r].copy_(all.narrow(0, r * in.numel(), in.numel()).view(input.shape()));
+        outputs[r].copy_(all.narrow(0, r * in.numel(), in.numel()).view(input.shape()).to(outputs[r].device()));
 }
 
 void all_gather_into_tensor(Tensor& output, const Tensor& input) {
@@ -225,7 +225,8 @@ void reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp 
     Tensor all = detail::make_empty(Shape{world.size * out.numel()}, out.dtype(), kCPU, "reduce_scatter");
     {
         NoGradGuard no_grad;
-        for (int r = 0; r < world.size; ++r) all.narrow(0, r * out.numel(), out.numel()).copy_(inputs[r].reshape({-1}));
+        for (int r = 0; r < world.size; ++r)
+            all.narrow(0, r * out.numel(), out.numel()).copy_(inputs[r].reshape({-1}).cpu());
     }
     scatter_blocks(all, out, op);
     finish_avg(out, op);

@@ -77,7 +77,7 @@ struct Reducer {
             Tensor flat = b.buffer.narrow(0, b.offsets[k], p.numel());
             const Tensor g = p.grad();
             if (g.defined())
-                flat.copy_(g.reshape({-1}));
+                flat.copy_(g.reshape({-1}).cpu());  // CUDA grads are staged through the host
             else
                 flat.zero_();  // no gradient on this rank: it contributes zeros
         }
@@ -105,7 +105,7 @@ struct Reducer {
                 Tensor& p = params[b.params[k]];
                 if (!p.grad().defined()) p.impl()->grad = zeros_like(p);
                 Tensor g = p.grad();
-                g.copy_(b.buffer.narrow(0, b.offsets[k], p.numel()).view(p.shape()));
+                g.copy_(b.buffer.narrow(0, b.offsets[k], p.numel()).view(p.shape()).to(g.device()));
             }
         }
         reset();
