@@ -121,6 +121,17 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     return r.shape() == shape ? r : r.reshape(shape);
 }
 
+std::atomic<std::int64_t> hooked_leaves{0};
+
+namespace {
+thread_local int backward_depth = 0;
+thread_local std::vector<std::function<void(bool)>> backward_callbacks;
+}  // namespace
+
+void queue_backward_callback(std::function<void(bool completed)> fn) {
+    backward_callbacks.push_back(std::move(fn));
+}
+
 /// Adds `g` into a leaf's grad, as PyTorch's AccumulateGrad: the first gradient becomes the leaf's
 /// grad without a copy when nothing else can see it (no other handle or view of its storage), and
 /// is copied otherwise (it may alias another tensor); later ones accumulate in place.
@@ -135,6 +146,15 @@ static void accumulate(TensorImpl& leaf, Tensor g) {
         leaf.grad = std::move(g);
     else
         leaf.grad = g.shape() == leaf.shape ? g.clone() : g.expand(leaf.shape).clone();
+}
+
+/// accumulate(), then the leaf's hook once its last gradient of this walk is in.
+static void accumulate_and_hook(TensorImpl& leaf, Tensor g) {
+    accumulate(leaf, std::move(g));
+    if (leaf.post_accumulate_hook && --leaf.post_accumulate_hook->remaining <= 0) {
+        leaf.post_accumulate_hook->remaining = 0;
+        leaf.post_accumulate_hook->fn();
+    }
 }
 
 }  // namespace detail
@@ -156,8 +176,22 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     }
 
     NoGradGuard no_grad;  // backward computes plain tensors (no higher-order graphs)
+    // The outermost backward on this thread runs the queued callbacks when it ends (DDP waits for
+    // its all-reduces there), with false when the walk threw.
+    struct Callbacks {
+        Callbacks() { ++backward_depth; }
+        ~Callbacks() {
+            if (--backward_depth == 0) run(false);  // still queued: an exception is unwinding
+        }
+        static void run(bool completed) {
+            auto fns = std::move(backward_callbacks);
+            backward_callbacks.clear();
+            for (auto& fn : fns) fn(completed);
+        }
+    } callbacks;
     if (!impl_->grad_fn) {
-        accumulate(*impl_, seed);
+        accumulate_and_hook(*impl_, seed);
+        if (backward_depth == 1) Callbacks::run(true);
         return;
     }
 
@@ -191,6 +225,22 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
         }
     } clear_pending{order};
 
+    // Hooked leaves learn how many gradients this walk will bring them (zeroed again when it ends).
+    std::vector<PostAccumulateHook*> hooks;
+    if (hooked_leaves.load(std::memory_order_relaxed) > 0)
+        for (Node* node : order)
+            for (const Edge& e : node->next)
+                if (e.leaf && e.leaf->post_accumulate_hook) {
+                    if (e.leaf->post_accumulate_hook->remaining++ == 0)
+                        hooks.push_back(e.leaf->post_accumulate_hook.get());
+                }
+    struct ClearHooks {
+        std::vector<PostAccumulateHook*>& hooks;
+        ~ClearHooks() {
+            for (PostAccumulateHook* h : hooks) h->remaining = 0;
+        }
+    } clear_hooks{hooks};
+
     impl_->grad_fn->pending = seed;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
@@ -218,7 +268,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
                 Tensor& slot = e.fn->pending;
                 slot = slot.defined() ? slot + grads[k] : std::move(grads[k]);
             } else {
-                accumulate(*e.leaf, std::move(grads[k]));
+                accumulate_and_hook(*e.leaf, std::move(grads[k]));
             }
         }
         if (!retain_graph) {
@@ -226,6 +276,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
             node->released = true;
         }
     }
+    if (backward_depth == 1) Callbacks::run(true);
 }
 
 namespace autograd {

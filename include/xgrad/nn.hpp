@@ -3,6 +3,7 @@
 
 #include "xgrad/nn/activation.hpp"
 #include "xgrad/nn/container.hpp"
+#include "xgrad/nn/distributed.hpp"
 #include "xgrad/nn/embedding.hpp"
 #include "xgrad/nn/flatten.hpp"
 #include "xgrad/nn/functional.hpp"

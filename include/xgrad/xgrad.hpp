@@ -3,6 +3,7 @@
 
 #include "xgrad/autograd.hpp"
 #include "xgrad/cuda.hpp"
+#include "xgrad/distributed.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn.hpp"
 #include "xgrad/nn/init.hpp"

@@ -42,6 +42,20 @@ struct Storage {
 
 struct Node;
 
+/// Runs after a leaf's grad has received its last gradient of a backward pass (PyTorch's
+/// post-accumulate-grad hook; DistributedDataParallel starts a bucket's all-reduce from it).
+/// backward() counts the graph's edges into each hooked leaf in `remaining` before its walk, so a
+/// leaf used twice fires once, after both gradients are in; a leaf reached outside a walk fires at once.
+struct PostAccumulateHook {
+    std::function<void()> fn;
+    std::int64_t remaining = 0;  // edges into the leaf that the current walk has still to deliver
+};
+/// How many leaves hold a hook (backward() counts edges only when some do).
+extern std::atomic<std::int64_t> hooked_leaves;
+/// Runs `fn` when the outermost backward() running on this thread has finished its walk, before it
+/// returns (PyTorch's queue_callback); `fn(false)` instead when the walk throws. Valid inside a hook.
+void queue_backward_callback(std::function<void(bool completed)> fn);
+
 /// What a Tensor handle points to: a strided view of a storage plus its autograd state.
 struct TensorImpl {
     std::shared_ptr<Storage> storage;
@@ -50,8 +64,9 @@ struct TensorImpl {
     std::int64_t offset = 0;
     DType dtype = kFloat32;
     bool requires_grad = false;
-    std::shared_ptr<Node> grad_fn;  // null for leaves
-    Tensor grad;                    // accumulated gradient of a leaf
+    std::shared_ptr<Node> grad_fn;                             // null for leaves
+    Tensor grad;                                               // accumulated gradient of a leaf
+    std::shared_ptr<PostAccumulateHook> post_accumulate_hook;  // leaves only; null but for DDP
 
     template <typename T>
     T* data() const {
