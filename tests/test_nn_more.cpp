@@ -309,7 +309,7 @@ TEST_CASE("normalize matches PyTorch, with a zero gradient for a zero row") {
 
 // ---- scaled dot-product attention ------------------------------------------------------------------------
 
-TEST_CASE("scaled_dot_product_attention matches its definition in PyTorch: plain, masked, causal") {
+TEST_CASE("scaled_dot_product_attention matches PyTorch 1.13's _scaled_dot_product_attention: plain, masked, causal") {
     for (std::string key : {"sdpa.plain", "sdpa.mask", "sdpa.causal"}) {
         for (std::string dt : {"float32", "float64"}) {
             const std::string k = key + "." + dt;

@@ -160,7 +160,8 @@ for key, shape, p, dim, zero_row in (("normalize.p2", (4, 3), 2.0, 1, True), ("n
         put(f"{k}.ginput", xx.grad)
 
 
-# ---- scaled dot-product attention (from its definition, in PyTorch 1.13 MultiheadAttention's order) -------
+# ---- scaled dot-product attention: torch.nn.functional._scaled_dot_product_attention (1.13), checked against -----
+# its definition softmax(q kᵀ / √E + mask) v in MultiheadAttention's order.
 def sdpa_ref(q, k, v, mask=None, is_causal=False):
     L, S = q.size(-2), k.size(-2)
     if is_causal:
@@ -183,7 +184,9 @@ for key, (qs, ks, vs), masked, causal in (
         dtype = getattr(torch, dt)
         q, kk, v = (b.to(dtype).clone().requires_grad_(True) for b in (bq, bk, bv))
         m = bm.to(dtype) if bm is not None else None
-        out = sdpa_ref(q, kk, v, m, causal)
+        # PyTorch 1.13's own (private) function, checked against the definition above.
+        out = F._scaled_dot_product_attention(q, kk, v, m, 0.0, False, causal)[0]
+        assert torch.allclose(out, sdpa_ref(q, kk, v, m, causal), rtol=1e-5 if dt == "float32" else 1e-12)
         for n, tt in (("q", q), ("k", kk), ("v", v)):
             put(f"{k}.{n}", tt)
         if m is not None:
