@@ -2,6 +2,7 @@
 #pragma once
 
 #include "xgrad/nn/activation.hpp"
+#include "xgrad/nn/attention.hpp"
 #include "xgrad/nn/container.hpp"
 #include "xgrad/nn/distributed.hpp"
 #include "xgrad/nn/embedding.hpp"

@@ -2,6 +2,8 @@
 #include "xgrad/nn/loss.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 
 #include "detail/kernels.hpp"
@@ -452,6 +454,184 @@ BCEWithLogitsLoss::BCEWithLogitsLoss(BCEWithLogitsLossOptions options) : options
 }
 Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
     return F::binary_cross_entropy_with_logits(input, target, options);
+}
+
+}  // namespace xgrad::nn
+
+// ---- binary cross entropy, smooth L1, Huber and KL divergence -----------------------------------------
+
+namespace xgrad::nn::functional {
+
+namespace {
+
+/// Floating-point, same-shape input and target for the elementwise losses below.
+void check_float_pair(const Tensor& input, const Tensor& target, const char* op) {
+    check_same_shape(input, target, op);
+    if (!input.is_floating_point() || !target.is_floating_point())
+        fail(op, "input and target must be floating-point, got " + to_string(input.dtype()) + " and " +
+                     to_string(target.dtype()));
+}
+
+/// The per-element gradient `gd` (of d = input - target) scaled by the incoming `g` and the
+/// reduction's 1/numel, as input and target gradients.
+Grads difference_grads(const Tensor& gd, const Tensor& g, Reduction reduction, DType di, DType dt, const NeedsGrad& n) {
+    Tensor gi = gd * g;
+    if (reduction == Reduction::kMean) gi = gi / static_cast<double>(gd.numel());
+    return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
+}
+
+}  // namespace
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const nn::BCELossOptions& options) {
+    const char* op = "binary_cross_entropy";
+    check_float_pair(input, target, op);
+    check_broadcasts_to(options.weight, input, "weight", op);
+    const Reduction reduction = options.reduction;
+    Tensor x = input.detach(), t = target.detach();
+    Tensor w = options.weight.defined() ? options.weight.detach() : Tensor();
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        if (x.numel() > 0) {
+            const double lo = x.min().item<double>(), hi = x.max().item<double>();
+            if (!(lo >= 0.0 && hi <= 1.0))  // NaN fails too, as in PyTorch's kernel
+                fail(op, "all elements of input should be between 0 and 1 (input of shape " + shape_of(input) +
+                             " holds values in [" + nn::python_float_repr(lo) + ", " + nn::python_float_repr(hi) +
+                             "])");
+        }
+        // PyTorch clamps each log at -100 so that a confident wrong answer costs 100, not inf.
+        Tensor loss = -(t * x.log().clamp(-100.0) + (1.0 - t) * (1.0 - x).log().clamp(-100.0));
+        if (w.defined()) loss = loss * w;
+        out = reduce(loss, reduction);
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(out, "BinaryCrossEntropyBackward0", {&input, &target},
+                       [sx = detail::Saved(x), st = detail::Saved(t), sw = detail::Saved(w), reduction](
+                           const Tensor& g, const NeedsGrad& n) {
+                           const Tensor &x = sx, &t = st, &w = sw;
+                           auto finish = [&](Tensor r, DType dt) {
+                               if (w.defined()) r = r * w;
+                               if (reduction == Reduction::kMean) r = r / static_cast<double>(x.numel());
+                               return r.to(dt);
+                           };
+                           Grads r(2);
+                           // d/dx = (x - t) / max(x (1 - x), EPSILON), PyTorch's EPSILON being the
+                           // float 1e-12 (9.9999999600419720e-13) in every dtype.
+                           const double eps = static_cast<double>(1e-12F);
+                           if (n[0]) r[0] = finish((x - t) / ((1.0 - x) * x).clamp(eps) * g, x.dtype());
+                           // d/dt = -logit(x) = log(1 - x) - log(x), unclamped as PyTorch's.
+                           if (n[1]) r[1] = finish(((1.0 - x).log() - x.log()) * g, t.dtype());
+                           return r;
+                       });
+    return out;
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const nn::SmoothL1LossOptions& options) {
+    const char* op = "smooth_l1_loss";
+    check_float_pair(input, target, op);
+    const double beta = options.beta;
+    if (beta < 0.0 || std::isnan(beta))
+        fail(op, "smooth_l1_loss does not support negative values for beta (got " + nn::python_float_repr(beta) + ")");
+    const Reduction reduction = options.reduction;
+    Tensor d, out;
+    {
+        NoGradGuard no_grad;
+        d = input.detach() - target.detach();
+        // With a = |d| and m = min(a, beta): 0.5 m² / beta + (a - m) is both branches at once
+        // (beta 0 is the L1 loss; its gradient below is sign(d), NaN at d = 0 as PyTorch's).
+        Tensor a = d.abs(), m = a.clamp(std::nullopt, beta);
+        out = reduce(beta == 0.0 ? a : m * m * (0.5 / beta) + (a - m), reduction);
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(out, "SmoothL1LossBackward0", {&input, &target},
+                       [sd = detail::Saved(d), beta, reduction, di = input.dtype(), dt = target.dtype()](
+                           const Tensor& g, const NeedsGrad& n) {
+                           // d/dd = d / beta inside the quadratic zone, sign(d) outside: a clamp.
+                           return difference_grads((sd.get() / beta).clamp(-1.0, 1.0), g, reduction, di, dt, n);
+                       });
+    return out;
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, const nn::HuberLossOptions& options) {
+    const char* op = "huber_loss";
+    check_float_pair(input, target, op);
+    const double delta = options.delta;
+    if (!(delta > 0.0))
+        fail(op,
+             "huber_loss does not support non-positive values for delta (got " + nn::python_float_repr(delta) + ")");
+    const Reduction reduction = options.reduction;
+    Tensor d, out;
+    {
+        NoGradGuard no_grad;
+        d = input.detach() - target.detach();
+        // With a = |d| and m = min(a, delta): 0.5 m² + delta (a - m) is both branches at once.
+        Tensor a = d.abs(), m = a.clamp(std::nullopt, delta);
+        out = reduce(m * m * 0.5 + (a - m) * delta, reduction);
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(out, "HuberLossBackward0", {&input, &target},
+                       [sd = detail::Saved(d), delta, reduction, di = input.dtype(), dt = target.dtype()](
+                           const Tensor& g, const NeedsGrad& n) {
+                           // d/dd = d inside the quadratic zone, ±delta outside: a clamp.
+                           return difference_grads(sd.get().clamp(-delta, delta), g, reduction, di, dt, n);
+                       });
+    return out;
+}
+
+namespace {
+
+void check_kl_reduction(const std::string& reduction) {
+    if (reduction != "none" && reduction != "mean" && reduction != "batchmean" && reduction != "sum")
+        fail("kl_div",
+             reduction + " is not a valid value for reduction (expected \"none\", \"mean\", \"batchmean\" or \"sum\")");
+}
+
+}  // namespace
+
+Tensor kl_div(const Tensor& input, const Tensor& target, const nn::KLDivLossOptions& options) {
+    const char* op = "kl_div";
+    check_kl_reduction(options.reduction);
+    check_float_pair(input, target, op);
+    Tensor loss;
+    if (options.log_target) {
+        loss = target.exp() * (target - input);
+    } else {
+        // xlogy(t, t) - t x: t log t is 0 where t is 0 (the clamp keeps log finite there).
+        const double tiny = target.dtype() == kFloat64 ? std::numeric_limits<double>::min()
+                                                       : static_cast<double>(std::numeric_limits<float>::min());
+        loss = target * target.clamp(tiny).log() - target * input;
+    }
+    const std::string& r = options.reduction;
+    if (r == "none") return loss;
+    if (r == "mean") return loss.mean();
+    Tensor total = loss.sum();
+    return r == "batchmean" && input.dim() != 0 ? total / static_cast<double>(input.size(0)) : total;
+}
+
+}  // namespace xgrad::nn::functional
+
+namespace xgrad::nn {
+
+BCELoss::BCELoss(BCELossOptions options) : options(std::move(options)) {
+    register_buffer("weight", this->options.weight);
+}
+Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
+    return functional::binary_cross_entropy(input, target, options);
+}
+
+Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+    return functional::smooth_l1_loss(input, target, options);
+}
+
+Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+    return functional::huber_loss(input, target, options);
+}
+
+KLDivLoss::KLDivLoss(KLDivLossOptions options) : options(std::move(options)) {
+    functional::check_kl_reduction(this->options.reduction);
+}
+Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+    return functional::kl_div(input, target, options);
 }
 
 }  // namespace xgrad::nn

@@ -88,4 +88,32 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::i
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std::string& mode = "constant",
            double value = 0.0);
 
+// ---- vector normalisation and attention --------------------------------------------------------------
+
+/// `input / max(‖input‖_p, eps)` along `dim`, as `torch.nn.functional.normalize`.
+///
+/// `p` must be finite and at least 1. The norm's gradient is 0 where the norm is 0 (as PyTorch's),
+/// so a zero row gets a zero gradient, not NaN.
+/// ```cpp
+/// Tensor unit = F::normalize(embeddings);              // rows of unit L2 norm
+/// Tensor cos = F::normalize(a).matmul(F::normalize(b).t());
+/// ```
+Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1, double eps = 1e-12);
+
+/// `softmax(q kᵀ / √E + attn_mask) v`: attention of queries (..., L, E) over keys (..., S, E) and
+/// values (..., S, Ev), giving (..., L, Ev), computed as PyTorch 1.13's MultiheadAttention does
+/// (q divided by √E, then the product, then the mask added).
+///
+/// `attn_mask` is an additive float mask broadcasting to (..., L, S) (`-inf` hides a key).
+/// `is_causal` hides every key after the query's position (an upper triangle of `-inf`, built
+/// internally); it cannot be combined with `attn_mask`. With `dropout_p` > 0 the attention weights
+/// go through dropout (drawn from `gen`, or the default generator). A row whose keys are all hidden
+/// gives NaN, as PyTorch.
+/// ```cpp
+/// Tensor y = F::scaled_dot_product_attention(q, k, v, Tensor(), 0.0, /*is_causal=*/true);
+/// ```
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0, bool is_causal = false,
+                                    Generator* gen = nullptr);
+
 }  // namespace xgrad::nn::functional

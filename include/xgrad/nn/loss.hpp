@@ -236,3 +236,142 @@ public:
 };
 
 }  // namespace xgrad::nn
+
+// ---- binary cross entropy, smooth L1, Huber and KL divergence -----------------------------------------
+
+namespace xgrad::nn {
+
+/// Options of binary_cross_entropy and BCELoss, in PyTorch's order.
+struct BCELossOptions {
+    Tensor weight{};  ///< Rescales each element's loss; broadcast to the input's shape.
+    functional::LossReduction reduction = functional::Reduction::kMean;  ///< How to reduce the per-element losses.
+};
+
+/// Options of smooth_l1_loss and SmoothL1Loss, in PyTorch's order.
+struct SmoothL1LossOptions {
+    functional::LossReduction reduction = functional::Reduction::kMean;  ///< How to reduce the per-element losses.
+    double beta = 1.0;  ///< Where the loss turns from quadratic to linear; 0 gives the L1 loss.
+};
+
+/// Options of huber_loss and HuberLoss, in PyTorch's order.
+struct HuberLossOptions {
+    functional::LossReduction reduction = functional::Reduction::kMean;  ///< How to reduce the per-element losses.
+    double delta = 1.0;  ///< Where the loss turns from quadratic to linear; must be positive.
+};
+
+/// Options of kl_div and KLDivLoss, in PyTorch's order.
+struct KLDivLossOptions {
+    /// "none", "mean" (over every element, PyTorch's default), "batchmean" (the sum over the first
+    /// dimension's size: the KL divergence's definition) or "sum".
+    std::string reduction = "mean";
+    bool log_target = false;  ///< True when the target holds log-probabilities.
+};
+
+}  // namespace xgrad::nn
+
+namespace xgrad::nn::functional {
+
+/// Binary cross entropy between probabilities `input` in [0, 1] and targets:
+/// `-weight · (t · log(x) + (1 - t) · log(1 - x))`, each log clamped at -100 as PyTorch.
+///
+/// One recorded operation (`BinaryCrossEntropyBackward0`), differentiable in input and target; its
+/// input gradient is `weight · (x - t) / max(x (1 - x), ε)` with PyTorch's ε (the float 1e-12). Throws PyTorch's
+/// "all elements of input should be between 0 and 1" otherwise.
+/// ```cpp
+/// Tensor loss = F::binary_cross_entropy(model(x).sigmoid(), labels);
+/// ```
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCELossOptions& options = {});
+
+/// Smooth L1 loss: `0.5 d² / beta` where `|d| < beta`, else `|d| - 0.5 beta`, with `d = input - target`.
+///
+/// One recorded operation (`SmoothL1LossBackward0`); `beta` 0 is the L1 loss, a negative `beta` throws.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossOptions& options = {});
+
+/// Huber loss: `0.5 d²` where `|d| < delta`, else `delta (|d| - 0.5 delta)`, with `d = input - target`.
+///
+/// One recorded operation (`HuberLossBackward0`); `delta` must be positive.
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossOptions& options = {});
+
+/// Kullback-Leibler divergence of `target` from the log-probabilities `input`, pointwise
+/// `target · (log(target) - input)` (0 where target is 0), or `exp(target) · (target - input)` with
+/// `log_target`, reduced as `options.reduction` says.
+///
+/// Built from elementwise ops and reductions, as PyTorch 1.13 builds it.
+/// ```cpp
+/// Tensor kl = F::kl_div(F::log_softmax(student, 1), F::softmax(teacher, 1), {.reduction = "batchmean"});
+/// ```
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivLossOptions& options = {});
+
+}  // namespace xgrad::nn::functional
+
+namespace xgrad::nn {
+
+/// Binary cross entropy on probabilities as a module (see functional::binary_cross_entropy); a
+/// `weight` is a buffer, as in PyTorch's state dict.
+///
+/// ```cpp
+/// xgrad::nn::BCELoss criterion;
+/// Tensor loss = criterion(model(x).sigmoid(), targets);
+/// ```
+class BCELoss : public Loss {
+public:
+    /// A loss with the given options.
+    explicit BCELoss(BCELossOptions options = {});
+    using Loss::forward;
+    /// `F::binary_cross_entropy(input, target, options)`.
+    Tensor forward(const Tensor& input, const Tensor& target) override;
+
+    BCELossOptions options;  ///< The options given at construction.
+};
+
+/// Smooth L1 loss as a module (see functional::smooth_l1_loss); prints as `SmoothL1Loss()`.
+///
+/// ```cpp
+/// xgrad::nn::SmoothL1Loss criterion({.beta = 0.5});
+/// Tensor loss = criterion(boxes, target_boxes);
+/// ```
+class SmoothL1Loss : public Loss {
+public:
+    /// A loss with the given options.
+    explicit SmoothL1Loss(SmoothL1LossOptions options = {}) : options(std::move(options)) {}
+    using Loss::forward;
+    /// `F::smooth_l1_loss(input, target, options)`.
+    Tensor forward(const Tensor& input, const Tensor& target) override;
+
+    SmoothL1LossOptions options;  ///< The options given at construction.
+};
+
+/// Huber loss as a module (see functional::huber_loss); prints as `HuberLoss()`.
+///
+/// ```cpp
+/// xgrad::nn::HuberLoss criterion({.delta = 2.0});
+/// ```
+class HuberLoss : public Loss {
+public:
+    /// A loss with the given options.
+    explicit HuberLoss(HuberLossOptions options = {}) : options(std::move(options)) {}
+    using Loss::forward;
+    /// `F::huber_loss(input, target, options)`.
+    Tensor forward(const Tensor& input, const Tensor& target) override;
+
+    HuberLossOptions options;  ///< The options given at construction.
+};
+
+/// KL divergence as a module (see functional::kl_div); prints as `KLDivLoss()`.
+///
+/// ```cpp
+/// xgrad::nn::KLDivLoss criterion({.reduction = "batchmean"});
+/// Tensor loss = criterion(F::log_softmax(logits, 1), target_probs);
+/// ```
+class KLDivLoss : public Loss {
+public:
+    /// A loss with the given options; throws for an unknown reduction.
+    explicit KLDivLoss(KLDivLossOptions options = {});
+    using Loss::forward;
+    /// `F::kl_div(input, target, options)`.
+    Tensor forward(const Tensor& input, const Tensor& target) override;
+
+    KLDivLossOptions options;  ///< The options given at construction.
+};
+
+}  // namespace xgrad::nn

@@ -1,0 +1,72 @@
+// Multi-head attention (torch.nn.MultiheadAttention) on top of F::scaled_dot_product_attention.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "xgrad/nn/linear.hpp"
+#include "xgrad/nn/module.hpp"
+
+namespace xgrad::nn {
+
+/// The output projection of MultiheadAttention: a Linear under PyTorch's class name, so that the
+/// module prints as PyTorch's.
+class NonDynamicallyQuantizableLinear : public Linear {
+public:
+    using Linear::Linear;
+};
+
+/// Options of MultiheadAttention, in PyTorch's order (key and value have the embedding's size).
+struct MultiheadAttentionOptions {
+    double dropout = 0.0;      ///< Dropout on the attention weights in training mode.
+    bool bias = true;          ///< Biases on the input and output projections.
+    bool batch_first = false;  ///< Inputs and outputs (N, L, E) instead of (L, N, E).
+};
+
+/// Multi-head attention as `torch.nn.MultiheadAttention(embed_dim, num_heads)`, with PyTorch 1.13's
+/// parameters, initialisation and forward.
+///
+/// Parameters: `in_proj_weight` (3E, E), drawn with xavier_uniform_; `in_proj_bias` (3E), zeros;
+/// `out_proj` (a Linear E → E, drawn as Linear, then its bias zeroed). The draws come in PyTorch's
+/// order (out_proj first), so after the same `manual_seed` the values are PyTorch's.
+///
+/// ```cpp
+/// xgrad::nn::MultiheadAttention attn(16, 4, {.batch_first = true});
+/// auto [y, w] = attn.forward(x, x, x);          // x (N, L, 16): y (N, L, 16), w (N, L, L)
+/// Tensor masked = attn.forward(x, x, x, causal_mask, false).first;
+/// ```
+class MultiheadAttention : public Module {
+public:
+    /// `num_heads` heads of `embed_dim / num_heads` each; `embed_dim` must be divisible by `num_heads`.
+    MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, MultiheadAttentionOptions options = {});
+
+    /// Attention of `query` (L, N, E) over `key` and `value` (S, N, E) ((N, L, E) and (N, S, E) with
+    /// batch_first; (L, E) and (S, E) unbatched). Returns the output, shaped as the query, and with
+    /// `need_weights` the attention weights (N, L, S) ((L, S) unbatched), averaged over the heads
+    /// when `average_attn_weights`, else per head (N, num_heads, L, S); undefined otherwise.
+    /// `attn_mask` is an additive float mask, (L, S) or (N·num_heads, L, S).
+    std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                      const Tensor& attn_mask = Tensor(), bool need_weights = true,
+                                      bool average_attn_weights = true);
+    /// Self-attention `forward(x, x, x, Tensor(), false).first`, so the module can sit in a Sequential.
+    Tensor forward(const Tensor& x) override;
+    /// Redraws `in_proj_weight` (xavier_uniform_) and zeroes the biases, as PyTorch's `_reset_parameters`
+    /// (the output projection's weight keeps its draw).
+    void reset_parameters() override;
+
+    Tensor in_proj_weight;                     ///< (3·embed_dim, embed_dim): the q, k and v projections stacked.
+    Tensor in_proj_bias;                       ///< (3·embed_dim), or undefined without bias.
+    NonDynamicallyQuantizableLinear out_proj;  ///< embed_dim → embed_dim.
+
+    /// The embedding size E.
+    std::int64_t embed_dim() const { return embed_dim_; }
+    /// The number of heads.
+    std::int64_t num_heads() const { return num_heads_; }
+
+private:
+    std::int64_t embed_dim_, num_heads_;
+    MultiheadAttentionOptions options_;
+};
+
+}  // namespace xgrad::nn

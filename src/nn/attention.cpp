@@ -1,0 +1,219 @@
+// Scaled dot-product attention and MultiheadAttention, composed of matmul, softmax and dropout.
+#include "xgrad/nn/attention.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
+#include "xgrad/nn/functional.hpp"
+#include "xgrad/nn/init.hpp"
+#include "xgrad/nn/loss.hpp"
+
+namespace xgrad::nn {
+
+using detail::fail;
+
+namespace {
+
+std::string shape_of(const Tensor& t) {
+    return to_string(t.shape());
+}
+
+/// softmax(q kᵀ / √E + mask) for q (..., L, E), k (..., S, E): PyTorch 1.13's order (q scaled
+/// first, then the product, then the mask added as baddbmm does), then dropout.
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, double dropout_p, Generator* gen) {
+    const double e = static_cast<double>(q.size(-1));
+    Tensor scores = (q / std::sqrt(e)).matmul(k.transpose(-2, -1));  // (..., L, S)
+    if (mask.defined()) scores = mask + scores;
+    Tensor w = functional::softmax(scores, -1);
+    return dropout_p > 0.0 ? functional::dropout(w, dropout_p, true, gen) : w;
+}
+
+/// The (L, S) causal mask: 0 where key j <= query i, -inf above the diagonal.
+Tensor causal_mask(std::int64_t l, std::int64_t s, DType dtype, Device device) {
+    std::vector<double> m(static_cast<std::size_t>(l * s), 0.0);
+    for (std::int64_t i = 0; i < l; ++i)
+        for (std::int64_t j = i + 1; j < s; ++j)
+            m[static_cast<std::size_t>(i * s + j)] = -std::numeric_limits<double>::infinity();
+    return from_vector(m, Shape{l, s}, TensorOptions(dtype).device(device));
+}
+
+void check_float_mask(const Tensor& mask, const Tensor& query, const char* op) {
+    if (!mask.is_floating_point())
+        fail(op, "attn_mask must be an additive floating-point mask, got " + to_string(mask.dtype()));
+    if (mask.dtype() != query.dtype())
+        fail(op, "attn_mask of dtype " + to_string(mask.dtype()) + " must have the query's dtype " +
+                     to_string(query.dtype()));
+    detail::check_same_device(query, mask, op);
+}
+
+}  // namespace
+
+}  // namespace xgrad::nn
+
+namespace xgrad::nn::functional {
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal, Generator* gen) {
+    const char* op = "scaled_dot_product_attention";
+    detail::check_defined(query, op);
+    detail::check_defined(key, op);
+    detail::check_defined(value, op);
+    if (query.dim() < 2 || key.dim() < 2 || value.dim() < 2)
+        fail(op, "query, key and value must have at least 2 dimensions (..., L, E), got shapes " + shape_of(query) +
+                     ", " + shape_of(key) + " and " + shape_of(value));
+    if (!query.is_floating_point()) fail(op, "needs floating-point tensors, got " + to_string(query.dtype()));
+    if (query.size(-1) != key.size(-1))
+        fail(op, "query of shape " + shape_of(query) + " and key of shape " + shape_of(key) +
+                     " must have the same embedding size (last dimension)");
+    if (key.size(-2) != value.size(-2))
+        fail(op, "key of shape " + shape_of(key) + " and value of shape " + shape_of(value) +
+                     " must have the same sequence length (dimension -2)");
+    if (!(dropout_p >= 0.0 && dropout_p <= 1.0))
+        fail(op, "dropout_p must be between 0 and 1, got " + python_float_repr(dropout_p));
+    if (is_causal && attn_mask.defined()) fail(op, "Explicit attn_mask should not be set when is_causal=True");
+    const std::int64_t l = query.size(-2), s = key.size(-2);
+    Tensor mask = attn_mask;
+    if (mask.defined()) {
+        check_float_mask(mask, query, op);
+        // The mask must broadcast to the scores (..., L, S).
+        auto with_ls = [l, s](const Shape& shape) {
+            std::vector<std::int64_t> dims(shape.begin(), shape.end());
+            dims[dims.size() - 2] = l, dims.back() = s;
+            return Shape(dims);
+        };
+        Shape want = detail::broadcast_shapes(with_ls(query.shape()), with_ls(key.shape()), op);
+        if (detail::broadcast_shapes(mask.shape(), want, op) != want)  // throws when they do not broadcast
+            fail(op, "attn_mask of shape " + shape_of(mask) + " does not broadcast to the attention scores' shape " +
+                         to_string(want));
+    }
+    if (is_causal) mask = causal_mask(l, s, query.dtype(), query.device());
+    return attention_weights(query, key, mask, dropout_p, gen).matmul(value);  // (..., L, Ev)
+}
+
+}  // namespace xgrad::nn::functional
+
+namespace xgrad::nn {
+
+MultiheadAttention::MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads,
+                                       MultiheadAttentionOptions options)
+    // PyTorch builds out_proj (drawing its weight and bias) before _reset_parameters draws
+    // in_proj_weight: the member initialiser keeps that order.
+    : out_proj(embed_dim, embed_dim, options.bias), embed_dim_(embed_dim), num_heads_(num_heads), options_(options) {
+    const char* op = "MultiheadAttention";
+    if (embed_dim <= 0 || num_heads <= 0)
+        fail(op, "embed_dim and num_heads must be positive, got " + std::to_string(embed_dim) + " and " +
+                     std::to_string(num_heads));
+    if (embed_dim % num_heads != 0)
+        fail(op, "embed_dim must be divisible by num_heads (embed_dim=" + std::to_string(embed_dim) +
+                     ", num_heads=" + std::to_string(num_heads) + ")");
+    if (!(options.dropout >= 0.0 && options.dropout <= 1.0))
+        fail(op, "dropout probability has to be between 0 and 1, but got " + python_float_repr(options.dropout));
+    in_proj_weight = empty({3 * embed_dim, embed_dim});
+    register_parameter("in_proj_weight", in_proj_weight);
+    if (options.bias) {
+        in_proj_bias = empty({3 * embed_dim});
+        register_parameter("in_proj_bias", in_proj_bias);
+    }
+    register_module("out_proj", out_proj);
+    initialize_parameters();
+}
+
+void MultiheadAttention::reset_parameters() {
+    NoGradGuard no_grad;
+    init::xavier_uniform_(in_proj_weight);
+    if (in_proj_bias.defined()) {
+        init::zeros_(in_proj_bias);
+        init::zeros_(out_proj.bias);
+    }
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                      const Tensor& attn_mask, bool need_weights,
+                                                      bool average_attn_weights) {
+    const char* op = "MultiheadAttention";
+    detail::check_defined(query, op);
+    detail::check_defined(key, op);
+    detail::check_defined(value, op);
+    if (query.dim() != 2 && query.dim() != 3)
+        fail(op, "query should be unbatched 2D or batched 3D tensor but received " + std::to_string(query.dim()) +
+                     "-D query tensor");
+    const bool batched = query.dim() == 3;
+    if (key.dim() != query.dim() || value.dim() != query.dim())
+        fail(op, std::string(batched ? "For batched (3-D) `query`, expected `key` and `value` to be 3-D"
+                                     : "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D") +
+                     " but found " + std::to_string(key.dim()) + "-D and " + std::to_string(value.dim()) +
+                     "-D tensors respectively");
+    if (key.shape() != value.shape())
+        fail(op, "key shape " + shape_of(key) + " does not match value shape " + shape_of(value));
+    // Self-attention (query, key and value one tensor) projects once, as PyTorch does when `query is key`.
+    const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
+    // Work in PyTorch's (L, N, E) layout.
+    auto to_lne = [&](const Tensor& t) {
+        return !batched ? t.unsqueeze(1) : options_.batch_first ? t.transpose(0, 1) : t;
+    };
+    Tensor q = to_lne(query), k = to_lne(key), v = to_lne(value);
+    const std::int64_t l = q.size(0), n = q.size(1), e = embed_dim_, s = k.size(0);
+    const std::int64_t h = num_heads_, hd = e / h;
+    if (q.size(2) != e)
+        fail(op, "was expecting embedding dimension of " + std::to_string(e) + ", but got " +
+                     std::to_string(q.size(2)) + " (query of shape " + shape_of(query) + ")");
+    if (k.size(2) != e || k.size(1) != n)
+        fail(op, "key of shape " + shape_of(key) + " does not match the query of shape " + shape_of(query) +
+                     " in batch size or embedding dimension");
+
+    // In-projection: (L, N, E) → q, k, v each (L or S, N, E).
+    auto w_part = [&](std::int64_t i) { return in_proj_weight.narrow(0, i * e, e); };
+    auto b_part = [&](std::int64_t i) { return in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : Tensor(); };
+    Tensor qp, kp, vp;
+    if (self_attention) {
+        Tensor proj = functional::linear(q, in_proj_weight, in_proj_bias);  // (L, N, 3E)
+        qp = proj.narrow(2, 0, e), kp = proj.narrow(2, e, e), vp = proj.narrow(2, 2 * e, e);
+    } else {
+        qp = functional::linear(q, w_part(0), b_part(0));
+        kp = functional::linear(k, w_part(1), b_part(1));
+        vp = functional::linear(v, w_part(2), b_part(2));
+    }
+
+    Tensor mask = attn_mask;
+    if (mask.defined()) {
+        check_float_mask(mask, query, op);
+        if (mask.dim() == 2) {
+            if (mask.shape() != Shape{l, s})
+                fail(op, "The shape of the 2D attn_mask is " + shape_of(mask) + ", but should be " +
+                             to_string(Shape{l, s}) + ".");
+            mask = mask.unsqueeze(0);
+        } else if (mask.dim() == 3) {
+            if (mask.shape() != Shape{n * h, l, s})
+                fail(op, "The shape of the 3D attn_mask is " + shape_of(mask) + ", but should be " +
+                             to_string(Shape{n * h, l, s}) + ".");
+        } else {
+            fail(op, "attn_mask's dimension " + std::to_string(mask.dim()) + " is not supported");
+        }
+    }
+
+    // Heads: (L, N, E) → (N·H, L, hd).
+    auto heads = [&](const Tensor& t, std::int64_t len) {
+        return t.contiguous().view({len, n * h, hd}).transpose(0, 1);
+    };
+    const double p = is_training() ? options_.dropout : 0.0;
+    Tensor weights = attention_weights(heads(qp, l), heads(kp, s), mask, p, nullptr);  // (N·H, L, S)
+    Tensor out = weights.matmul(heads(vp, s));                                         // (N·H, L, hd)
+    out = out.transpose(0, 1).contiguous().view({l * n, e});
+    out = out_proj(out).view({l, n, e});
+    out = !batched ? out.squeeze(1) : options_.batch_first ? out.transpose(0, 1) : out;
+
+    if (!need_weights) return {out, Tensor()};
+    weights = weights.view({n, h, l, s});
+    if (average_attn_weights) weights = weights.sum({1}) / static_cast<double>(h);
+    if (!batched) weights = weights.squeeze(0);
+    return {out, weights};
+}
+
+Tensor MultiheadAttention::forward(const Tensor& x) {
+    return forward(x, x, x, Tensor(), false).first;
+}
+
+}  // namespace xgrad::nn
