@@ -2,13 +2,16 @@
 #pragma once
 
 #include "xgrad/nn/activation.hpp"
+#include "xgrad/nn/batchnorm.hpp"
 #include "xgrad/nn/container.hpp"
+#include "xgrad/nn/conv.hpp"
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/nn/linear.hpp"
 #include "xgrad/nn/loss.hpp"
 #include "xgrad/nn/module.hpp"
 #include "xgrad/nn/normalization.hpp"
+#include "xgrad/nn/pooling.hpp"
 
 /// Neural-network building blocks (PyTorch's `torch.nn`).
 namespace xgrad::nn {

@@ -24,6 +24,12 @@ const Backend& backend() {
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
         .adam_step = adam_step,
+        .im2col = im2col,
+        .col2im = col2im,
+        .max_pool2d = max_pool2d,
+        .max_pool2d_backward = max_pool2d_backward,
+        .avg_pool2d = avg_pool2d,
+        .avg_pool2d_backward = avg_pool2d_backward,
     };
     return table;
 }

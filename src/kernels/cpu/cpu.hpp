@@ -27,6 +27,12 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
                double eps);
+void im2col(const Tensor& x, const Tensor& cols, const Window2d& w);
+void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w);
+void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w);
+void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w);
+void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w);
+void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w);
 
 /// The CPU's kernel table.
 const Backend& backend();

@@ -72,4 +72,13 @@ void softmax_backward_rows(Scalar t, const void* grad, const void* out, void* dx
 void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
                std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps);
 
+// ---- conv.cu: images (n, channels, height, width) or planes (planes, height, width), contiguous --------
+void im2col(Scalar t, const void* x, void* cols, const Window2d& g, std::int64_t n);
+void col2im(Scalar t, const void* cols, void* dx, const Window2d& g, std::int64_t n);
+void max_pool2d(Scalar t, const void* x, void* out, void* indices, const Window2d& g, std::int64_t planes);
+void max_pool2d_backward(Scalar t, const void* grad, const void* indices, void* dx, const Window2d& g,
+                         std::int64_t planes);
+void avg_pool2d(Scalar t, const void* x, void* out, const Window2d& g, std::int64_t planes);
+void avg_pool2d_backward(Scalar t, const void* grad, void* dx, const Window2d& g, std::int64_t planes);
+
 }  // namespace xgrad::kernels::cuda
