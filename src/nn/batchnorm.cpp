@@ -52,8 +52,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     }
     if (!training && (!running_mean.defined() || !running_var.defined()))
         fail(op, "running_mean and running_var must be defined when not training");
-    if (training && input.numel() / std::max<std::int64_t>(c, 1) <= 1)
-        {
+    if (training && input.numel() / std::max<std::int64_t>(c, 1) <= 1) {
         std::ostringstream size;  // PyTorch prints it as torch.Size([1, 3])
         size << input.shape();
         fail(op, "Expected more than 1 value per channel when training, got input size " + size.str());
@@ -88,27 +87,26 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
         if (bias.defined()) out = out + bias.detach().to(x.dtype()).view(cs);
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    detail::record(out, "NativeBatchNormBackward0", {&input, &weight, &bias},
-                   [sxhat = detail::Saved(xhat), invstd, w, dims, training, wshape = weight.defined() ? weight.shape()
-                                                                                            : Shape{c}](
-                       const Tensor& g, const detail::NeedsGrad& need) {
-                       const Tensor& xhat = sxhat;
-                       Grads r(3);
-                       if (need[0]) {
-                           const Tensor gw = w.defined() ? g * w : g;  // the gradient of xhat
-                           // Batch statistics depend on x: dx = invstd·(gw - mean(gw) - xhat·mean(gw·xhat)).
-                           r[0] = training ? (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true)) * invstd
-                                           : gw * invstd;
-                       }
-                       if (need[1]) r[1] = (g * xhat).sum(dims).view(wshape);
-                       if (need[2]) r[2] = g.sum(dims).view(wshape);
-                       return r;
-                   });
+    detail::record(
+        out, "NativeBatchNormBackward0", {&input, &weight, &bias},
+        [sxhat = detail::Saved(xhat), invstd, w, dims, training, wshape = weight.defined() ? weight.shape() : Shape{c}](
+            const Tensor& g, const detail::NeedsGrad& need) {
+            const Tensor& xhat = sxhat;
+            Grads r(3);
+            if (need[0]) {
+                const Tensor gw = w.defined() ? g * w : g;  // the gradient of xhat
+                // Batch statistics depend on x: dx = invstd·(gw - mean(gw) - xhat·mean(gw·xhat)).
+                r[0] =
+                    training ? (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true)) * invstd : gw * invstd;
+            }
+            if (need[1]) r[1] = (g * xhat).sum(dims).view(wshape);
+            if (need[2]) r[2] = g.sum(dims).view(wshape);
+            return r;
+        });
     return out;
 }
 
-Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
     const char* op = "group_norm";
     detail::check_defined(input, op);
     if (input.dim() < 2) fail(op, "expected input with at least 2 dims (N, C, *), got " + to_string(input.shape()));
@@ -137,9 +135,11 @@ Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& we
 
 Tensor dropout2d(const Tensor& input, double p, bool training, Generator* gen) {
     detail::check_defined(input, "dropout2d");
-    if (p < 0 || p > 1) fail("dropout2d", "dropout probability has to be between 0 and 1, but got " + python_float_repr(p));
+    if (p < 0 || p > 1)
+        fail("dropout2d", "dropout probability has to be between 0 and 1, but got " + python_float_repr(p));
     if (input.dim() < 2)
-        fail("dropout2d", "Feature dropout requires at least 2 dimensions in the input, got " + to_string(input.shape()));
+        fail("dropout2d",
+             "Feature dropout requires at least 2 dimensions in the input, got " + to_string(input.shape()));
     if (!training || p == 0 || input.numel() == 0) return input;
     if (p == 1) return input * zeros(Shape{}, TensorOptions(input.dtype()).device(input.device()));
     // PyTorch's _dropout_impl with feature_dropout: noise of shape (N, C, 1, ...) from bernoulli_(1 - p),
@@ -202,8 +202,8 @@ Tensor BatchNormBase::forward(const Tensor& input) {
     // Batch statistics in training mode, and in eval mode when no running statistics are kept.
     const bool use_batch = is_training() || !track_;
     return functional::batch_norm(input, use_batch && !is_training() ? Tensor() : running_mean,
-                                  use_batch && !is_training() ? Tensor() : running_var, weight, bias, use_batch,
-                                  factor, eps_);
+                                  use_batch && !is_training() ? Tensor() : running_var, weight, bias, use_batch, factor,
+                                  eps_);
 }
 
 std::string BatchNormBase::extra_repr() const {

@@ -91,12 +91,12 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     const std::int64_t span_h = g.dilation_h * (g.kernel_h - 1) + 1, span_w = g.dilation_w * (g.kernel_w - 1) + 1;
     const std::int64_t padded_h = g.height + 2 * g.pad_h, padded_w = g.width + 2 * g.pad_w;
     if (padded_h < span_h || padded_w < span_w)
-        fail(op, spatial == 1 ? "Calculated padded input size per channel: (" + std::to_string(padded_w) +
-                                    "). Kernel size: (" + std::to_string(span_w) +
-                                    "). Kernel size can't be greater than actual input size"
-                              : "Calculated padded input size per channel: (" + std::to_string(padded_h) + " x " +
-                                    std::to_string(padded_w) + "). Kernel size: (" + std::to_string(span_h) + " x " +
-                                    std::to_string(span_w) + "). Kernel size can't be greater than actual input size");
+        fail(op, spatial == 1
+                     ? "Calculated padded input size per channel: (" + std::to_string(padded_w) + "). Kernel size: (" +
+                           std::to_string(span_w) + "). Kernel size can't be greater than actual input size"
+                     : "Calculated padded input size per channel: (" + std::to_string(padded_h) + " x " +
+                           std::to_string(padded_w) + "). Kernel size: (" + std::to_string(span_h) + " x " +
+                           std::to_string(span_w) + "). Kernel size can't be greater than actual input size");
     g.out_h = (padded_h - span_h) / g.stride_h + 1;
     g.out_w = (padded_w - span_w) / g.stride_w + 1;
 
@@ -119,27 +119,26 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
         out = z.view(out_shape);
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
-    detail::record(out, "ConvolutionBackward0", {&input, &weight, &bias},
-                   [scols = detail::Saved(cols), swg = detail::Saved(wg), g, n, groups, og, kk, length,
-                    ishape = input.shape(), wshape = weight.shape()](const Tensor& grad, const detail::NeedsGrad& need) {
-                       const Tensor &cols = scols, &wg = swg;
-                       const Tensor gz = grad.reshape(Shape{n, groups, og, length});  // (N, G, O/G, L)
-                       Grads r(3);
-                       if (need[0]) {
-                           // dcols (N, G, K, L) = wgᵀ · gz, folded back onto the input's pixels.
-                           const Tensor dcols = matmul(wg.transpose(-1, -2), gz).contiguous();
-                           Tensor dx = detail::make_empty(Shape{n, g.channels, g.height, g.width}, cols.dtype(),
-                                                          cols.device(), "conv2d");
-                           kernels::col2im(dcols, dx, g);
-                           r[0] = dx.view(ishape);
-                       }
-                       if (need[1])  // Σ over the batch of gz · colsᵀ: (G, O/G, K)
-                           r[1] = matmul(gz, cols.view(Shape{n, groups, kk, length}).transpose(-1, -2))
-                                      .sum({0})
-                                      .view(wshape);
-                       if (need[2]) r[2] = gz.reshape(Shape{n, groups * og, length}).sum({0, 2});
-                       return r;
-                   });
+    detail::record(
+        out, "ConvolutionBackward0", {&input, &weight, &bias},
+        [scols = detail::Saved(cols), swg = detail::Saved(wg), g, n, groups, og, kk, length, ishape = input.shape(),
+         wshape = weight.shape()](const Tensor& grad, const detail::NeedsGrad& need) {
+            const Tensor &cols = scols, &wg = swg;
+            const Tensor gz = grad.reshape(Shape{n, groups, og, length});  // (N, G, O/G, L)
+            Grads r(3);
+            if (need[0]) {
+                // dcols (N, G, K, L) = wgᵀ · gz, folded back onto the input's pixels.
+                const Tensor dcols = matmul(wg.transpose(-1, -2), gz).contiguous();
+                Tensor dx =
+                    detail::make_empty(Shape{n, g.channels, g.height, g.width}, cols.dtype(), cols.device(), "conv2d");
+                kernels::col2im(dcols, dx, g);
+                r[0] = dx.view(ishape);
+            }
+            if (need[1])  // Σ over the batch of gz · colsᵀ: (G, O/G, K)
+                r[1] = matmul(gz, cols.view(Shape{n, groups, kk, length}).transpose(-1, -2)).sum({0}).view(wshape);
+            if (need[2]) r[2] = gz.reshape(Shape{n, groups * og, length}).sum({0, 2});
+            return r;
+        });
     return out;
 }
 

@@ -60,10 +60,10 @@ Planes window_planes(const Tensor& input, Pair kernel, const std::optional<Pair>
         fail(op, "stride should be greater than zero, but got dH: " + std::to_string(stride.h) +
                      " dW: " + std::to_string(stride.w));
     if (padding.h < 0 || padding.w < 0 || padding.h > kernel.h / 2 || padding.w > kernel.w / 2)
-        fail(op, "pad should be at most half of kernel size, but got pad=" +
-                     std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? padding.h : padding.w) +
-                     " and kernel_size=" +
-                     std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? kernel.h : kernel.w));
+        fail(op,
+             "pad should be at most half of kernel size, but got pad=" +
+                 std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? padding.h : padding.w) +
+                 " and kernel_size=" + std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? kernel.h : kernel.w));
     Planes p = planes_of(input, op);
     kernels::Window2d& g = p.g;
     g.kernel_h = kernel.h;
@@ -137,8 +137,7 @@ Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> str
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size) {
     const char* op = "adaptive_avg_pool2d";
     detail::check_defined(input, op);
-    if (input.dim() != 3 && input.dim() != 4)
-        fail(op, "Expected 3D or 4D tensor, but got " + dims(input.shape()));
+    if (input.dim() != 3 && input.dim() != 4) fail(op, "Expected 3D or 4D tensor, but got " + dims(input.shape()));
     for (std::int64_t d = input.dim() - 3; d < input.dim(); ++d)
         if (input.size(d) == 0)
             fail(op, "Expected input to have non-zero size for non-batch dimensions, but input has sizes " +
@@ -179,7 +178,9 @@ std::string MaxPool2d::extra_repr() const {
 }
 
 AvgPool2d::AvgPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding, bool count_include_pad)
-    : kernel_(kernel_size), stride_(stride.value_or(kernel_size)), padding_(padding),
+    : kernel_(kernel_size),
+      stride_(stride.value_or(kernel_size)),
+      padding_(padding),
       count_include_pad_(count_include_pad) {}
 
 Tensor AvgPool2d::forward(const Tensor& input) {

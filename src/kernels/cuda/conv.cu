@@ -40,7 +40,8 @@ __global__ void im2col_kernel(const T* x, T* cols, Window2d g, i64 n) {
          i += static_cast<i64>(gridDim.x) * blockDim.x) {
         const i64 ow = i % g.out_w, oh = (i / g.out_w) % g.out_h, r = (i / length) % rows, b = i / (length * rows);
         const i64 kw = r % g.kernel_w, kh = (r / g.kernel_w) % g.kernel_h, c = r / (g.kernel_w * g.kernel_h);
-        const i64 ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h, iw = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
+        const i64 ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h,
+                  iw = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
         cols[i] = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width
                       ? x[((b * g.channels + c) * g.height + ih) * g.width + iw]
                       : T(0);
