@@ -688,6 +688,51 @@ TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
     }
 }
 
+TEST_CASE("convolution, pooling and batch/group norm: im2col/col2im and pooling kernels") {
+    xgrad::manual_seed(9);
+    for (auto dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        const double tol = dt == xgrad::kFloat64 ? kTol64 : kTolMatmul;
+        const Tensor x = randn({2, 4, 9, 7}, dt), w = randn({6, 2, 3, 2}, dt), b = randn({6}, dt);
+        check_op(
+            "conv2d, stride, padding, dilation, groups",
+            [](const Inputs& v) {
+                return F::conv2d(v[0], v[1], v[2], {2, 1}, {1, 2}, {2, 1}, 2);
+            },
+            {x, w, b}, tol);
+        check_op(
+            "conv2d of a strided input", [](const Inputs& v) { return F::conv2d(v[0].transpose(2, 3), v[1]); },
+            {x, randn({3, 4, 3, 3}, dt)}, tol);
+        check_op(
+            "conv1d", [](const Inputs& v) { return F::conv1d(v[0], v[1], v[2], 2, 1); },
+            {randn({3, 4, 11}, dt), randn({5, 4, 3}, dt), randn({5}, dt)}, tol);
+        // A large batch: more elements than one grid covers.
+        check_op(
+            "conv2d, many images", [](const Inputs& v) { return F::conv2d(v[0], v[1], Tensor(), 1, 1); },
+            {randn({64, 3, 32, 32}, dt), randn({4, 3, 3, 3}, dt)}, tol);
+        check_op("max_pool2d", [](const Inputs& v) { return F::max_pool2d(v[0], 3, 2, 1); }, {x});
+        check_op("max_pool2d, overlapping windows",
+                 [](const Inputs& v) {
+                     return F::max_pool2d(v[0], {3, 2}, 1);
+                 },
+                 {x});
+        check_op("avg_pool2d", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1); }, {x});
+        check_op("avg_pool2d without padded zeros", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 1, 1, false); },
+                 {x});
+        check_op("adaptive_avg_pool2d", [](const Inputs& v) { return F::adaptive_avg_pool2d(v[0], {4, 5}); }, {x});
+        check_op("adaptive_avg_pool2d upsampling",
+                 [](const Inputs& v) {
+                     return F::adaptive_avg_pool2d(v[0], {11, 9});
+                 },
+                 {x});
+        check_op("batch_norm (training)",
+                 [](const Inputs& v) { return F::batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); },
+                 {x, randn({4}, dt), randn({4}, dt)});
+        check_op("group_norm", [](const Inputs& v) { return F::group_norm(v[0], 2, v[1], v[2]); },
+                 {x, randn({4}, dt), randn({4}, dt)});
+    }
+}
+
 TEST_CASE("gradcheck runs on the GPU") {
     xgrad::manual_seed(9);
     const Tensor x = randn({3, 4}, xgrad::kFloat64).to(kGpu).requires_grad_(true);

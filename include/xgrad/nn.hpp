@@ -3,7 +3,9 @@
 
 #include "xgrad/nn/activation.hpp"
 #include "xgrad/nn/attention.hpp"
+#include "xgrad/nn/batchnorm.hpp"
 #include "xgrad/nn/container.hpp"
+#include "xgrad/nn/conv.hpp"
 #include "xgrad/nn/distributed.hpp"
 #include "xgrad/nn/embedding.hpp"
 #include "xgrad/nn/flatten.hpp"
@@ -13,6 +15,7 @@
 #include "xgrad/nn/loss.hpp"
 #include "xgrad/nn/module.hpp"
 #include "xgrad/nn/normalization.hpp"
+#include "xgrad/nn/pooling.hpp"
 #include "xgrad/nn/utils.hpp"
 
 /// Neural-network building blocks (PyTorch's `torch.nn`).

@@ -98,6 +98,22 @@ struct Backend {
     /// `dst` a view of the output laid out as gather's `src`. Accumulation on the CPU is in row-major
     /// order of the index (PyTorch's); on a GPU atomic, in no fixed order.
     void (*scatter)(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
+    // ---- convolution and pooling (conv.cpp / conv.cu) ----
+    /// x (N, channels, height, width) contiguous → cols (N, channels·kernel_h·kernel_w, out_h·out_w),
+    /// zeros where the window reads padding (PyTorch's im2col / unfolded2d order).
+    void (*im2col)(const Tensor& x, const Tensor& cols, const Window2d& w);
+    /// The adjoint of im2col: dx (N, channels, height, width) = Σ of the columns over the windows
+    /// that read each element (dx is overwritten).
+    void (*col2im)(const Tensor& cols, const Tensor& dx, const Window2d& w);
+    /// Max pooling of x (planes, height, width) contiguous: out and indices (planes, out_h, out_w),
+    /// indices flat in the input plane (h·width + w), padding never chosen, NaN wins as PyTorch.
+    void (*max_pool2d)(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w);
+    /// dx (planes, height, width) = grad scattered to `indices` (dx is overwritten).
+    void (*max_pool2d_backward)(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w);
+    /// Average pooling (or adaptive average pooling when w.adaptive) of x (planes, height, width).
+    void (*avg_pool2d)(const Tensor& x, const Tensor& out, const Window2d& w);
+    /// Its backward: each output's gradient divided by its divisor, added to its window (dx overwritten).
+    void (*avg_pool2d_backward)(const Tensor& grad, const Tensor& dx, const Window2d& w);
 };
 
 /// The kernels of `device`; throws when xgrad was built without that device.
@@ -191,6 +207,25 @@ inline void gather(const Tensor& src, const Tensor& index, std::int64_t stride, 
 }
 inline void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
     backend(dst.device()).scatter(dst, index, stride, src, accumulate);
+}
+
+inline void im2col(const Tensor& x, const Tensor& cols, const Window2d& w) {
+    backend(cols.device()).im2col(x, cols, w);
+}
+inline void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
+    backend(dx.device()).col2im(cols, dx, w);
+}
+inline void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w) {
+    backend(out.device()).max_pool2d(x, out, indices, w);
+}
+inline void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w) {
+    backend(dx.device()).max_pool2d_backward(grad, indices, dx, w);
+}
+inline void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w) {
+    backend(out.device()).avg_pool2d(x, out, w);
+}
+inline void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w) {
+    backend(dx.device()).avg_pool2d_backward(grad, dx, w);
 }
 
 }  // namespace xgrad::kernels

@@ -103,4 +103,15 @@ enum class BinaryOp : std::uint8_t {
     kLogSigmoidBackward,
 };
 
+/// The geometry of a 2-D sliding window (convolution or pooling) over planes of height × width:
+/// output (out_h, out_w), window `kernel_*` with `stride_*`, `pad_*` and `dilation_*`. `adaptive`:
+/// adaptive pooling's windows, [⌊i·in/out⌋, ⌈(i+1)·in/out⌉), the other fields but out_* unused.
+struct Window2d {
+    std::int64_t channels = 1, height = 1, width = 1;
+    std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    std::int64_t dilation_h = 1, dilation_w = 1, out_h = 1, out_w = 1;
+    bool adaptive = false;
+    bool count_include_pad = true;  ///< avg pooling: padded zeros count in the divisor.
+};
+
 }  // namespace xgrad::kernels

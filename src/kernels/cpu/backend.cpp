@@ -31,6 +31,12 @@ const Backend& backend() {
         .adam_step = adam_step,
         .gather = gather,
         .scatter = scatter,
+        .im2col = im2col,
+        .col2im = col2im,
+        .max_pool2d = max_pool2d,
+        .max_pool2d_backward = max_pool2d_backward,
+        .avg_pool2d = avg_pool2d,
+        .avg_pool2d_backward = avg_pool2d_backward,
     };
     return table;
 }

@@ -34,6 +34,12 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
                double eps);
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
+void im2col(const Tensor& x, const Tensor& cols, const Window2d& w);
+void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w);
+void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w);
+void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w);
+void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w);
+void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w);
 
 /// The CPU's kernel table.
 const Backend& backend();

@@ -274,6 +274,48 @@ void scatter_entry(const Tensor& dst, const Tensor& index, std::int64_t stride, 
                   walk_of<3>(index.shape(), {&dst, &src, &index}, "scatter"), accumulate);
 }
 
+// ---- convolution and pooling ----------------------------------------------------------------------------
+
+std::int64_t count(const Tensor& t, std::int64_t per) {
+    return per == 0 ? 0 : t.numel() / per;
+}
+
+void im2col_entry(const Tensor& x, const Tensor& cols, const Window2d& g) {
+    use_device(cols, {&x}, "conv2d");
+    check_floating(x, "conv2d");
+    cuda::im2col(scalar(x.dtype()), ptr(x), ptr(cols), g, count(x, g.channels * g.height * g.width));
+}
+
+void col2im_entry(const Tensor& cols, const Tensor& dx, const Window2d& g) {
+    use_device(dx, {&cols}, "conv2d");
+    check_floating(dx, "conv2d");
+    cuda::col2im(scalar(dx.dtype()), ptr(cols), ptr(dx), g, count(dx, g.channels * g.height * g.width));
+}
+
+void max_pool2d_entry(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& g) {
+    use_device(out, {&x, &indices}, "max_pool2d");
+    check_floating(x, "max_pool2d");
+    cuda::max_pool2d(scalar(x.dtype()), ptr(x), ptr(out), ptr(indices), g, count(out, g.out_h * g.out_w));
+}
+
+void max_pool2d_backward_entry(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& g) {
+    use_device(dx, {&grad, &indices}, "max_pool2d");
+    check_floating(dx, "max_pool2d");
+    cuda::max_pool2d_backward(scalar(dx.dtype()), ptr(grad), ptr(indices), ptr(dx), g, count(dx, g.height * g.width));
+}
+
+void avg_pool2d_entry(const Tensor& x, const Tensor& out, const Window2d& g) {
+    use_device(out, {&x}, "avg_pool2d");
+    check_floating(x, "avg_pool2d");
+    cuda::avg_pool2d(scalar(x.dtype()), ptr(x), ptr(out), g, count(out, g.out_h * g.out_w));
+}
+
+void avg_pool2d_backward_entry(const Tensor& grad, const Tensor& dx, const Window2d& g) {
+    use_device(dx, {&grad}, "avg_pool2d");
+    check_floating(dx, "avg_pool2d");
+    cuda::avg_pool2d_backward(scalar(dx.dtype()), ptr(grad), ptr(dx), g, count(dx, g.height * g.width));
+}
+
 }  // namespace
 
 const Backend& backend() {
@@ -304,6 +346,12 @@ const Backend& backend() {
         .adam_step = adam_step_entry,
         .gather = gather_entry,
         .scatter = scatter_entry,
+        .im2col = im2col_entry,
+        .col2im = col2im_entry,
+        .max_pool2d = max_pool2d_entry,
+        .max_pool2d_backward = max_pool2d_backward_entry,
+        .avg_pool2d = avg_pool2d_entry,
+        .avg_pool2d_backward = avg_pool2d_backward_entry,
     };
     return table;
 }

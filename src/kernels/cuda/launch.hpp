@@ -94,5 +94,13 @@ void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t s
 /// dst[at(i) + index[i] * stride] = src[i], or += atomically when `accumulate`.
 void scatter(Scalar t, void* dst, const std::int64_t* index, std::int64_t stride, const void* src, const Walk<3>& walk,
              bool accumulate);
+// ---- conv.cu: images (n, channels, height, width) or planes (planes, height, width), contiguous --------
+void im2col(Scalar t, const void* x, void* cols, const Window2d& g, std::int64_t n);
+void col2im(Scalar t, const void* cols, void* dx, const Window2d& g, std::int64_t n);
+void max_pool2d(Scalar t, const void* x, void* out, void* indices, const Window2d& g, std::int64_t planes);
+void max_pool2d_backward(Scalar t, const void* grad, const void* indices, void* dx, const Window2d& g,
+                         std::int64_t planes);
+void avg_pool2d(Scalar t, const void* x, void* out, const Window2d& g, std::int64_t planes);
+void avg_pool2d_backward(Scalar t, const void* grad, void* dx, const Window2d& g, std::int64_t planes);
 
 }  // namespace xgrad::kernels::cuda

@@ -1,0 +1,212 @@
+// CPU im2col/col2im (convolution as one matrix product) and 2-D max/average pooling, each parallel
+// over images or planes, with PyTorch's loop orders so that sums of the same terms add up alike.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "detail/dispatch.hpp"
+#include "detail/tensor_impl.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+namespace {
+
+using i64 = std::int64_t;
+
+/// The window of output index `o` along one axis: [start, end) clipped to [0, size), and its divisor
+/// before clipping (average pooling with count_include_pad), as PyTorch's avg_pool2d computes them.
+struct Span {
+    i64 start, end, padded;
+};
+
+Span span(i64 o, i64 size, i64 out, i64 kernel, i64 stride, i64 pad, bool adaptive) {
+    if (adaptive) {
+        const i64 s = (o * size) / out, e = ((o + 1) * size + out - 1) / out;
+        return {s, e, e - s};
+    }
+    i64 s = o * stride - pad, e = std::min(s + kernel, size + pad);
+    const i64 padded = e - s;
+    return {std::max<i64>(s, 0), std::min(e, size), padded};
+}
+
+/// Runs `body(p)` for each of `n` planes (or images), split between threads.
+template <typename F>
+void for_planes(i64 n, i64 work_per_plane, F&& body) {
+    const i64 grain = std::max<i64>(1, 32768 / std::max<i64>(1, work_per_plane));
+    parallel_for(0, n, grain, [&](i64 lo, i64 hi) {
+        for (i64 p = lo; p < hi; ++p) body(p);
+    });
+}
+
+}  // namespace
+
+void im2col(const Tensor& x, const Tensor& cols, const Window2d& w) {
+    const i64 plane = w.height * w.width, image = w.channels * plane;
+    const i64 n = image == 0 ? 0 : x.numel() / image, rows = w.channels * w.kernel_h * w.kernel_w;
+    const i64 length = w.out_h * w.out_w;
+    detail::dispatch_float(x.dtype(), "conv2d", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* pc = cols.impl()->data<T>();
+        for_planes(n, rows * length, [&](i64 b) {
+            const T* xi = px + b * image;
+            T* ci = pc + b * rows * length;
+            for (i64 r = 0; r < rows; ++r) {
+                const i64 kw = r % w.kernel_w, kh = (r / w.kernel_w) % w.kernel_h, c = r / (w.kernel_w * w.kernel_h);
+                T* row = ci + r * length;
+                for (i64 oh = 0; oh < w.out_h; ++oh) {
+                    const i64 ih = oh * w.stride_h - w.pad_h + kh * w.dilation_h;
+                    T* dst = row + oh * w.out_w;
+                    if (ih < 0 || ih >= w.height) {
+                        std::fill(dst, dst + w.out_w, T(0));
+                        continue;
+                    }
+                    const T* src = xi + c * plane + ih * w.width;
+                    for (i64 ow = 0; ow < w.out_w; ++ow) {
+                        const i64 iw = ow * w.stride_w - w.pad_w + kw * w.dilation_w;
+                        dst[ow] = iw >= 0 && iw < w.width ? src[iw] : T(0);
+                    }
+                }
+            }
+        });
+    });
+}
+
+void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
+    const i64 plane = w.height * w.width, image = w.channels * plane;
+    const i64 n = image == 0 ? 0 : dx.numel() / image, rows = w.channels * w.kernel_h * w.kernel_w;
+    const i64 length = w.out_h * w.out_w;
+    detail::dispatch_float(dx.dtype(), "conv2d", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pc = cols.impl()->data<T>();
+        T* pd = dx.impl()->data<T>();
+        for_planes(n, rows * length, [&](i64 b) {
+            T* di = pd + b * image;
+            const T* ci = pc + b * rows * length;
+            std::fill(di, di + image, T(0));
+            for (i64 r = 0; r < rows; ++r) {
+                const i64 kw = r % w.kernel_w, kh = (r / w.kernel_w) % w.kernel_h, c = r / (w.kernel_w * w.kernel_h);
+                const T* row = ci + r * length;
+                for (i64 oh = 0; oh < w.out_h; ++oh) {
+                    const i64 ih = oh * w.stride_h - w.pad_h + kh * w.dilation_h;
+                    if (ih < 0 || ih >= w.height) continue;
+                    T* dst = di + c * plane + ih * w.width;
+                    for (i64 ow = 0; ow < w.out_w; ++ow) {
+                        const i64 iw = ow * w.stride_w - w.pad_w + kw * w.dilation_w;
+                        if (iw >= 0 && iw < w.width) dst[iw] += row[oh * w.out_w + ow];
+                    }
+                }
+            }
+        });
+    });
+}
+
+void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w) {
+    const i64 plane = w.height * w.width, out_plane = w.out_h * w.out_w;
+    const i64 planes = out_plane == 0 ? 0 : out.numel() / out_plane;
+    detail::dispatch_float(x.dtype(), "max_pool2d", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* po = out.impl()->data<T>();
+        i64* pi = indices.impl()->data<i64>();
+        for_planes(planes, out_plane * w.kernel_h * w.kernel_w, [&](i64 p) {
+            const T* xp = px + p * plane;
+            for (i64 oh = 0; oh < w.out_h; ++oh)
+                for (i64 ow = 0; ow < w.out_w; ++ow) {
+                    const i64 h0 = oh * w.stride_h - w.pad_h, w0 = ow * w.stride_w - w.pad_w;
+                    i64 best = -1;
+                    T m = -std::numeric_limits<T>::infinity();
+                    for (i64 kh = 0; kh < w.kernel_h; ++kh) {
+                        const i64 ih = h0 + kh * w.dilation_h;
+                        if (ih < 0 || ih >= w.height) continue;
+                        for (i64 kw = 0; kw < w.kernel_w; ++kw) {
+                            const i64 iw = w0 + kw * w.dilation_w;
+                            if (iw < 0 || iw >= w.width) continue;
+                            const T v = xp[ih * w.width + iw];
+                            if (best < 0 || v > m || std::isnan(v)) {  // as PyTorch: the last NaN wins
+                                best = ih * w.width + iw;
+                                m = v;
+                            }
+                        }
+                    }
+                    po[p * out_plane + oh * w.out_w + ow] = m;
+                    pi[p * out_plane + oh * w.out_w + ow] = best;
+                }
+        });
+    });
+}
+
+void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w) {
+    const i64 plane = w.height * w.width, out_plane = w.out_h * w.out_w;
+    const i64 planes = plane == 0 ? 0 : dx.numel() / plane;
+    detail::dispatch_float(dx.dtype(), "max_pool2d", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = grad.impl()->data<T>();
+        const i64* pi = indices.impl()->data<i64>();
+        T* pd = dx.impl()->data<T>();
+        for_planes(planes, plane + out_plane, [&](i64 p) {
+            T* dp = pd + p * plane;
+            std::fill(dp, dp + plane, T(0));
+            for (i64 o = 0; o < out_plane; ++o) {
+                const i64 idx = pi[p * out_plane + o];
+                if (idx >= 0) dp[idx] += pg[p * out_plane + o];
+            }
+        });
+    });
+}
+
+void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w) {
+    const i64 plane = w.height * w.width, out_plane = w.out_h * w.out_w;
+    const i64 planes = out_plane == 0 ? 0 : out.numel() / out_plane;
+    const char* op = w.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d";
+    detail::dispatch_float(x.dtype(), op, [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* po = out.impl()->data<T>();
+        for_planes(planes, plane, [&](i64 p) {
+            const T* xp = px + p * plane;
+            for (i64 oh = 0; oh < w.out_h; ++oh) {
+                const Span sh = span(oh, w.height, w.out_h, w.kernel_h, w.stride_h, w.pad_h, w.adaptive);
+                for (i64 ow = 0; ow < w.out_w; ++ow) {
+                    const Span sw = span(ow, w.width, w.out_w, w.kernel_w, w.stride_w, w.pad_w, w.adaptive);
+                    T sum = 0;
+                    for (i64 ih = sh.start; ih < sh.end; ++ih)
+                        for (i64 iw = sw.start; iw < sw.end; ++iw) sum += xp[ih * w.width + iw];
+                    const i64 divisor = w.count_include_pad || w.adaptive ? sh.padded * sw.padded
+                                                                          : (sh.end - sh.start) * (sw.end - sw.start);
+                    po[p * out_plane + oh * w.out_w + ow] = sum / static_cast<T>(divisor);
+                }
+            }
+        });
+    });
+}
+
+void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w) {
+    const i64 plane = w.height * w.width, out_plane = w.out_h * w.out_w;
+    const i64 planes = plane == 0 ? 0 : dx.numel() / plane;
+    const char* op = w.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d";
+    detail::dispatch_float(dx.dtype(), op, [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = grad.impl()->data<T>();
+        T* pd = dx.impl()->data<T>();
+        for_planes(planes, plane + out_plane, [&](i64 p) {
+            T* dp = pd + p * plane;
+            std::fill(dp, dp + plane, T(0));
+            for (i64 oh = 0; oh < w.out_h; ++oh) {
+                const Span sh = span(oh, w.height, w.out_h, w.kernel_h, w.stride_h, w.pad_h, w.adaptive);
+                for (i64 ow = 0; ow < w.out_w; ++ow) {
+                    const Span sw = span(ow, w.width, w.out_w, w.kernel_w, w.stride_w, w.pad_w, w.adaptive);
+                    const i64 divisor = w.count_include_pad || w.adaptive ? sh.padded * sw.padded
+                                                                          : (sh.end - sh.start) * (sw.end - sw.start);
+                    const T g = pg[p * out_plane + oh * w.out_w + ow] / static_cast<T>(divisor);
+                    for (i64 ih = sh.start; ih < sh.end; ++ih)
+                        for (i64 iw = sw.start; iw < sw.end; ++iw) dp[ih * w.width + iw] += g;
+                }
+            }
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu

@@ -1,0 +1,267 @@
+// batch_norm (one recorded op, composed of existing ops), group_norm (layer_norm's kernel on groups),
+// dropout2d, and the BatchNorm1d/2d, GroupNorm and Dropout2d modules.
+#include "xgrad/nn/batchnorm.hpp"
+
+#include <sstream>
+#include <vector>
+
+#include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
+#include "xgrad/nn/functional.hpp"
+#include "xgrad/random.hpp"
+
+namespace xgrad::nn {
+
+using detail::fail;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+/// The dims a per-channel statistic of (N, C, *) reduces: 0, 2, 3, ...
+Dims channel_reduced(std::int64_t dim) {
+    std::vector<std::int64_t> d{0};
+    for (std::int64_t i = 2; i < dim; ++i) d.push_back(i);
+    return Dims(d);
+}
+
+/// (1, C, 1, ...) for a per-channel tensor broadcast against input of `dim` dims.
+Shape channel_shape(std::int64_t channels, std::int64_t dim) {
+    std::vector<std::int64_t> s(static_cast<std::size_t>(dim), 1);
+    s[1] = channels;
+    return Shape(s);
+}
+
+}  // namespace
+
+namespace functional {
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+    const char* op = "batch_norm";
+    detail::check_defined(input, op);
+    if (input.dim() < 2) fail(op, "expected input with at least 2 dims (N, C, *), got " + to_string(input.shape()));
+    if (!input.is_floating_point()) fail(op, "needs a floating-point input, got " + to_string(input.dtype()));
+    const std::int64_t c = input.size(1);
+    for (const auto& [t, name] : {std::pair{&running_mean, "running_mean"}, std::pair{&running_var, "running_var"},
+                                  std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+        if (!t->defined()) continue;
+        if (t->numel() != c)
+            fail(op, std::string(name) + " should contain " + std::to_string(c) + " elements not " +
+                         std::to_string(t->numel()));
+        detail::check_same_device(input, *t, op);
+    }
+    if (!training && (!running_mean.defined() || !running_var.defined()))
+        fail(op, "running_mean and running_var must be defined when not training");
+    if (training && input.numel() / std::max<std::int64_t>(c, 1) <= 1) {
+        std::ostringstream size;  // PyTorch prints it as torch.Size([1, 3])
+        size << input.shape();
+        fail(op, "Expected more than 1 value per channel when training, got input size " + size.str());
+    }
+    const Dims dims = channel_reduced(input.dim());
+    const Shape cs = channel_shape(c, input.dim());
+    Tensor out, xhat, invstd, w;
+    {
+        NoGradGuard no_grad;
+        const Tensor x = input.detach();
+        Tensor mean;
+        if (training) {
+            mean = x.mean(dims, true);
+            const Tensor var = x.var(dims, false, true);
+            invstd = (var + eps).rsqrt();
+            if (running_mean.defined()) {
+                Tensor rm = running_mean, rv = running_var;
+                const double n = static_cast<double>(x.numel() / c);
+                rm.mul_(1 - momentum).add_(mean.view(Shape{c}).to(rm.dtype()), momentum);
+                rv.mul_(1 - momentum).add_((var * (n / (n - 1))).view(Shape{c}).to(rv.dtype()), momentum);
+            }
+        } else {
+            mean = running_mean.detach().to(x.dtype()).view(cs);
+            invstd = (running_var.detach().to(x.dtype()).view(cs) + eps).rsqrt();
+        }
+        xhat = (x - mean) * invstd;
+        out = xhat;
+        if (weight.defined()) {
+            w = weight.detach().to(x.dtype()).view(cs);
+            out = out * w;
+        }
+        if (bias.defined()) out = out + bias.detach().to(x.dtype()).view(cs);
+    }
+    if (!detail::needs_grad({&input, &weight, &bias})) return out;
+    detail::record(
+        out, "NativeBatchNormBackward0", {&input, &weight, &bias},
+        [sxhat = detail::Saved(xhat), invstd, w, dims, training, wshape = weight.defined() ? weight.shape() : Shape{c}](
+            const Tensor& g, const detail::NeedsGrad& need) {
+            const Tensor& xhat = sxhat;
+            Grads r(3);
+            if (need[0]) {
+                const Tensor gw = w.defined() ? g * w : g;  // the gradient of xhat
+                // Batch statistics depend on x: dx = invstd·(gw - mean(gw) - xhat·mean(gw·xhat)).
+                r[0] =
+                    training ? (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true)) * invstd : gw * invstd;
+            }
+            if (need[1]) r[1] = (g * xhat).sum(dims).view(wshape);
+            if (need[2]) r[2] = g.sum(dims).view(wshape);
+            return r;
+        });
+    return out;
+}
+
+Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+    const char* op = "group_norm";
+    detail::check_defined(input, op);
+    if (input.dim() < 2) fail(op, "expected input with at least 2 dims (N, C, *), got " + to_string(input.shape()));
+    const std::int64_t n = input.size(0), c = input.size(1);
+    if (num_groups <= 0 || c % num_groups != 0) {
+        std::string s = "[";
+        for (std::int64_t i = 0; i < input.dim(); ++i) {
+            if (i > 0) s += ", ";
+            s += std::to_string(input.size(i));
+        }
+        fail(op, "Expected number of channels in input to be divisible by num_groups, but got input of shape " + s +
+                     "] and num_groups=" + std::to_string(num_groups));
+    }
+    for (const Tensor* t : {&weight, &bias})
+        if (t->defined() && (t->dim() != 1 || t->numel() != c))
+            fail(op, "Expected weight and bias to be 1-dimensional with " + std::to_string(c) +
+                         " elements, but got shape " + to_string(t->shape()));
+    const std::int64_t width = n * num_groups == 0 ? 0 : input.numel() / (n * num_groups);
+    Tensor y = layer_norm(input.reshape(Shape{n, num_groups, width}), Shape{width}, Tensor(), Tensor(), eps)
+                   .reshape(input.shape());
+    const Shape cs = channel_shape(c, input.dim());
+    if (weight.defined()) y = y * weight.view(cs);
+    if (bias.defined()) y = y + bias.view(cs);
+    return y;
+}
+
+Tensor dropout2d(const Tensor& input, double p, bool training, Generator* gen) {
+    detail::check_defined(input, "dropout2d");
+    if (p < 0 || p > 1)
+        fail("dropout2d", "dropout probability has to be between 0 and 1, but got " + python_float_repr(p));
+    if (input.dim() < 2)
+        fail("dropout2d",
+             "Feature dropout requires at least 2 dimensions in the input, got " + to_string(input.shape()));
+    if (!training || p == 0 || input.numel() == 0) return input;
+    if (p == 1) return input * zeros(Shape{}, TensorOptions(input.dtype()).device(input.device()));
+    // PyTorch's _dropout_impl with feature_dropout: noise of shape (N, C, 1, ...) from bernoulli_(1 - p),
+    // divided by 1 - p, times the input.
+    std::vector<std::int64_t> ns(static_cast<std::size_t>(input.dim()), 1);
+    ns[0] = input.size(0);
+    ns[1] = input.size(1);
+    Tensor noise = empty(Shape(ns), TensorOptions(input.dtype()).device(input.device()));
+    bernoulli_(noise, 1 - p, gen);
+    noise.div_(1 - p);
+    return input * noise;
+}
+
+}  // namespace functional
+
+// ---- modules -------------------------------------------------------------------------------------------
+
+BatchNormBase::BatchNormBase(std::int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+                             bool track_running_stats)
+    : num_features_(num_features), eps_(eps), momentum_(momentum), affine_(affine), track_(track_running_stats) {
+    if (num_features < 0) fail("BatchNorm", "num_features must be non-negative, got " + std::to_string(num_features));
+    if (affine) {
+        weight = empty({num_features});
+        bias = empty({num_features});
+        register_parameter("weight", weight);
+        register_parameter("bias", bias);
+    }
+    if (track_running_stats) {
+        running_mean = zeros({num_features});
+        running_var = ones({num_features});
+        num_batches_tracked = zeros({}, kInt64);
+        register_buffer("running_mean", running_mean);
+        register_buffer("running_var", running_var);
+        register_buffer("num_batches_tracked", num_batches_tracked);
+    }
+    initialize_parameters();
+}
+
+void BatchNormBase::reset_parameters() {
+    NoGradGuard no_grad;
+    if (track_) {
+        running_mean.zero_();
+        running_var.fill_(1.0);
+        num_batches_tracked.zero_();
+    }
+    if (affine_) {
+        weight.fill_(1.0);
+        bias.zero_();
+    }
+}
+
+Tensor BatchNormBase::forward(const Tensor& input) {
+    check_input_dim(input);
+    double factor = momentum_.value_or(0.0);
+    if (is_training() && track_) {
+        NoGradGuard no_grad;
+        num_batches_tracked.add_(1.0);
+        if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item<std::int64_t>());
+    }
+    // Batch statistics in training mode, and in eval mode when no running statistics are kept.
+    const bool use_batch = is_training() || !track_;
+    return functional::batch_norm(input, use_batch && !is_training() ? Tensor() : running_mean,
+                                  use_batch && !is_training() ? Tensor() : running_var, weight, bias, use_batch, factor,
+                                  eps_);
+}
+
+std::string BatchNormBase::extra_repr() const {
+    return std::to_string(num_features_) + ", eps=" + python_float_repr(eps_) +
+           ", momentum=" + (momentum_ ? python_float_repr(*momentum_) : "None") +
+           ", affine=" + (affine_ ? "True" : "False") + ", track_running_stats=" + (track_ ? "True" : "False");
+}
+
+void BatchNorm1d::check_input_dim(const Tensor& input) const {
+    detail::check_defined(input, "BatchNorm1d");
+    if (input.dim() != 2 && input.dim() != 3)
+        fail("BatchNorm1d", "expected 2D or 3D input (got " + std::to_string(input.dim()) + "D input)");
+}
+
+void BatchNorm2d::check_input_dim(const Tensor& input) const {
+    detail::check_defined(input, "BatchNorm2d");
+    if (input.dim() != 4) fail("BatchNorm2d", "expected 4D input (got " + std::to_string(input.dim()) + "D input)");
+}
+
+GroupNorm::GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps, bool affine)
+    : groups_(num_groups), channels_(num_channels), eps_(eps) {
+    if (num_groups <= 0 || num_channels % num_groups != 0)
+        fail("GroupNorm", "num_channels must be divisible by num_groups");
+    if (affine) {
+        weight = empty({num_channels});
+        bias = empty({num_channels});
+        register_parameter("weight", weight);
+        register_parameter("bias", bias);
+    }
+    initialize_parameters();
+}
+
+void GroupNorm::reset_parameters() {
+    NoGradGuard no_grad;
+    if (weight.defined()) weight.fill_(1.0);
+    if (bias.defined()) bias.zero_();
+}
+
+Tensor GroupNorm::forward(const Tensor& input) {
+    return functional::group_norm(input, groups_, weight, bias, eps_);
+}
+
+std::string GroupNorm::extra_repr() const {
+    return std::to_string(groups_) + ", " + std::to_string(channels_) + ", eps=" + python_float_repr(eps_) +
+           ", affine=" + (weight.defined() ? "True" : "False");
+}
+
+Dropout2d::Dropout2d(double p) : p_(p) {
+    if (p < 0 || p > 1)
+        fail("Dropout2d", "dropout probability has to be between 0 and 1, but got " + python_float_repr(p));
+}
+
+Tensor Dropout2d::forward(const Tensor& input) {
+    return functional::dropout2d(input, p_, is_training());
+}
+
+std::string Dropout2d::extra_repr() const {
+    return "p=" + python_float_repr(p_) + ", inplace=False";
+}
+
+}  // namespace xgrad::nn

@@ -1,0 +1,204 @@
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d (kernels in kernels/*/conv), and their modules.
+#include "xgrad/nn/pooling.hpp"
+
+#include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
+#include "xgrad/factory.hpp"
+
+namespace xgrad::nn {
+
+using detail::fail;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+/// Floor division, as PyTorch's div_rtn (the numerator may be negative).
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+    const std::int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/// A shape as PyTorch's messages print it: [2, 5, 8, 8].
+std::string dims(const Shape& s) {
+    std::string r = "[";
+    for (std::int64_t i = 0; i < s.size(); ++i) {
+        if (i > 0) r += ", ";
+        r += std::to_string(s[i]);
+    }
+    return r + "]";
+}
+
+/// Input (N, C, H, W) or (C, H, W) seen as planes: the window's geometry and the output's shape.
+struct Planes {
+    kernels::Window2d g;
+    std::int64_t planes;
+    Shape out_shape;
+};
+
+Planes planes_of(const Tensor& input, const char* op) {
+    detail::check_defined(input, op);
+    if ((input.dim() != 3 && input.dim() != 4) || input.numel() == 0)
+        fail(op, "non-empty 3D or 4D (batch mode) tensor expected for input, got input of size " +
+                     to_string(input.shape()));
+    if (!input.is_floating_point()) fail(op, "needs a floating-point input, got " + to_string(input.dtype()));
+    Planes p;
+    p.g.channels = input.size(-3);
+    p.g.height = input.size(-2);
+    p.g.width = input.size(-1);
+    p.planes = input.numel() / (p.g.height * p.g.width);
+    return p;
+}
+
+/// The checks and output size of max/avg pooling (PyTorch's pool2d_shape_check, ceil_mode false).
+Planes window_planes(const Tensor& input, Pair kernel, const std::optional<Pair>& stride_in, Pair padding,
+                     const char* op) {
+    const Pair stride = stride_in.value_or(kernel);
+    if (kernel.h <= 0 || kernel.w <= 0)
+        fail(op, "kernel size should be greater than zero, but got kH: " + std::to_string(kernel.h) +
+                     " kW: " + std::to_string(kernel.w));
+    if (stride.h <= 0 || stride.w <= 0)
+        fail(op, "stride should be greater than zero, but got dH: " + std::to_string(stride.h) +
+                     " dW: " + std::to_string(stride.w));
+    if (padding.h < 0 || padding.w < 0 || padding.h > kernel.h / 2 || padding.w > kernel.w / 2)
+        fail(op,
+             "pad should be at most half of kernel size, but got pad=" +
+                 std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? padding.h : padding.w) +
+                 " and kernel_size=" + std::to_string(padding.h > kernel.h / 2 || padding.h < 0 ? kernel.h : kernel.w));
+    Planes p = planes_of(input, op);
+    kernels::Window2d& g = p.g;
+    g.kernel_h = kernel.h;
+    g.kernel_w = kernel.w;
+    g.stride_h = stride.h;
+    g.stride_w = stride.w;
+    g.pad_h = padding.h;
+    g.pad_w = padding.w;
+    g.out_h = floor_div(g.height + 2 * g.pad_h - g.kernel_h, g.stride_h) + 1;
+    g.out_w = floor_div(g.width + 2 * g.pad_w - g.kernel_w, g.stride_w) + 1;
+    if (g.out_h < 1 || g.out_w < 1)
+        fail(op, "Given input size: (" + std::to_string(g.channels) + "x" + std::to_string(g.height) + "x" +
+                     std::to_string(g.width) + "). Calculated output size: (" + std::to_string(g.channels) + "x" +
+                     std::to_string(g.out_h) + "x" + std::to_string(g.out_w) + "). Output size is too small");
+    Shape s = input.shape();
+    s[s.size() - 2] = g.out_h;
+    s[s.size() - 1] = g.out_w;
+    p.out_shape = s;
+    return p;
+}
+
+/// Average pooling (plain or adaptive) as one recorded op.
+Tensor avg_pool(const Tensor& input, const Planes& p, const char* name) {
+    const Tensor x = input.detach().contiguous();
+    Tensor out = detail::make_empty(p.out_shape, x.dtype(), x.device());
+    kernels::avg_pool2d(x, out, p.g);
+    if (!detail::needs_grad({&input})) return out;
+    detail::record(out, name, {&input}, [g = p.g, shape = input.shape()](const Tensor& grad, const detail::NeedsGrad&) {
+        Tensor dx = detail::make_empty(shape, grad.dtype(), grad.device());
+        kernels::avg_pool2d_backward(grad.contiguous(), dx, g);
+        return Grads{dx};
+    });
+    return out;
+}
+
+/// `2` or `(2, 3)`, as PyTorch prints an int-or-tuple argument.
+std::string repr(const Pair& p) {
+    if (p.single) return std::to_string(p.h);
+    std::string r = "(";
+    r += std::to_string(p.h) + ", " + std::to_string(p.w);
+    return r + ")";
+}
+
+}  // namespace
+
+namespace functional {
+
+Tensor max_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride, Pair padding) {
+    const Planes p = window_planes(input, kernel_size, stride, padding, "max_pool2d");
+    const Tensor x = input.detach().contiguous();
+    Tensor out = detail::make_empty(p.out_shape, x.dtype(), x.device());
+    Tensor indices = detail::make_empty(p.out_shape, kInt64, x.device());
+    kernels::max_pool2d(x, out, indices, p.g);
+    if (!detail::needs_grad({&input})) return out;
+    detail::record(out, "MaxPool2DWithIndicesBackward0", {&input},
+                   [g = p.g, indices, shape = input.shape()](const Tensor& grad, const detail::NeedsGrad&) {
+                       Tensor dx = detail::make_empty(shape, grad.dtype(), grad.device());
+                       kernels::max_pool2d_backward(grad.contiguous(), indices, dx, g);
+                       return Grads{dx};
+                   });
+    return out;
+}
+
+Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride, Pair padding,
+                  bool count_include_pad) {
+    Planes p = window_planes(input, kernel_size, stride, padding, "avg_pool2d");
+    p.g.count_include_pad = count_include_pad;
+    return avg_pool(input, p, "AvgPool2DBackward0");
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size) {
+    const char* op = "adaptive_avg_pool2d";
+    detail::check_defined(input, op);
+    if (input.dim() != 3 && input.dim() != 4) fail(op, "Expected 3D or 4D tensor, but got " + dims(input.shape()));
+    for (std::int64_t d = input.dim() - 3; d < input.dim(); ++d)
+        if (input.size(d) == 0)
+            fail(op, "Expected input to have non-zero size for non-batch dimensions, but input has sizes " +
+                         dims(input.shape()) + " with dimension " + std::to_string(d) + " being empty");
+    if (output_size.h < 0 || output_size.w < 0)
+        fail(op, "output_size must be non-negative, got (" + std::to_string(output_size.h) + ", " +
+                     std::to_string(output_size.w) + ")");
+    // PyTorch takes a mean for a 1 × 1 output (MeanBackward1), the same numbers.
+    if (output_size.h == 1 && output_size.w == 1) {
+        planes_of(input, op);
+        return input.mean({-2, -1}, true);
+    }
+    Planes p = planes_of(input, op);
+    p.g.adaptive = true;
+    p.g.out_h = output_size.h;
+    p.g.out_w = output_size.w;
+    Shape s = input.shape();
+    s[s.size() - 2] = output_size.h;
+    s[s.size() - 1] = output_size.w;
+    p.out_shape = s;
+    return avg_pool(input, p, "AdaptiveAvgPool2DBackward0");
+}
+
+}  // namespace functional
+
+// ---- modules -------------------------------------------------------------------------------------------
+
+MaxPool2d::MaxPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding)
+    : kernel_(kernel_size), stride_(stride.value_or(kernel_size)), padding_(padding) {}
+
+Tensor MaxPool2d::forward(const Tensor& input) {
+    return functional::max_pool2d(input, kernel_, stride_, padding_);
+}
+
+std::string MaxPool2d::extra_repr() const {
+    return "kernel_size=" + repr(kernel_) + ", stride=" + repr(stride_) + ", padding=" + repr(padding_) +
+           ", dilation=1, ceil_mode=False";
+}
+
+AvgPool2d::AvgPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding, bool count_include_pad)
+    : kernel_(kernel_size),
+      stride_(stride.value_or(kernel_size)),
+      padding_(padding),
+      count_include_pad_(count_include_pad) {}
+
+Tensor AvgPool2d::forward(const Tensor& input) {
+    return functional::avg_pool2d(input, kernel_, stride_, padding_, count_include_pad_);
+}
+
+std::string AvgPool2d::extra_repr() const {
+    return "kernel_size=" + repr(kernel_) + ", stride=" + repr(stride_) + ", padding=" + repr(padding_);
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(Pair output_size) : output_size_(output_size) {}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {
+    return functional::adaptive_avg_pool2d(input, output_size_);
+}
+
+std::string AdaptiveAvgPool2d::extra_repr() const {
+    return "output_size=" + repr(output_size_);
+}
+
+}  // namespace xgrad::nn

@@ -1,0 +1,361 @@
+// Tests for conv1d/conv2d, max/avg/adaptive pooling and their modules: PyTorch golden values
+// (forward, backward, init, repr, error texts) and gradcheck.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/nn.hpp"
+#include "xgrad/xgrad.hpp"
+
+using xgrad::Tensor;
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+using Ins = std::vector<Tensor>;
+
+namespace {
+
+const char* kFile = "conv.txt";
+
+struct Case {
+    const char* name;
+    int inputs;
+    std::function<Tensor(const Ins&)> fn;
+};
+
+const Case kCases[] = {
+    {"conv2d.basic", 3, [](const Ins& in) { return F::conv2d(in[0], in[1], in[2]); }},
+    {"conv2d.stride_pad", 3,
+     [](const Ins& in) {
+         return F::conv2d(in[0], in[1], in[2], {2, 1}, {1, 0});
+     }},
+    {"conv2d.dilation_groups", 3, [](const Ins& in) { return F::conv2d(in[0], in[1], in[2], 1, 2, 2, 2); }},
+    {"conv2d.depthwise", 2, [](const Ins& in) { return F::conv2d(in[0], in[1], Tensor(), 2, 1, 1, 4); }},
+    {"conv2d.unbatched", 2, [](const Ins& in) { return F::conv2d(in[0], in[1]); }},
+    {"conv1d.all", 3, [](const Ins& in) { return F::conv1d(in[0], in[1], in[2], 2, 1, 2, 2); }},
+    {"conv1d.unbatched", 2, [](const Ins& in) { return F::conv1d(in[0], in[1]); }},
+    {"max_pool2d.k3s2p1", 1, [](const Ins& in) { return F::max_pool2d(in[0], 3, 2, 1); }},
+    {"max_pool2d.k23", 1,
+     [](const Ins& in) {
+         return F::max_pool2d(in[0], {2, 3});
+     }},
+    {"max_pool2d.overlap", 1, [](const Ins& in) { return F::max_pool2d(in[0], 3, 1); }},
+    {"avg_pool2d.k3s2p1", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1); }},
+    {"avg_pool2d.no_pad_count", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false); }},
+    {"avg_pool2d.k2", 1,
+     [](const Ins& in) {
+         return F::avg_pool2d(in[0], {2, 3}, 1);
+     }},
+    {"adaptive.down", 1,
+     [](const Ins& in) {
+         return F::adaptive_avg_pool2d(in[0], {3, 4});
+     }},
+    {"adaptive.global", 1, [](const Ins& in) { return F::adaptive_avg_pool2d(in[0], 1); }},
+    {"adaptive.up", 1,
+     [](const Ins& in) {
+         return F::adaptive_avg_pool2d(in[0], {5, 7});
+     }},
+    {"batch_norm.train", 3, [](const Ins& in) { return F::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true); }},
+    {"batch_norm.train1d", 1,
+     [](const Ins& in) { return F::batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-3); }},
+    {"batch_norm.eval", 3,
+     [](const Ins& in) {
+         const auto dt = in[0].dtype();
+         return F::batch_norm(in[0], golden::get(kFile, "batch_norm.rm").to(dt),
+                              golden::get(kFile, "batch_norm.rv").to(dt), in[1], in[2], false);
+     }},
+    {"group_norm.affine", 3, [](const Ins& in) { return F::group_norm(in[0], 3, in[1], in[2]); }},
+    {"group_norm.plain", 1, [](const Ins& in) { return F::group_norm(in[0], 2, Tensor(), Tensor(), 1e-3); }},
+};
+
+/// The printed modules PyTorch wrote to conv_repr.txt, by name.
+std::map<std::string, std::string> reprs() {
+    std::ifstream in(golden::dir() + "/conv_repr.txt");
+    std::map<std::string, std::string> r;
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto tab = line.find('\t');
+        if (tab != std::string::npos) r[line.substr(0, tab)] = line.substr(tab + 1);
+    }
+    return r;
+}
+
+std::string printed(const nn::Module& m) {
+    std::ostringstream os;
+    os << m;
+    return os.str();
+}
+
+}  // namespace
+
+TEST_CASE("conv and pooling match PyTorch forward and backward, float32 and float64") {
+    for (const Case& c : kCases)
+        for (const char* dt : {"float32", "float64"}) {
+            const std::string key = std::string(c.name) + "." + dt;
+            INFO(key);
+            const bool f32 = std::string(dt) == "float32";
+            const double rtol = f32 ? 1e-4 : 1e-10, atol = f32 ? 1e-5 : 1e-12;
+            Ins in;
+            for (int i = 0; i < c.inputs; ++i)
+                in.push_back(golden::get(kFile, key + ".in" + std::to_string(i)).clone().requires_grad_());
+            Tensor out = c.fn(in);
+            golden::check_close(out, golden::get(kFile, key + ".out"), key + " out", rtol, atol);
+            // group_norm is composed of layer_norm and the affine ops: its grad_fn is the last of them.
+            if (std::string(c.name).rfind("group_norm", 0) != 0)
+                CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
+            (out * golden::get(kFile, key + ".w")).sum().backward();
+            for (int i = 0; i < c.inputs; ++i)
+                golden::check_close(in[static_cast<std::size_t>(i)].grad(),
+                                    golden::get(kFile, key + ".g" + std::to_string(i)),
+                                    key + " grad " + std::to_string(i), rtol, atol);
+        }
+}
+
+TEST_CASE("max_pool2d: the first maximum of a window wins ties and takes the gradient") {
+    Tensor x = golden::get(kFile, "max_pool2d.ties.x").clone().requires_grad_();
+    Tensor y = F::max_pool2d(x, 2, 1);
+    golden::check_close(y, golden::get(kFile, "max_pool2d.ties.y"), "y", 0, 0);
+    y.sum().backward();
+    golden::check_close(x.grad(), golden::get(kFile, "max_pool2d.ties.dx"), "dx", 0, 0);
+}
+
+TEST_CASE("max_pool2d propagates NaN") {
+    Tensor x = xgrad::tensor({{{1.0, NAN}, {3.0, 2.0}}});
+    CHECK(std::isnan(F::max_pool2d(x, 2).item<float>()));
+}
+
+TEST_CASE("gradcheck: conv1d, conv2d and pooling") {
+    xgrad::manual_seed(3);
+    auto d = xgrad::kFloat64;
+    Tensor x = xgrad::randn({2, 4, 6, 5}, d).requires_grad_(), w = xgrad::randn({6, 2, 3, 2}, d).requires_grad_();
+    Tensor b = xgrad::randn({6}, d).requires_grad_();
+    golden::check_gradcheck(
+        [](const Ins& in) {
+            return F::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2);
+        },
+        {x, w, b}, "conv2d");
+    Tensor x1 = xgrad::randn({2, 3, 9}, d).requires_grad_(), w1 = xgrad::randn({4, 3, 3}, d).requires_grad_();
+    golden::check_gradcheck([](const Ins& in) { return F::conv1d(in[0], in[1], Tensor(), 2, 2, 2); }, {x1, w1},
+                            "conv1d");
+    golden::check_gradcheck([](const Ins& in) { return F::max_pool2d(in[0], 3, 2, 1); }, {x}, "max_pool2d");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false); }, {x}, "avg_pool2d");
+    golden::check_gradcheck([](const Ins& in) { return F::adaptive_avg_pool2d(in[0], {4, 3}); }, {x}, "adaptive");
+}
+
+TEST_CASE("Conv2d and Conv1d are initialised as PyTorch's, drawing weight then bias") {
+    xgrad::manual_seed(0);
+    nn::Conv2d a(3, 4, 3);
+    nn::Conv2d b(4, 6, {3, 5}, 1, 0, 1, 2, false);
+    nn::Conv1d c(4, 6, 3, 1, 0, 1, 2);
+    for (const auto& [prefix, m] : std::vector<std::pair<std::string, nn::Module*>>{
+             {"init.conv2d.", &a}, {"init.conv2d_g2.", &b}, {"init.conv1d.", &c}})
+        for (const auto& [name, p] : m->named_parameters())
+            golden::check_close(p, golden::get(kFile, prefix + name), prefix + name, 0, 0);
+    CHECK(b.named_parameters().size() == 1);
+    golden::check_close(xgrad::rand({3}), golden::get(kFile, "init.after"), "stream after", 0, 0);
+}
+
+TEST_CASE("modules print as PyTorch's") {
+    auto r = reprs();
+    CHECK(printed(nn::Conv2d(3, 4, 3)) == r.at("conv2d"));
+    CHECK(printed(nn::Conv2d(3, 4, {3, 5}, 2, 1, 2, 1, false)) == r.at("conv2d_all"));
+    CHECK(printed(nn::Conv2d(2, 2, 1, {1, 2})) == r.at("conv2d_stride"));
+    CHECK(printed(nn::Conv1d(4, 6, 3, 1, 1, 1, 2)) == r.at("conv1d"));
+    CHECK(printed(nn::MaxPool2d(2)) == r.at("maxpool"));
+    CHECK(printed(nn::MaxPool2d({2, 3}, 1, 1)) == r.at("maxpool_tuple"));
+    CHECK(printed(nn::AvgPool2d(3)) == r.at("avgpool"));
+    CHECK(printed(nn::AvgPool2d(2, 1, 1, false)) == r.at("avgpool_all"));
+    CHECK(printed(nn::AdaptiveAvgPool2d({5, 7})) == r.at("adaptive"));
+    CHECK(printed(nn::AdaptiveAvgPool2d(3)) == r.at("adaptive1"));
+}
+
+TEST_CASE("modules run forward and backward in a Sequential") {
+    xgrad::manual_seed(1);
+    nn::Sequential net(nn::Conv2d(1, 2, 3, 1, 1), nn::ReLU(), nn::MaxPool2d(2), nn::AvgPool2d(2),
+                       nn::AdaptiveAvgPool2d(1));
+    Tensor y = net(xgrad::randn({3, 1, 8, 8}));
+    CHECK(y.shape() == xgrad::Shape{3, 2, 1, 1});
+    y.sum().backward();
+    auto params = net.parameters();
+    REQUIRE(params.size() == 2);
+    CHECK(params[0].grad().defined());
+}
+
+TEST_CASE("bad convolution and pooling arguments throw PyTorch's messages") {
+    using golden::check_throws;
+    Tensor w = xgrad::randn({4, 3, 3, 3});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({2, 5, 8, 8}), w);
+        },
+        {"conv2d",
+         "Given groups=1, weight of size [4, 3, 3, 3], expected input[2, 5, 8, 8] to have 3 "
+         "channels, but got 5 channels instead"});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({8, 8}), w);
+        },
+        {"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [8, 8]"});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({2, 3, 2, 2}), w);
+        },
+        {"Calculated padded input size per channel: (2 x 2). Kernel size: (3 x 3). Kernel size can't be "
+         "greater than actual input size"});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({2, 3, 8, 8}), xgrad::randn({4, 3, 3}));
+        },
+        {"conv2d", "4D weight", "[4, 3, 3]"});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({2, 6, 8, 8}), w, Tensor(), 1, 0, 1, 3);
+        },
+        {"Given groups=3, expected weight to be divisible by 3 at dimension 0, but got weight of size "
+         "[4, 3, 3, 3] instead"});
+    check_throws(
+        [&] {
+            F::conv2d(xgrad::randn({2, 6, 8, 8}), xgrad::randn({6, 2, 3, 3}), xgrad::randn({5}), 1, 0, 1, 3);
+        },
+        {"Given weight of size [6, 2, 3, 3], expected bias to be 1-dimensional with 6 elements, but got "
+         "bias of size [5] instead"});
+    Tensor x = xgrad::randn({2, 3, 8, 8});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 0); }, {"non-positive stride is not supported"});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 1, -1); }, {"negative padding is not supported"});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 1, 0, 0); }, {"non-positive dilation is not supported"});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 1, 0, 1, 0); }, {"non-positive groups is not supported"});
+    check_throws([&] { F::conv2d(x, w.to(xgrad::kFloat64)); }, {"conv2d", "float32", "float64"});
+    check_throws(
+        [&] {
+            F::conv1d(xgrad::randn({2, 5, 8}), xgrad::randn({4, 3, 3}));
+        },
+        {"conv1d",
+         "Given groups=1, weight of size [4, 3, 3], expected input[2, 5, 8] to have 3 channels, "
+         "but got 5 channels instead"});
+    check_throws(
+        [&] {
+            F::conv1d(xgrad::randn({2, 3, 2}), xgrad::randn({4, 3, 3}));
+        },
+        {"Calculated padded input size per channel: (2). Kernel size: (3). Kernel size can't be greater "
+         "than actual input size"});
+    check_throws([] { nn::Conv2d(3, 4, 3, 1, 0, 1, 2); }, {"in_channels must be divisible by groups"});
+    check_throws([] { nn::Conv2d(4, 3, 3, 1, 0, 1, 2); }, {"out_channels must be divisible by groups"});
+    check_throws([] { nn::Conv1d(4, 4, 0); }, {"Conv1d", "kernel_size must be positive"});
+
+    check_throws(
+        [] {
+            F::max_pool2d(xgrad::randn({1, 1, 2, 2}), 3);
+        },
+        {"max_pool2d", "Given input size: (1x2x2). Calculated output size: (1x0x0). Output size is too small"});
+    check_throws(
+        [] {
+            F::max_pool2d(xgrad::randn({1, 1, 5, 5}), 2, std::nullopt, 2);
+        },
+        {"pad should be at most half of kernel size, but got pad=2 and kernel_size=2"});
+    check_throws(
+        [] {
+            F::max_pool2d(xgrad::randn({5, 5}), 2);
+        },
+        {"non-empty 3D or 4D (batch mode) tensor expected for input"});
+    check_throws([] { F::avg_pool2d(xgrad::randn({1, 1, 2, 2}), 3); }, {"avg_pool2d", "Output size is too small"});
+    check_throws([] { F::avg_pool2d(xgrad::randn({1, 1, 4, 4}), 2, 0); }, {"stride should be greater than zero"});
+    check_throws([] { F::adaptive_avg_pool2d(xgrad::randn({5}), 2); },
+                 {"adaptive_avg_pool2d", "Expected 3D or 4D tensor"});
+    check_throws(
+        [] {
+            F::adaptive_avg_pool2d(xgrad::randn({1, 0, 3}), 2);
+        },
+        {"Expected input to have non-zero size for non-batch dimensions"});
+    check_throws([] { F::max_pool2d(xgrad::ones({1, 2, 2}, xgrad::kInt64), 2); }, {"max_pool2d", "floating"});
+}
+
+TEST_CASE("BatchNorm2d and BatchNorm1d keep PyTorch's running statistics and use them in eval mode") {
+    nn::BatchNorm2d bn(3);
+    for (int step = 0; step < 2; ++step) {
+        const std::string s = std::to_string(step);
+        golden::check_close(bn(golden::get(kFile, "bn2d.x" + s)), golden::get(kFile, "bn2d.y" + s), "bn2d y" + s, 1e-5,
+                            1e-5);
+    }
+    const auto state = bn.state_dict();
+    std::vector<std::string> names;
+    for (const auto& [name, t] : state) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+    for (const auto& [name, t] : state)
+        golden::check_close(t, golden::get(kFile, "bn2d.state." + name), "bn2d " + name, 1e-6, 1e-7);
+    bn.eval();
+    golden::check_close(bn(golden::get(kFile, "bn2d.x1")), golden::get(kFile, "bn2d.eval"), "bn2d eval", 1e-5, 1e-5);
+    CHECK(bn.num_batches_tracked.item<std::int64_t>() == 2);  // eval mode leaves the statistics alone
+
+    nn::BatchNorm1d bn1(4, 1e-5, std::nullopt);  // momentum None: a cumulative average
+    for (int step = 0; step < 3; ++step) {
+        const std::string s = std::to_string(step);
+        golden::check_close(bn1(golden::get(kFile, "bn1d.x" + s)), golden::get(kFile, "bn1d.y" + s), "bn1d y" + s, 1e-5,
+                            1e-5);
+    }
+    for (const auto& [name, t] : bn1.state_dict())
+        golden::check_close(t, golden::get(kFile, "bn1d.state." + name), "bn1d " + name, 1e-6, 1e-7);
+}
+
+TEST_CASE("Dropout2d draws one mask value per channel as PyTorch") {
+    xgrad::manual_seed(5);
+    golden::check_close(F::dropout2d(xgrad::ones({2, 4, 3, 3}), 0.3), golden::get(kFile, "dropout2d.p03"), "p=0.3", 0,
+                        0);
+    nn::Dropout2d drop(0.5);
+    golden::check_close(drop(xgrad::ones({3, 5, 2, 2}, xgrad::kFloat64)), golden::get(kFile, "dropout2d.module"),
+                        "module", 0, 0);
+    golden::check_close(xgrad::rand({3}), golden::get(kFile, "dropout2d.after"), "stream after", 0, 0);
+    drop.eval();
+    Tensor x = xgrad::randn({2, 3, 2, 2});
+    golden::check_close(drop(x), x, "eval", 0, 0);
+}
+
+TEST_CASE("gradcheck: batch_norm and group_norm") {
+    xgrad::manual_seed(4);
+    auto d = xgrad::kFloat64;
+    Tensor x = xgrad::randn({3, 4, 2, 3}, d).requires_grad_(), w = xgrad::randn({4}, d).requires_grad_();
+    Tensor b = xgrad::randn({4}, d).requires_grad_();
+    golden::check_gradcheck([](const Ins& in) { return F::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true); },
+                            {x, w, b}, "batch_norm train");
+    Tensor rm = xgrad::randn({4}, d), rv = xgrad::rand({4}, d) + 0.5;
+    golden::check_gradcheck([&](const Ins& in) { return F::batch_norm(in[0], rm, rv, in[1], in[2], false); }, {x, w, b},
+                            "batch_norm eval");
+    golden::check_gradcheck([](const Ins& in) { return F::group_norm(in[0], 2, in[1], in[2]); }, {x, w, b},
+                            "group_norm");
+}
+
+TEST_CASE("norm modules print as PyTorch's, and bad norm arguments throw PyTorch's messages") {
+    auto r = reprs();
+    CHECK(printed(nn::BatchNorm2d(3)) == r.at("bn2d"));
+    CHECK(printed(nn::BatchNorm1d(4, 1e-5, std::nullopt, false, false)) == r.at("bn1d"));
+    CHECK(nn::BatchNorm1d(4, 1e-5, 0.1, false, false).state_dict().empty());
+    CHECK(printed(nn::GroupNorm(2, 6)) == r.at("gn"));
+    CHECK(printed(nn::GroupNorm(3, 6, 1e-3, false)) == r.at("gn_all"));
+    CHECK(printed(nn::Dropout2d(0.2)) == r.at("dropout2d"));
+
+    using golden::check_throws;
+    check_throws([] { nn::BatchNorm2d(3)(xgrad::randn({2, 3, 4})); }, {"expected 4D input (got 3D input)"});
+    check_throws([] { nn::BatchNorm1d(3)(xgrad::randn({2, 3, 4, 5})); }, {"expected 2D or 3D input (got 4D input)"});
+    check_throws(
+        [] {
+            nn::BatchNorm1d(3)(xgrad::randn({1, 3}));
+        },
+        {"Expected more than 1 value per channel when training, got input size torch.Size([1, 3])"});
+    check_throws([] { nn::BatchNorm1d(3)(xgrad::randn({4, 5})); }, {"running_mean should contain 5 elements not 3"});
+    check_throws([] { nn::GroupNorm(4, 6); }, {"num_channels must be divisible by num_groups"});
+    check_throws(
+        [] {
+            F::group_norm(xgrad::randn({2, 6, 3}), 4);
+        },
+        {"Expected number of channels in input to be divisible by num_groups, but got input of shape "
+         "[2, 6, 3] and num_groups=4"});
+    check_throws(
+        [] {
+            F::dropout2d(xgrad::randn({2, 3, 4}), 1.5);
+        },
+        {"dropout probability has to be between 0 and 1, but got 1.5"});
+}
