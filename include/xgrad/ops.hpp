@@ -323,4 +323,16 @@ Tensor unflatten(const Tensor& input, std::int64_t dim, const Shape& sizes);
 /// `torch.diag(input, diagonal)`.
 Tensor diag(const Tensor& input, std::int64_t diagonal = 0);
 
+// ---- einsum (src/einsum.cpp): a composite of views, sums and matmuls, so on every device -------------
+/// `torch.einsum(equation, *operands)`: sums of products over the labelled dims, with an implicit or
+/// explicit (`->`) output, `...` for broadcast dims, repeated labels in one operand for its diagonal,
+/// and operands contracted left to right, as PyTorch 1.13 without opt_einsum.
+///
+/// ```cpp
+/// Tensor c = xgrad::einsum("ij,jk->ik", {a, b});   // a.matmul(b)
+/// Tensor tr = xgrad::einsum("ii", {m});            // the trace
+/// Tensor att = xgrad::einsum("...qd,...kd->...qk", {q, k});
+/// ```
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
 }  // namespace xgrad
