@@ -32,6 +32,59 @@ struct Net : nn::Module {
     Tensor forward(const Tensor& x) override { return fc2(F::relu(fc1(x))); }
 };
 
+// The rows of the reductions, maths and shape tables added with PyTorch's newer ops.
+void reductions_maths_and_shapes() {
+    // ---- reductions ----
+    Tensor y = xgrad::tensor({{3.0, 1.0, 2.0}, {0.0, 5.0, 4.0}});
+    auto [values, indices] = y.max(1);                                        // values, indices = y.max(1)
+    Tensor mins = y.min(1).indices;                                           // y.min(1).indices
+    Tensor amax = y.amax({0, 1}), amin = y.amin(-1);                          // torch.amax(y, (0, 1)), y.amin(-1)
+    Tensor best = y.argmax(1), worst = y.argmin(), kept = y.argmax(1, true);  // y.argmax(1), y.argmin() ...
+    auto [sorted, order] = y.sort(-1, true);                                  // torch.sort(y, descending=True)
+    Tensor ranks = y.argsort(-1);                                             // y.argsort(-1)
+    auto [top, top_at] = y.topk(2);                                           // values, indices = y.topk(2)
+    Tensor pr = y.prod(1), cs = y.cumsum(0), cp = y.cumprod(0);               // y.prod(1), y.cumsum(0), y.cumprod(0)
+    Tensor lse = y.logsumexp(-1);                                             // torch.logsumexp(y, -1)
+    Tensor v0 = y.var(1, xgrad::Correction(0)), s0 = y.std(1, xgrad::Correction(0));  // correction=0
+    Tensor ein = xgrad::einsum("ij,jk->ik", {y, y.t()}),
+           tr = xgrad::einsum("ii", {xgrad::tensor({{1.0, 2.0}, {3.0, 4.0}})});  // torch.einsum
+    for (const Tensor& t : {values, indices, mins, amax, amin, best, worst, kept, sorted, order, ranks, top, top_at})
+        std::cout << t << "\n";
+    for (const Tensor& t : {pr, cs, cp, lse, v0, s0, ein, tr}) std::cout << t << "\n";
+
+    // ---- elementwise maths and activations ----
+    Tensor half = y / 2 - 1, twos = xgrad::full({3}, 2.0);
+    std::cout << y.sin() << "\n" << xgrad::erf(half) << "\n" << y.log1p() << "\n" << half.expm1() << "\n";
+    std::cout << half.floor() << "\n"
+              << half.ceil() << "\n"
+              << half.round() << "\n"
+              << half.trunc() << "\n"
+              << half.sign() << "\n";
+    std::cout << y.remainder(3.0) << "\n" << (-y).fmod(3.0) << "\n" << (-y).div(twos, "floor") << "\n";
+    std::cout << xgrad::lerp(y, xgrad::zeros({2, 3}), 0.5) << "\n"
+              << xgrad::atan2(y, xgrad::ones({2, 3})) << "\n"
+              << xgrad::pow(2.0, y) << "\n"
+              << y.clamp_min(twos) << "\n";
+    std::cout << F::silu(half) << "\n"
+              << F::leaky_relu(half, 0.2) << "\n"
+              << F::elu(half) << "\n"
+              << F::softplus(half, 2.0) << "\n";
+    for (const Tensor& t :
+         {F::selu(half), F::celu(half), F::mish(half), F::relu6(y), F::hardswish(half), F::hardsigmoid(half),
+          F::logsigmoid(half), F::softsign(half), F::hardtanh(y, -2.0, 2.0), F::quick_gelu(half)})
+        std::cout << t << "\n";
+    nn::SiLU silu;
+    nn::LeakyReLU leaky(0.2);
+    nn::Softmax softmax(-1);
+    nn::LogSoftmax log_softmax(1);
+    std::cout << silu(half) << "\n" << leaky(half) << "\n" << softmax(y) << "\n" << log_softmax(y) << "\n";
+
+    // ---- more indexing and shape ops ----
+    std::cout << y.repeat_interleave(2, 0) << "\n"
+              << y.unflatten(1, {3, 1}).shape() << "\n"
+              << y.index_add(0, xgrad::tensor({1.0}, xgrad::kInt64), xgrad::ones({1, 3})) << "\n";
+}
+
 int main() {
     // ---- tensors ----
     xgrad::manual_seed(0);                               // torch.manual_seed(0)
@@ -134,4 +187,46 @@ int main() {
     // Last, as it draws from the generator (normal(0, 1), as PyTorch's init).
     nn::Embedding emb(10, 4, /*padding_idx=*/0);  // emb = nn.Embedding(10, 4, padding_idx=0)
     Tensor vecs = emb(idx);                       // emb(idx)
+
+    reductions_maths_and_shapes();
+
+    // ---- more modules and losses (each drawing its initial values after the ones above) ----
+    Tensor prob = xgrad::tensor({0.2, 0.7, 0.9}), target = xgrad::tensor({0.0, 1.0, 1.0});
+    Tensor b1 = xgrad::tensor({0.5, -1.0, 3.0});
+    std::cout << F::binary_cross_entropy(prob, target) << "\n"
+              << F::smooth_l1_loss(b1, target, {.beta = 0.5}) << "\n"
+              << F::huber_loss(b1, target, {.delta = 2.0}) << "\n"
+              << F::kl_div(prob.log().unsqueeze(0), F::softmax(target.unsqueeze(0), -1), {.reduction = "batchmean"})
+              << "\n"
+              << F::normalize(xgrad::tensor({{3.0, 1.0, 2.0}, {0.0, 5.0, 4.0}}), 2.0, -1) << "\n";
+    nn::Conv2d conv(3, 8, 3, 1, 1);  // nn.Conv2d(3, 8, 3, padding=1)
+    nn::Conv1d conv1(4, 8, 5, 2);    // nn.Conv1d(4, 8, 5, stride=2)
+    nn::Sequential features(nn::Conv2d(3, 8, 3, 1, 1), nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2),
+                            nn::GroupNorm(2, 8), nn::Dropout2d(0.1), nn::AvgPool2d(2), nn::AdaptiveAvgPool2d({1, 1}),
+                            nn::Flatten());
+    std::cout << conv << "\n" << conv1 << "\n" << features << "\n";
+    Tensor images = xgrad::randn({2, 3, 8, 8});
+    std::cout << features(images).shape() << " " << conv1(xgrad::randn({2, 4, 11})).shape() << " "
+              << F::conv2d(images, conv.weight, conv.bias, 1, 1).shape() << " " << nn::BatchNorm1d(8) << "\n";
+    nn::ModuleList layers;  // nn.ModuleList([nn.Linear(4, 4)])
+    layers.push_back(nn::Linear(4, 4));
+    nn::ModuleDict heads;  // nn.ModuleDict({"head": nn.Linear(4, 2)})
+    heads.insert("head", nn::Linear(4, 2));
+    std::cout << layers << "\n"
+              << heads << "\n"
+              << layers[0](xgrad::ones({1, 4})).shape() << " " << heads["head"](xgrad::ones({1, 4})).shape() << "\n";
+    Tensor qkv = xgrad::randn({2, 5, 16});
+    Tensor att = F::scaled_dot_product_attention(qkv, qkv, qkv, Tensor(), 0.0, true);  // is_causal=True
+    nn::MultiheadAttention attn(16, 4, {.batch_first = true});                         // nn.MultiheadAttention(...)
+    auto [attended, weights] = attn.forward(qkv, qkv, qkv);                            // y, w = attn(qkv, qkv, qkv)
+    std::cout << att.shape() << " " << attended.shape() << " " << weights.shape() << "\n";
+
+    // ---- distributed (a world of one without mpirun) ----
+    namespace dist = xgrad::distributed;
+    dist::init();  // dist.init_process_group("mpi")
+    Tensor total = xgrad::ones({2});
+    dist::all_reduce(total);               // dist.all_reduce(total)
+    nn::DistributedDataParallel ddp(net);  // DistributedDataParallel(net)
+    std::cout << dist::rank() << " " << dist::world_size() << " " << total << "\n";
+    dist::finalize();
 }
