@@ -124,7 +124,7 @@ std::pair<Tensor, Tensor> batch(const std::vector<std::int64_t>& data, xgrad::Ge
 // [data]
 
 // Draws `n` characters after `prompt`: softmax of the last position's logits, then the inverse CDF
-// at a uniform number from `gen` (what torch.multinomial does with one sample, written out).
+// at a uniform number from `gen`: a draw from the categorical distribution (xgrad has no multinomial).
 std::string sample(CharLM& model, const std::string& vocab, const std::string& prompt, int n, xgrad::Generator& gen) {
     xgrad::NoGradGuard no_grad;
     model.eval();
