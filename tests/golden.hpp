@@ -136,4 +136,57 @@ inline void check_gradcheck(const std::function<xgrad::Tensor(const std::vector<
     CHECK(r.ok);
 }
 
+/// The modules PyTorch printed into `file` under `=== <name>` lines, by name (multi-line texts joined
+/// with '\n').
+inline std::map<std::string, std::string> reprs(const std::string& file) {
+    std::ifstream in(dir() + "/" + file);
+    std::map<std::string, std::string> out;
+    std::string line, key;
+    while (std::getline(in, line)) {
+        if (line.rfind("=== ", 0) == 0) {
+            key = line.substr(4);
+            continue;
+        }
+        out[key] += (out[key].empty() ? "" : "\n") + line;
+    }
+    return out;
+}
+
+/// What `os << x` writes.
+template <typename T>
+std::string printed(const T& x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+}
+
+/// The options of a `# <tag> <key> k=v ...` line of a golden file.
+using Opts = std::map<std::string, std::string>;
+
+/// The `# <tag> <key> k=v ...` lines of `file`, in order, as (key, options).
+inline std::vector<std::pair<std::string, Opts>> tagged_lines(const std::string& file, const std::string& tag) {
+    std::vector<std::pair<std::string, Opts>> out;
+    std::ifstream in(dir() + "/" + file);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::string hash, t, key, kv;
+        if (!(ls >> hash >> t >> key) || hash != "#" || t != tag) continue;
+        Opts opts;
+        while (ls >> kv) opts[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+        out.emplace_back(key, opts);
+    }
+    return out;
+}
+
+/// The number option `k` of a tagged line, or `dflt`.
+inline double opt_num(const Opts& o, const std::string& k, double dflt) {
+    return o.count(k) ? std::stod(o.at(k)) : dflt;
+}
+
+/// Whether the option `k` of a tagged line is Python's True.
+inline bool opt_flag(const Opts& o, const std::string& k) {
+    return o.count(k) && o.at(k) == "True";
+}
+
 }  // namespace golden

@@ -85,11 +85,7 @@ std::map<std::string, std::string> reprs() {
     return r;
 }
 
-std::string printed(const nn::Module& m) {
-    std::ostringstream os;
-    os << m;
-    return os.str();
-}
+using golden::printed;
 
 }  // namespace
 

@@ -274,27 +274,11 @@ TEST_CASE("activations as functions match PyTorch's, kinks and special values in
 
 namespace {
 
-/// The printed modules PyTorch wrote to elementwise_more_repr.txt, by name.
 std::map<std::string, std::string> reprs() {
-    std::ifstream in(golden::dir() + "/elementwise_more_repr.txt");
-    std::map<std::string, std::string> out;
-    std::string line, key;
-    while (std::getline(in, line)) {
-        if (line.rfind("=== ", 0) == 0) {
-            key = line.substr(4);
-            continue;
-        }
-        out[key] += (out[key].empty() ? "" : "\n") + line;
-    }
-    return out;
+    return golden::reprs("elementwise_more_repr.txt");
 }
 
-template <typename M>
-std::string printed(const M& m) {
-    std::ostringstream os;
-    os << m;
-    return os.str();
-}
+using golden::printed;
 
 }  // namespace
 

@@ -16,26 +16,8 @@ namespace F = xgrad::nn::functional;
 
 namespace {
 
-/// The printed modules PyTorch wrote to nn_repr.txt, by name.
 std::map<std::string, std::string> reprs() {
-    std::ifstream in(golden::dir() + "/nn_repr.txt");
-    std::map<std::string, std::string> out;
-    std::string line, key;
-    while (std::getline(in, line)) {
-        if (line.rfind("=== ", 0) == 0) {
-            key = line.substr(4);
-            continue;
-        }
-        out[key] += (out[key].empty() ? "" : "\n") + line;
-    }
-    return out;
-}
-
-template <typename T>
-std::string str(const T& x) {
-    std::ostringstream os;
-    os << x;
-    return os.str();
+    return golden::reprs("nn_repr.txt");
 }
 
 /// A user's model, written as the docs show.
@@ -86,15 +68,15 @@ TEST_CASE("Linear draws its weight and bias exactly as torch.nn.Linear") {
 
 TEST_CASE("modules print exactly as PyTorch prints them") {
     auto expected = reprs();
-    CHECK(str(nn::Sequential(nn::Linear(5, 6), nn::ReLU())) == expected["sequential"]);
-    CHECK(str(nn::Linear(3, 2, false)) == expected["linear_nobias"]);
-    CHECK(str(nn::LayerNorm(Shape{5, 10})) == expected["layernorm"]);
-    CHECK(str(nn::LayerNorm(Shape{10}, 1e-6, false)) == expected["layernorm1"]);
-    CHECK(str(nn::GELU()) == expected["gelu"]);
-    CHECK(str(nn::Dropout(0.25)) == expected["dropout"]);
-    CHECK(str(nn::Sequential(nn::Linear(4, 8), nn::Sequential(nn::Tanh(), nn::Dropout()), nn::Sigmoid(),
-                             nn::Identity())) == expected["nested"]);
-    CHECK(str(Net()) == expected["net"]);
+    CHECK(golden::printed(nn::Sequential(nn::Linear(5, 6), nn::ReLU())) == expected["sequential"]);
+    CHECK(golden::printed(nn::Linear(3, 2, false)) == expected["linear_nobias"]);
+    CHECK(golden::printed(nn::LayerNorm(Shape{5, 10})) == expected["layernorm"]);
+    CHECK(golden::printed(nn::LayerNorm(Shape{10}, 1e-6, false)) == expected["layernorm1"]);
+    CHECK(golden::printed(nn::GELU()) == expected["gelu"]);
+    CHECK(golden::printed(nn::Dropout(0.25)) == expected["dropout"]);
+    CHECK(golden::printed(nn::Sequential(nn::Linear(4, 8), nn::Sequential(nn::Tanh(), nn::Dropout()), nn::Sigmoid(),
+                                         nn::Identity())) == expected["nested"]);
+    CHECK(golden::printed(Net()) == expected["net"]);
 }
 
 TEST_CASE("named_parameters uses PyTorch's dotted names and order") {

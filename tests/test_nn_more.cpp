@@ -71,11 +71,7 @@ std::string without_period(std::string s) {
     if (!s.empty() && s.back() == '.') s.pop_back();
     return s;
 }
-std::string printed(const nn::Module& m) {
-    std::ostringstream os;
-    os << m;
-    return os.str();
-}
+using golden::printed;
 std::string names_of(const nn::Module& m) {
     std::string s;
     for (auto& [n, p] : m.named_parameters()) s += (s.empty() ? "" : " ") + n;

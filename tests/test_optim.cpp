@@ -16,66 +16,50 @@ namespace {
 namespace nn = xgrad::nn;
 namespace F = xgrad::nn::functional;
 namespace optim = xgrad::optim;
+using golden::Opts;
 using xgrad::Tensor;
-using Opts = std::map<std::string, std::string>;
 
 const std::string kFile = "optim.txt";
 
-/// The `# <tag> <key> k=v ...` lines of optim.txt, in order.
 std::vector<std::pair<std::string, Opts>> golden_lines(const std::string& tag) {
-    std::vector<std::pair<std::string, Opts>> out;
-    std::ifstream in(golden::dir() + "/" + kFile);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream ls(line);
-        std::string hash, t, key, kv;
-        if (!(ls >> hash >> t >> key) || hash != "#" || t != tag) continue;
-        Opts opts;
-        while (ls >> kv) opts[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-        out.emplace_back(key, opts);
-    }
-    return out;
+    return golden::tagged_lines(kFile, tag);
 }
 
-double num(const Opts& o, const std::string& k, double dflt) {
-    return o.count(k) ? std::stod(o.at(k)) : dflt;
-}
-bool flag(const Opts& o, const std::string& k) {
-    return o.count(k) && o.at(k) == "True";
-}
+using golden::opt_flag;
+using golden::opt_num;
 
 /// The optimizer a golden line describes, with PyTorch's defaults for what it leaves out.
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::vector<Tensor>& params, const Opts& o) {
     const std::string& kind = o.at("opt");
     if (kind == "sgd")
-        return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = num(o, "lr", 1e-3),
-                                                                      .momentum = num(o, "momentum", 0.0),
-                                                                      .dampening = num(o, "dampening", 0.0),
-                                                                      .weight_decay = num(o, "weight_decay", 0.0),
-                                                                      .nesterov = flag(o, "nesterov"),
-                                                                      .maximize = flag(o, "maximize")});
-    const std::array<double, 2> betas{num(o, "beta1", 0.9), num(o, "beta2", 0.999)};
+        return std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = opt_num(o, "lr", 1e-3),
+                                                                      .momentum = opt_num(o, "momentum", 0.0),
+                                                                      .dampening = opt_num(o, "dampening", 0.0),
+                                                                      .weight_decay = opt_num(o, "weight_decay", 0.0),
+                                                                      .nesterov = opt_flag(o, "nesterov"),
+                                                                      .maximize = opt_flag(o, "maximize")});
+    const std::array<double, 2> betas{opt_num(o, "beta1", 0.9), opt_num(o, "beta2", 0.999)};
     if (kind == "adam")
-        return std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = num(o, "lr", 1e-3),
+        return std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = opt_num(o, "lr", 1e-3),
                                                                         .betas = betas,
-                                                                        .eps = num(o, "eps", 1e-8),
-                                                                        .weight_decay = num(o, "weight_decay", 0.0),
-                                                                        .amsgrad = flag(o, "amsgrad"),
-                                                                        .maximize = flag(o, "maximize")});
+                                                                        .eps = opt_num(o, "eps", 1e-8),
+                                                                        .weight_decay = opt_num(o, "weight_decay", 0.0),
+                                                                        .amsgrad = opt_flag(o, "amsgrad"),
+                                                                        .maximize = opt_flag(o, "maximize")});
     REQUIRE(kind == "adamw");
-    return std::make_unique<optim::AdamW>(params, optim::AdamWOptions{.lr = num(o, "lr", 1e-3),
+    return std::make_unique<optim::AdamW>(params, optim::AdamWOptions{.lr = opt_num(o, "lr", 1e-3),
                                                                       .betas = betas,
-                                                                      .eps = num(o, "eps", 1e-8),
-                                                                      .weight_decay = num(o, "weight_decay", 1e-2),
-                                                                      .amsgrad = flag(o, "amsgrad"),
-                                                                      .maximize = flag(o, "maximize")});
+                                                                      .eps = opt_num(o, "eps", 1e-8),
+                                                                      .weight_decay = opt_num(o, "weight_decay", 1e-2),
+                                                                      .amsgrad = opt_flag(o, "amsgrad"),
+                                                                      .maximize = opt_flag(o, "maximize")});
 }
 
 std::unique_ptr<optim::LRScheduler> make_scheduler(optim::Optimizer& opt, const Opts& o) {
     if (!o.count("sched")) return nullptr;
     if (o.at("sched") == "step")
-        return std::make_unique<optim::StepLR>(opt, std::stoll(o.at("step_size")), num(o, "gamma", 0.1));
-    return std::make_unique<optim::CosineAnnealingLR>(opt, std::stoll(o.at("t_max")), num(o, "eta_min", 0.0));
+        return std::make_unique<optim::StepLR>(opt, std::stoll(o.at("step_size")), opt_num(o, "gamma", 0.1));
+    return std::make_unique<optim::CosineAnnealingLR>(opt, std::stoll(o.at("t_max")), opt_num(o, "eta_min", 0.0));
 }
 
 std::string describe(const std::string& key, const Opts& o) {
@@ -136,7 +120,7 @@ TEST_CASE("StepLR and CosineAnnealingLR give PyTorch's learning rates for 30 ste
         const auto& o = schedule.second;
         INFO(describe(key, o));
         Tensor p = xgrad::zeros({1}).requires_grad_();
-        optim::SGD opt({p}, {.lr = num(o, "lr", 0.0)});
+        optim::SGD opt({p}, {.lr = opt_num(o, "lr", 0.0)});
         auto sched = make_scheduler(opt, o);
         REQUIRE(sched);
         std::vector<double> lrs{sched->get_last_lr().at(0)};

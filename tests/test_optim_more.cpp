@@ -19,68 +19,55 @@ namespace {
 namespace nn = xgrad::nn;
 namespace F = xgrad::nn::functional;
 namespace optim = xgrad::optim;
+using golden::Opts;
 using xgrad::Tensor;
-using Opts = std::map<std::string, std::string>;
 
 const std::string kFile = "optim_more.txt";
 
 std::vector<std::pair<std::string, Opts>> golden_lines(const std::string& tag) {
-    std::vector<std::pair<std::string, Opts>> out;
-    std::ifstream in(golden::dir() + "/" + kFile);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream ls(line);
-        std::string hash, t, key, kv;
-        if (!(ls >> hash >> t >> key) || hash != "#" || t != tag) continue;
-        Opts opts;
-        while (ls >> kv) opts[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-        out.emplace_back(key, opts);
-    }
-    return out;
+    return golden::tagged_lines(kFile, tag);
 }
 
-double num(const Opts& o, const std::string& k, double dflt) {
-    return o.count(k) ? std::stod(o.at(k)) : dflt;
-}
-bool flag(const Opts& o, const std::string& k) {
-    return o.count(k) && o.at(k) == "True";
-}
+using golden::opt_flag;
+using golden::opt_num;
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::vector<Tensor>& params, const Opts& o) {
     const std::string& kind = o.at("opt");
     if (kind == "sgd")
         return std::make_unique<optim::SGD>(
-            params, optim::SGDOptions{.lr = num(o, "lr", 1e-3), .momentum = num(o, "momentum", 0.0)});
-    if (kind == "adam") return std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = num(o, "lr", 1e-3)});
+            params, optim::SGDOptions{.lr = opt_num(o, "lr", 1e-3), .momentum = opt_num(o, "momentum", 0.0)});
+    if (kind == "adam") return std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = opt_num(o, "lr", 1e-3)});
     if (kind == "rmsprop")
-        return std::make_unique<optim::RMSprop>(params, optim::RMSpropOptions{.lr = num(o, "lr", 1e-2),
-                                                                              .alpha = num(o, "alpha", 0.99),
-                                                                              .eps = num(o, "eps", 1e-8),
-                                                                              .weight_decay = num(o, "weight_decay", 0),
-                                                                              .momentum = num(o, "momentum", 0),
-                                                                              .centered = flag(o, "centered"),
-                                                                              .maximize = flag(o, "maximize")});
+        return std::make_unique<optim::RMSprop>(params,
+                                                optim::RMSpropOptions{.lr = opt_num(o, "lr", 1e-2),
+                                                                      .alpha = opt_num(o, "alpha", 0.99),
+                                                                      .eps = opt_num(o, "eps", 1e-8),
+                                                                      .weight_decay = opt_num(o, "weight_decay", 0),
+                                                                      .momentum = opt_num(o, "momentum", 0),
+                                                                      .centered = opt_flag(o, "centered"),
+                                                                      .maximize = opt_flag(o, "maximize")});
     if (kind == "adagrad")
         return std::make_unique<optim::Adagrad>(
-            params, optim::AdagradOptions{.lr = num(o, "lr", 1e-2),
-                                          .lr_decay = num(o, "lr_decay", 0),
-                                          .weight_decay = num(o, "weight_decay", 0),
-                                          .initial_accumulator_value = num(o, "initial_accumulator_value", 0),
-                                          .eps = num(o, "eps", 1e-10),
-                                          .maximize = flag(o, "maximize")});
+            params, optim::AdagradOptions{.lr = opt_num(o, "lr", 1e-2),
+                                          .lr_decay = opt_num(o, "lr_decay", 0),
+                                          .weight_decay = opt_num(o, "weight_decay", 0),
+                                          .initial_accumulator_value = opt_num(o, "initial_accumulator_value", 0),
+                                          .eps = opt_num(o, "eps", 1e-10),
+                                          .maximize = opt_flag(o, "maximize")});
     if (kind == "adamax")
         return std::make_unique<optim::Adamax>(
-            params, optim::AdamaxOptions{.lr = num(o, "lr", 2e-3),
-                                         .betas = {num(o, "beta1", 0.9), num(o, "beta2", 0.999)},
-                                         .eps = num(o, "eps", 1e-8),
-                                         .weight_decay = num(o, "weight_decay", 0),
-                                         .maximize = flag(o, "maximize")});
+            params, optim::AdamaxOptions{.lr = opt_num(o, "lr", 2e-3),
+                                         .betas = {opt_num(o, "beta1", 0.9), opt_num(o, "beta2", 0.999)},
+                                         .eps = opt_num(o, "eps", 1e-8),
+                                         .weight_decay = opt_num(o, "weight_decay", 0),
+                                         .maximize = opt_flag(o, "maximize")});
     REQUIRE(kind == "adadelta");
-    return std::make_unique<optim::Adadelta>(params, optim::AdadeltaOptions{.lr = num(o, "lr", 1.0),
-                                                                            .rho = num(o, "rho", 0.9),
-                                                                            .eps = num(o, "eps", 1e-6),
-                                                                            .weight_decay = num(o, "weight_decay", 0),
-                                                                            .maximize = flag(o, "maximize")});
+    return std::make_unique<optim::Adadelta>(params,
+                                             optim::AdadeltaOptions{.lr = opt_num(o, "lr", 1.0),
+                                                                    .rho = opt_num(o, "rho", 0.9),
+                                                                    .eps = opt_num(o, "eps", 1e-6),
+                                                                    .weight_decay = opt_num(o, "weight_decay", 0),
+                                                                    .maximize = opt_flag(o, "maximize")});
 }
 
 /// The scheduler a golden line names; `keep` holds SequentialLR's parts.
@@ -91,13 +78,14 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(optim::Optimizer& opt, const 
     if (s == "lambda")
         return std::make_unique<optim::LambdaLR>(opt, [](std::int64_t e) { return std::pow(0.95, double(e)); });
     if (s == "linear")
-        return std::make_unique<optim::LinearLR>(opt, num(o, "start", 0), num(o, "end", 0), std::stoll(o.at("iters")));
+        return std::make_unique<optim::LinearLR>(opt, opt_num(o, "start", 0), opt_num(o, "end", 0),
+                                                 std::stoll(o.at("iters")));
     if (s == "onecycle")
-        return std::make_unique<optim::OneCycleLR>(opt, num(o, "max_lr", 0),
+        return std::make_unique<optim::OneCycleLR>(opt, opt_num(o, "max_lr", 0),
                                                    optim::OneCycleOptions{.total_steps = std::stoll(o.at("total")),
-                                                                          .pct_start = num(o, "pct", 0.3),
+                                                                          .pct_start = opt_num(o, "pct", 0.3),
                                                                           .anneal_cos = o.count("anneal") == 0,
-                                                                          .three_phase = flag(o, "three")});
+                                                                          .three_phase = opt_flag(o, "three")});
     REQUIRE(s == "sequential");
     keep.push_back(std::make_unique<optim::LinearLR>(opt, 0.1, 1.0, 5));
     keep.push_back(std::make_unique<optim::CosineAnnealingLR>(opt, 10, 0.001));
@@ -135,7 +123,7 @@ TEST_CASE("50 steps of RMSprop, Adagrad, Adamax, Adadelta, parameter groups and 
         Tensor b = golden::get(kFile, "data." + dt + ".b").clone().requires_grad_();
         const bool groups = o.count("groups") != 0;
         auto opt = make_optimizer(groups ? std::vector<Tensor>{W} : std::vector<Tensor>{W, b}, o);
-        if (groups) opt->add_param_group({b}, {{"lr", num(o, "lr_b", 0)}});
+        if (groups) opt->add_param_group({b}, {{"lr", opt_num(o, "lr_b", 0)}});
         std::vector<std::unique_ptr<optim::LRScheduler>> keep;
         auto sched = make_scheduler(*opt, o, keep);
         std::vector<double> losses, lrs;
@@ -144,7 +132,7 @@ TEST_CASE("50 steps of RMSprop, Adagrad, Adamax, Adadelta, parameter groups and 
             Tensor out = F::linear(x, W, b);
             Tensor loss = o.at("loss") == "mse" ? F::mse_loss(out, y) : F::cross_entropy(out, labels);
             loss.backward();
-            if (o.count("clip")) nn::utils::clip_grad_norm_({W, b}, num(o, "clip", 0));
+            if (o.count("clip")) nn::utils::clip_grad_norm_({W, b}, opt_num(o, "clip", 0));
             lrs.push_back(opt->lr());
             opt->step();
             if (sched) sched->step();
@@ -165,7 +153,7 @@ TEST_CASE("LambdaLR, LinearLR, OneCycleLR and SequentialLR give PyTorch's rates 
         const auto& o = schedule.second;
         INFO(describe(key, o));
         Tensor p = xgrad::zeros({1}).requires_grad_(), q = xgrad::zeros({1}).requires_grad_();
-        const double lr = num(o, "lr", 0);
+        const double lr = opt_num(o, "lr", 0);
         std::unique_ptr<optim::Optimizer> opt;
         if (o.count("opt"))
             opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = lr});
