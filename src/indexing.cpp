@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
@@ -19,13 +20,6 @@ using detail::wrap_dim;
 using Grads = std::vector<Tensor>;
 
 namespace {
-
-/// A shape as PyTorch's messages write sizes: `[2, 3]`.
-std::string brackets(const Shape& shape) {
-    std::string s = "[";
-    for (std::int64_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 /// Size and stride of `t` along `d`; a 0-d tensor counts as one element.
 std::int64_t size_at(const Tensor& t, std::int64_t d) {
@@ -113,13 +107,13 @@ std::int64_t check_gather_scatter(const Tensor& self, std::int64_t dim, const Te
         if (src && index.size(i) > size_at(*src, i)) ok = false;
         if (!ok && is_gather)
             fail(op, "Size does not match at dimension " + std::to_string(i) + " expected index " +
-                         brackets(index.shape()) + " to be smaller than self " + brackets(self.shape()) +
-                         " apart from dimension " + std::to_string(d));
+                         detail::size_list(index.shape()) + " to be smaller than self " +
+                         detail::size_list(self.shape()) + " apart from dimension " + std::to_string(d));
     }
     if (!ok)
-        fail(op, "Expected index " + brackets(index.shape()) + " to be smaller than self " + brackets(self.shape()) +
-                     " apart from dimension " + std::to_string(d) +
-                     (src ? " and to be smaller size than src " + brackets(src->shape()) : std::string()));
+        fail(op, "Expected index " + detail::size_list(index.shape()) + " to be smaller than self " +
+                     detail::size_list(self.shape()) + " apart from dimension " + std::to_string(d) +
+                     (src ? " and to be smaller size than src " + detail::size_list(src->shape()) : std::string()));
     const std::int64_t n = size_at(self, d);
     check_range(index, 0, n, op, [&](std::int64_t v) {
         return "index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) + " with size " +
@@ -139,7 +133,7 @@ std::int64_t check_index_1d(const Tensor& self, std::int64_t dim, const Tensor& 
     detail::check_same_device(self, index, op);
     if (index.dim() > 1)
         fail(op, add ? "index_add_(): Index is supposed to be a vector, but got dim: " + std::to_string(index.dim()) +
-                           " with size: " + brackets(index.shape())
+                           " with size: " + detail::size_list(index.shape())
                      : "index_select(): Index is supposed to be a vector");
     if (self.dim() == 0) fail(op, "needs a tensor with at least one dimension");
     const std::int64_t d = wrap_dim(dim, self.dim(), op);

@@ -6,6 +6,7 @@
 
 #include "detail/convert.hpp"
 #include "detail/dispatch.hpp"
+#include "detail/format.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/nn/functional.hpp"
 
@@ -393,12 +394,6 @@ Tensor zeros_like_shape(const Shape& shape, const Tensor& like) {
     return zeros(shape, TensorOptions(like.dtype()).device(like.device()));
 }
 
-std::string list_str(const std::vector<std::int64_t>& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-}
-
 }  // namespace
 
 std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim_) const {
@@ -433,13 +428,13 @@ std::vector<Tensor> Tensor::split(const std::vector<std::int64_t>& split_sizes, 
             fail("split",
                  "split_with_sizes expects split_sizes have only non-negative entries, but got "
                  "split_sizes=" +
-                     list_str(split_sizes));
+                     detail::size_list(split_sizes));
         total += s;
     }
     if (total != n)
         fail("split", "split_with_sizes expects split_sizes to sum exactly to " + std::to_string(n) +
                           " (input tensor's size at dimension " + std::to_string(d) +
-                          "), but got split_sizes=" + list_str(split_sizes));
+                          "), but got split_sizes=" + detail::size_list(split_sizes));
     std::vector<Tensor> out;
     std::int64_t at = 0;
     for (std::int64_t len : split_sizes) {
@@ -595,8 +590,9 @@ Tensor Tensor::unflatten(std::int64_t dim_, const Shape& sizes) const {
             known *= sizes[i];
     }
     if ((!infer && known != size(d)) || (infer && (known == 0 || size(d) % known != 0)))
-        fail("unflatten", "Provided sizes " + list_str(sizes.vec()) + " don't multiply up to the size of dim " +
-                              std::to_string(dim_) + " (" + std::to_string(size(d)) + ") in the input tensor");
+        fail("unflatten", "Provided sizes " + detail::size_list(sizes.vec()) +
+                              " don't multiply up to the size of dim " + std::to_string(dim_) + " (" +
+                              std::to_string(size(d)) + ") in the input tensor");
     std::vector<std::int64_t> target = shape().vec();
     const std::vector<std::int64_t> parts = sizes.vec();
     target.erase(target.begin() + d);
@@ -742,8 +738,8 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
     for (const Side& s : sides) {
         out_sizes[static_cast<std::size_t>(s.d)] += s.l + s.r;
         if (out_sizes[static_cast<std::size_t>(s.d)] < 0)
-            fail("pad", "the padding " + list_str(pad) + " makes dimension " + std::to_string(s.d) + " of input " +
-                            to_string(input.shape()) + " negative");
+            fail("pad", "the padding " + detail::size_list(pad) + " makes dimension " + std::to_string(s.d) +
+                            " of input " + to_string(input.shape()) + " negative");
     }
     if (mode == "constant") {
         // The input's part that survives (negative pads crop) and where it lands in the output.
@@ -780,7 +776,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
     std::vector<std::pair<std::int64_t, Tensor>> picks;
     for (const Side& s : sides) {
         const std::int64_t n = input.size(s.d);
-        if (s.l < 0 || s.r < 0) fail("pad", mode + " padding must be non-negative, got " + list_str(pad));
+        if (s.l < 0 || s.r < 0) fail("pad", mode + " padding must be non-negative, got " + detail::size_list(pad));
         if (reflect && (s.l >= n || s.r >= n))
             fail("pad",
                  "Argument #4: Padding size should be less than the corresponding input dimension, but got: "

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/functional.hpp"
@@ -112,13 +113,8 @@ Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& we
     if (input.dim() < 2) fail(op, "expected input with at least 2 dims (N, C, *), got " + to_string(input.shape()));
     const std::int64_t n = input.size(0), c = input.size(1);
     if (num_groups <= 0 || c % num_groups != 0) {
-        std::string s = "[";
-        for (std::int64_t i = 0; i < input.dim(); ++i) {
-            if (i > 0) s += ", ";
-            s += std::to_string(input.size(i));
-        }
-        fail(op, "Expected number of channels in input to be divisible by num_groups, but got input of shape " + s +
-                     "] and num_groups=" + std::to_string(num_groups));
+        fail(op, "Expected number of channels in input to be divisible by num_groups, but got input of shape " +
+                     detail::size_list(input.shape()) + " and num_groups=" + std::to_string(num_groups));
     }
     for (const Tensor* t : {&weight, &bias})
         if (t->defined() && (t->dim() != 1 || t->numel() != c))

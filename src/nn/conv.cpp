@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
@@ -16,16 +17,6 @@ using detail::fail;
 using Grads = std::vector<Tensor>;
 
 namespace {
-
-/// A shape as PyTorch's messages print it: [2, 5, 8, 8].
-std::string dims(const Shape& s) {
-    std::string r = "[";
-    for (std::int64_t i = 0; i < s.size(); ++i) {
-        if (i > 0) r += ", ";
-        r += std::to_string(s[i]);
-    }
-    return r + "]";
-}
 
 /// `(3, 3)` or `(3,)`: a Python tuple of one or two values.
 std::string tuple(const Pair& p, int spatial) {
@@ -48,10 +39,11 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     const std::int64_t in_dim = input.dim();
     if (in_dim != spatial + 1 && in_dim != spatial + 2)
         fail(op, "Expected " + std::to_string(spatial + 1) + "D (unbatched) or " + std::to_string(spatial + 2) +
-                     "D (batched) input to " + op + ", but got input of size: " + dims(input.shape()));
+                     "D (batched) input to " + op + ", but got input of size: " + detail::size_list(input.shape()));
     if (weight.dim() != spatial + 2)
         fail(op, "Expected " + std::to_string(spatial + 2) + "D weight (out_channels, in_channels / groups, kernel" +
-                     (spatial == 2 ? "_h, kernel_w" : "") + "), but got weight of size " + dims(weight.shape()));
+                     (spatial == 2 ? "_h, kernel_w" : "") + "), but got weight of size " +
+                     detail::size_list(weight.shape()));
     detail::check_same_device(input, weight, op);
     if (bias.defined()) detail::check_same_device(input, bias, op);
     if (!input.is_floating_point()) fail(op, "needs a floating-point input, got " + to_string(input.dtype()));
@@ -65,15 +57,17 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     const std::int64_t out_c = weight.size(0), in_c = ishape[1];
     if (out_c % groups != 0)
         fail(op, "Given groups=" + std::to_string(groups) + ", expected weight to be divisible by " +
-                     std::to_string(groups) + " at dimension 0, but got weight of size " + dims(weight.shape()) +
-                     " instead");
+                     std::to_string(groups) + " at dimension 0, but got weight of size " +
+                     detail::size_list(weight.shape()) + " instead");
     if (weight.size(1) * groups != in_c)
-        fail(op, "Given groups=" + std::to_string(groups) + ", weight of size " + dims(weight.shape()) +
-                     ", expected input" + dims(ishape) + " to have " + std::to_string(weight.size(1) * groups) +
-                     " channels, but got " + std::to_string(in_c) + " channels instead");
+        fail(op, "Given groups=" + std::to_string(groups) + ", weight of size " + detail::size_list(weight.shape()) +
+                     ", expected input" + detail::size_list(ishape) + " to have " +
+                     std::to_string(weight.size(1) * groups) + " channels, but got " + std::to_string(in_c) +
+                     " channels instead");
     if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out_c))
-        fail(op, "Given weight of size " + dims(weight.shape()) + ", expected bias to be 1-dimensional with " +
-                     std::to_string(out_c) + " elements, but got bias of size " + dims(bias.shape()) + " instead");
+        fail(op, "Given weight of size " + detail::size_list(weight.shape()) +
+                     ", expected bias to be 1-dimensional with " + std::to_string(out_c) +
+                     " elements, but got bias of size " + detail::size_list(bias.shape()) + " instead");
 
     // Everything below works on (N, C, H, W) with H = 1 for conv1d.
     kernels::Window2d g;

@@ -1,6 +1,7 @@
 // max_pool2d, avg_pool2d and adaptive_avg_pool2d (kernels in kernels/*/conv), and their modules.
 #include "xgrad/nn/pooling.hpp"
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
@@ -16,16 +17,6 @@ namespace {
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
     const std::int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/// A shape as PyTorch's messages print it: [2, 5, 8, 8].
-std::string dims(const Shape& s) {
-    std::string r = "[";
-    for (std::int64_t i = 0; i < s.size(); ++i) {
-        if (i > 0) r += ", ";
-        r += std::to_string(s[i]);
-    }
-    return r + "]";
 }
 
 /// Input (N, C, H, W) or (C, H, W) seen as planes: the window's geometry and the output's shape.
@@ -137,11 +128,12 @@ Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> str
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size) {
     const char* op = "adaptive_avg_pool2d";
     detail::check_defined(input, op);
-    if (input.dim() != 3 && input.dim() != 4) fail(op, "Expected 3D or 4D tensor, but got " + dims(input.shape()));
+    if (input.dim() != 3 && input.dim() != 4)
+        fail(op, "Expected 3D or 4D tensor, but got " + detail::size_list(input.shape()));
     for (std::int64_t d = input.dim() - 3; d < input.dim(); ++d)
         if (input.size(d) == 0)
             fail(op, "Expected input to have non-zero size for non-batch dimensions, but input has sizes " +
-                         dims(input.shape()) + " with dimension " + std::to_string(d) + " being empty");
+                         detail::size_list(input.shape()) + " with dimension " + std::to_string(d) + " being empty");
     if (output_size.h < 0 || output_size.w < 0)
         fail(op, "output_size must be non-negative, got (" + std::to_string(output_size.h) + ", " +
                      std::to_string(output_size.w) + ")");
