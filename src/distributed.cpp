@@ -101,6 +101,9 @@ void scatter_blocks(const Tensor& in, const Tensor& out, ReduceOp op) {
 }
 
 void check_avg(const Tensor& t, ReduceOp op, const char* name) {
+    if (t.dtype() == kBool)
+        fail(name,
+             "cannot reduce bool tensors (shape " + to_string(t.shape()) + "); convert them with .to(xgrad::kUInt8)");
     if (op == ReduceOp::kAvg && !t.is_floating_point())
         fail(name, "ReduceOp::kAvg needs a floating-point tensor, got " + to_string(t.dtype()));
 }

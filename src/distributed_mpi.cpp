@@ -24,6 +24,11 @@ MPI_Datatype mpi_type(DType dtype) {
             return MPI_DOUBLE;
         case kInt64:
             return MPI_INT64_T;
+        case kInt32:
+            return MPI_INT32_T;
+        case kUInt8:
+        case kBool:  // moved as bytes; the reducing collectives refuse bool
+            return MPI_UINT8_T;
     }
     return MPI_DATATYPE_NULL;
 }

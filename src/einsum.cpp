@@ -50,6 +50,12 @@ std::string scalar_type_name(DType t) {
             return "Double";
         case kInt64:
             return "Long";
+        case kInt32:
+            return "Int";
+        case kUInt8:
+            return "Byte";
+        case kBool:
+            return "Bool";
     }
     return to_string(t);
 }

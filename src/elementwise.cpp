@@ -22,12 +22,13 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
-/// Brings two operands to their common dtype (float64 > float32 > int64).
+/// Brings two operands to their result type (torch.result_type: zero-dim tensors count only when of
+/// a higher category).
 std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op) {
     detail::check_defined(a, op);
     detail::check_defined(b, op);
     detail::check_same_device(a, b, op);
-    DType t = detail::promote(a.dtype(), b.dtype());
+    DType t = detail::result_type(a, b);
     return {a.to(t), b.to(t)};
 }
 
@@ -35,7 +36,17 @@ std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char*
 /// an integer scalar only while int64 can hold it (a Python int can't be 1e30 either).
 Tensor for_scalar(const Tensor& a, double s, const char* op) {
     detail::check_defined(a, op);
-    return a.is_floating_point() || (std::floor(s) == s && detail::fits_int64(s)) ? a : a.to(kFloat32);
+    if (a.is_floating_point()) return a;
+    if (!(std::floor(s) == s && detail::fits_int64(s))) return a.to(kFloat32);
+    return a.dtype() == kBool ? a.to(kInt64) : a;  // bool meets an integer in int64
+}
+
+/// PyTorch refuses `-` on bool tensors.
+void check_not_bool_sub(const Tensor& a, const Tensor& b) {
+    if (a.dtype() == kBool && b.dtype() == kBool)
+        detail::fail("sub",
+                     "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                     "`logical_xor()` operator instead.");
 }
 
 /// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does.
@@ -60,6 +71,7 @@ Tensor Tensor::add(const Tensor& other) const {
 
 Tensor Tensor::sub(const Tensor& other) const {
     auto [a, b] = promoted(*this, other, "sub");
+    check_not_bool_sub(a, b);
     Tensor out = map_binary(a, b, "sub", BinaryOp::kSub);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "SubBackward0", {this, &other},
@@ -131,6 +143,10 @@ Tensor Tensor::div(double s) const {
 
 Tensor Tensor::neg() const {
     detail::check_defined(*this, "neg");
+    if (dtype() == kBool)
+        detail::fail("neg",
+                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                     "mask, use the `~` or `logical_not()` operator instead.");
     Tensor out = map_unary(*this, UnaryOp::kNeg);
     if (detail::needs_grad({this}))
         detail::record(out, "NegBackward0", {this}, [](const Tensor& g, const NeedsGrad&) { return Grads{g.neg()}; });

@@ -23,8 +23,7 @@ Tensor make(const char* op, const Shape& shape, const TensorOptions& options) {
 
 /// Integer tensors take only values an int64 can hold: NaN, inf or 1e30 throw as in PyTorch.
 void check_fits(double value, DType dtype, const char* op) {
-    if (dtype == kInt64 && !detail::fits_int64(value))
-        fail(op, "value cannot be converted to type int64_t without overflow");
+    detail::check_scalar_fits(value, dtype, op);
 }
 
 /// Values are written on the host; a tensor for another device is then copied there.
@@ -39,10 +38,10 @@ Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const
                     const char* op) {
     for (double v : values) check_fits(v, options.dtype(), op);
     Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
-    detail::dispatch(options.dtype(), [&](auto tag) {
+    detail::dispatch_all(options.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* p = out.impl()->data<T>();
-        for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+        for (std::size_t i = 0; i < values.size(); ++i) p[i] = detail::convert<T>(values[i]);
     });
     return finish(out, options);
 }
@@ -95,10 +94,10 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
     if constexpr (std::is_floating_point_v<T>)
         for (T v : values) check_fits(static_cast<double>(v), options.dtype(), "from_vector");
     Tensor out = make("from_vector", shape, options.device(kCPU));
-    detail::dispatch(options.dtype(), [&](auto tag) {
+    detail::dispatch_all(options.dtype(), [&](auto tag) {
         using D = decltype(tag);
         D* p = out.impl()->data<D>();
-        for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<D>(values[i]);
+        for (std::size_t i = 0; i < values.size(); ++i) p[i] = detail::convert<D>(values[i]);
     });
     return finish(out, options);
 }
@@ -117,10 +116,10 @@ static Tensor fill(const char* op, const Shape& shape, double value, const Tenso
     Tensor out = make(op, shape, options);
     check_fits(value, options.dtype(), op);
     if (out.device().is_cpu()) {
-        detail::dispatch(options.dtype(), [&](auto tag) {
+        detail::dispatch_all(options.dtype(), [&](auto tag) {
             using T = decltype(tag);
-            auto o = detail::flat(out.impl()->data<T>(), static_cast<std::size_t>(shape.numel()));
-            o.fill(static_cast<T>(value));
+            T* o = out.impl()->data<T>();
+            std::fill(o, o + shape.numel(), detail::convert<T>(value));
         });
     } else {
         kernels::fill(out, value);
@@ -158,11 +157,11 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
                       length);
         fail("arange", buf);
     }
-    if (options.dtype() == kInt64 && (!detail::fits_int64(start) || !detail::fits_int64(end)))
-        fail("arange", "value cannot be converted to type int64_t without overflow");
+    check_fits(start, options.dtype(), "arange");
+    check_fits(end, options.dtype(), "arange");
     const auto n = static_cast<std::int64_t>(length);
     Tensor out = detail::make_empty(Shape{n}, options.dtype(), kCPU, "arange");
-    detail::dispatch(options.dtype(), [&](auto tag) {
+    detail::dispatch_all(options.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* p = out.impl()->data<T>();
         for (std::int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(start + static_cast<double>(i) * step);

@@ -199,6 +199,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (ka != kb)
         fail("matmul", "shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " cannot be multiplied (" +
                            std::to_string(ka) + " != " + std::to_string(kb) + ")");
+    if (detail::is_narrow(a.dtype())) return matmul(a.to(kInt64), b.to(kInt64)).to(a.dtype());
     detail::Product p;
     {
         NoGradGuard no_grad;

@@ -110,6 +110,8 @@ public:
     }
 
     std::int64_t width() const { return max_width_; }
+    /// Sets the width of every element (bool tensors, whose "True"/"False" the formatter does not measure).
+    void set_width(std::int64_t width) { max_width_ = width; }
 
     std::string format(std::int64_t v) const { return pad_left(std::to_string(v), max_width_); }
 
@@ -135,13 +137,16 @@ struct Printer {
     std::vector<std::int64_t> shape;
     std::vector<std::int64_t> strides;  // row-major strides of `values`
     std::vector<double> values;
-    std::vector<std::int64_t> ints;  // for int64 tensors
+    std::vector<std::int64_t> ints;  // for integer and bool tensors
     bool floating = true;
+    bool boolean = false;
+    std::int64_t bool_width = 4;  // "True", or 5 when a shown value is False
     bool summarize = false;
     std::int64_t edge = 3;
 
     std::string at(std::int64_t i, const Formatter& f) const {
         auto k = static_cast<std::size_t>(i);
+        if (boolean) return pad_left(ints[k] ? "True" : "False", bool_width);
         return floating ? f.format(values[k]) : f.format(ints[k]);
     }
 
@@ -288,7 +293,9 @@ std::string to_string(const Tensor& tensor) {
         if (tensor.dtype() != kFloat32) suffixes.push_back("dtype=" + to_string(tensor.dtype()));
         body = "[]";
     } else {
-        if (tensor.dtype() == kFloat64) suffixes.push_back("dtype=" + to_string(tensor.dtype()));
+        // PyTorch names every dtype but the default one, int64 and bool.
+        if (tensor.dtype() != kFloat32 && tensor.dtype() != kInt64 && tensor.dtype() != kBool)
+            suffixes.push_back("dtype=" + to_string(tensor.dtype()));
         Printer p;
         p.shape = tensor.shape().vec();
         p.strides = detail::contiguous_strides(tensor.shape());
@@ -308,6 +315,11 @@ std::string to_string(const Tensor& tensor) {
             return Formatter(part);
         };
         Formatter f = p.floating ? measure(p.values) : measure(p.ints);
+        p.boolean = tensor.dtype() == kBool;
+        if (p.boolean)
+            for (auto i : shown)
+                if (p.ints[static_cast<std::size_t>(i)] == 0) p.bool_width = 5;
+        if (p.boolean) f.set_width(p.bool_width);
         body = p.tensor_str(0, 0, indent, f);
     }
 

@@ -472,7 +472,7 @@ Tensor& bernoulli_(Tensor& self, double p, Generator* gen) {
     if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { bernoulli_(h, p, gen); });
     Generator& g = pick(gen);
     std::lock_guard<std::mutex> lock(g.mutex());
-    detail::dispatch(self.dtype(), [&](auto tag) {
+    detail::dispatch_all(self.dtype(), [&](auto tag) {
         using T = decltype(tag);
         for_each_in_memory_order<T>(self, [&](T* q, std::int64_t) { *q = uniform_double(g) < p ? T(1) : T(0); });
     });
@@ -488,7 +488,7 @@ Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen
     Generator& g = pick(gen);
     std::lock_guard<std::mutex> lock(g.mutex());
     const std::uint64_t range = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
-    detail::dispatch(self.dtype(), [&](auto tag) {
+    detail::dispatch_all(self.dtype(), [&](auto tag) {
         using T = decltype(tag);
         for_each_in_memory_order<T>(self, [&](T* p, std::int64_t) {
             std::uint64_t r = range >= (1ULL << 32) ? g.random64() : g.random();
@@ -549,7 +549,7 @@ Tensor randperm(std::int64_t n, TensorOptions options, Generator* gen) {
         auto z = static_cast<std::int64_t>(g.random() % static_cast<std::uint64_t>(n - i));
         std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(z + i)]);
     }
-    detail::dispatch(t.dtype(), [&](auto tag) {
+    detail::dispatch_all(t.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* out = t.impl()->template data<T>();
         for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(perm[static_cast<std::size_t>(i)]);

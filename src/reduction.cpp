@@ -83,6 +83,8 @@ kernels::RowsView rows_of(const Plan& p) {
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
+    if (self.defined() && detail::is_narrow(self.dtype()))
+        return sum_impl(self.to(kInt64), dims, keepdim, name);  // int64, as PyTorch
     Plan p = plan(self, dims, keepdim, "sum", /*allow_outer=*/true);
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     kernels::sum_rows(rows_of(p), out, /*mean=*/false);
@@ -144,6 +146,7 @@ Tensor not_nan(const Tensor& x) {
 
 /// max()/min() of all elements: ties share the gradient evenly, NaNs too when the result is NaN.
 Tensor extreme_all(const Tensor& self, bool max) {
+    if (self.defined() && detail::is_narrow(self.dtype())) return extreme_all(self.to(kInt64), max).to(self.dtype());
     const char* op = max ? "max" : "min";
     Plan p = plan(self, Dims(std::vector<std::int64_t>{}), false, op);
     if (p.width == 0)
@@ -164,6 +167,8 @@ Tensor extreme_all(const Tensor& self, bool max) {
 /// amax/amin over `dims`: ties share the gradient evenly, as PyTorch's `grad / count * (x == result)`,
 /// which makes a row whose result is NaN all NaN.
 Tensor amax_impl(const Tensor& self, const Dims& dims, bool keepdim, bool max) {
+    if (self.defined() && detail::is_narrow(self.dtype()))
+        return amax_impl(self.to(kInt64), dims, keepdim, max).to(self.dtype());
     const char* op = max ? "amax" : "amin";
     Plan p = plan(self, dims, keepdim, op);
     if (p.width == 0)
@@ -184,6 +189,10 @@ Tensor amax_impl(const Tensor& self, const Dims& dims, bool keepdim, bool max) {
 
 /// The extreme values along one dim and their indices; the gradient goes to the index.
 ValuesIndices extreme_dim(const Tensor& self, std::int64_t dim, bool keepdim, bool max) {
+    if (self.defined() && detail::is_narrow(self.dtype())) {
+        ValuesIndices r = extreme_dim(self.to(kInt64), dim, keepdim, max);
+        return {r.values.to(self.dtype()), r.indices};
+    }
     const char* op = max ? "max" : "min";
     detail::AlongDim a = detail::along_dim(self, dim, op);
     if (a.width == 0)
@@ -208,6 +217,7 @@ ValuesIndices extreme_dim(const Tensor& self, std::int64_t dim, bool keepdim, bo
 
 /// argmax/argmin: the index along `dim`, or into the flattened tensor without one.
 Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool keepdim, bool max) {
+    if (self.defined() && detail::is_narrow(self.dtype())) return arg_extreme(self.to(kInt64), dim, keepdim, max);
     const char* op = max ? "argmax" : "argmin";
     detail::check_defined(self, op);
     if (dim) {
@@ -252,6 +262,8 @@ Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape,
 }
 
 Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
+    if (self.defined() && detail::is_narrow(self.dtype()))
+        return scan_impl(self.to(kInt64), dim, prod);  // int64, as PyTorch
     const char* op = prod ? "cumprod" : "cumsum";
     detail::AlongDim a = detail::along_dim(self, dim, op);
     Tensor rows = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
@@ -340,9 +352,11 @@ Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
 }
 Tensor Tensor::prod() const {
     detail::check_defined(*this, "prod");
+    if (detail::is_narrow(dtype())) return to(kInt64).prod();
     return prod_impl(*this, detail::along_dim(detach().reshape(Shape{-1}), 0, "prod"), Shape{}, "ProdBackward0");
 }
 Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
+    if (defined() && detail::is_narrow(dtype())) return to(kInt64).prod(dim, keepdim);
     detail::AlongDim a = detail::along_dim(*this, dim, "prod");
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
     return prod_impl(*this, a, out_shape, "ProdBackward1");

@@ -98,6 +98,12 @@ const char* dtype_code(DType dtype) {
             return "F64";
         case kInt64:
             return "I64";
+        case kBool:
+            return "BOOL";
+        case kInt32:
+            return "I32";
+        case kUInt8:
+            return "U8";
     }
     return "?";
 }
@@ -279,9 +285,15 @@ private:
             e.dtype = kFloat64;
         else if (code_ == "I64")
             e.dtype = kInt64;
+        else if (code_ == "BOOL")
+            e.dtype = kBool;
+        else if (code_ == "I32")
+            e.dtype = kInt32;
+        else if (code_ == "U8")
+            e.dtype = kUInt8;
         else if (is_known_dtype(code_))
             fail(tensor + " has dtype " + code_ +
-                 ", which xgrad does not support (only F32, F64 and I64); "
+                 ", which xgrad does not support (only F32, F64, I64, I32, U8 and BOOL); "
                  "convert it before saving, e.g. with tensor.float() in PyTorch");
         else
             fail(tensor + " has the unknown dtype " + quoted(code_));
@@ -310,9 +322,9 @@ private:
     }
 
     static bool is_known_dtype(const std::string& code) {
-        static const std::set<std::string> others = {"BOOL",    "U8",  "I8",      "I16",     "U16",     "F16",
-                                                     "BF16",    "I32", "U32",     "U64",     "F8_E5M2", "F8_E4M3",
-                                                     "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
+        static const std::set<std::string> others = {"I8",  "I16",     "U16",     "F16",     "BF16",
+                                                     "U32", "U64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
+                                                     "F4",  "F6_E2M3", "F6_E3M2", "C64"};
         return others.count(code) > 0;
     }
 
@@ -376,8 +388,24 @@ void* raw_data(const Tensor& t) {
             return t.data_ptr<double>();
         case kInt64:
             return t.data_ptr<std::int64_t>();
+        case kBool:
+            return t.data_ptr<bool>();
+        case kInt32:
+            return t.data_ptr<std::int32_t>();
+        case kUInt8:
+            return t.data_ptr<std::uint8_t>();
     }
     return nullptr;
+}
+
+/// A bool tensor read from a file holds bytes 0 and 1 only; any other byte is a corrupt file (and
+/// would be undefined behaviour as a C++ bool). Returns the offending byte's index, or -1.
+std::int64_t bad_bool_byte(const Tensor& t) {
+    if (t.dtype() != kBool) return -1;
+    const auto* p = static_cast<const unsigned char*>(raw_data(t));
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        if (p[i] > 1) return i;
+    return -1;
 }
 
 /// safetensors is little-endian; on a big-endian host, reverses each element's bytes in place.
@@ -480,6 +508,11 @@ nn::NamedTensors read_file(const std::string& path, const char* op, Metadata* me
         if (bytes > 0) {
             read_exact(fd.get(), raw_data(t), bytes, data_start + e.begin, op, path);
             swap_to_little_endian(raw_data(t), static_cast<std::size_t>(bytes), element_size(e.dtype));
+            if (std::int64_t i = bad_bool_byte(t); i >= 0)
+                bad(op, path,
+                    "tensor " + quoted(e.name) + " of dtype BOOL holds the byte " +
+                        std::to_string(static_cast<const unsigned char*>(raw_data(t))[i]) + " at element " +
+                        std::to_string(i) + " (only 0 and 1 are booleans); the file is corrupt");
         }
         tensors.emplace_back(e.name, std::move(t));
     }
@@ -825,9 +858,16 @@ private:
             h.dtype = kFloat64;
         else if (code == "i8")
             h.dtype = kInt64;
+        else if (code == "i4")
+            h.dtype = kInt32;
+        else if (code == "u1")
+            h.dtype = kUInt8;
+        else if (code == "b1")
+            h.dtype = kBool;
         else
             fail("dtype " + quoted(descr) +
-                 " is not one xgrad reads (float32 '<f4', float64 '<f8' or int64 '<i8', either byte order); "
+                 " is not one xgrad reads (float32 '<f4', float64 '<f8', int64 '<i8', int32 '<i4', uint8 '|u1' or "
+                 "bool '|b1', either byte order); "
                  "convert the array first, e.g. with a.astype(numpy.float32)");
     }
 
@@ -915,6 +955,10 @@ Tensor read_npy(const std::string& path) {
         read_exact(fd.get(), raw_data(t), bytes, data_start, op, path);
         if (h.big_endian != (std::endian::native == std::endian::big))
             reverse_bytes(raw_data(t), static_cast<std::size_t>(bytes), element);
+        if (std::int64_t i = bad_bool_byte(t); i >= 0)
+            bad(op, path,
+                "the bool array holds the byte " + std::to_string(static_cast<const unsigned char*>(raw_data(t))[i]) +
+                    " at element " + std::to_string(i) + " (only 0 and 1 are booleans); the file is corrupt");
     }
     if (h.fortran_order && t.dim() > 1) t = t.permute(reversed_dims(t.dim())).contiguous();
     return t;
@@ -931,7 +975,12 @@ void write_npy(const Tensor& tensor, const std::string& path, bool fortran_order
 
     // numpy.lib.format's header, space for space: keys sorted, then room for the growth axis (the
     // first, or the last in Fortran order) to grow to 21 digits, then padding to 64 bytes and '\n'.
-    const char* descr = data.dtype() == kFloat32 ? "<f4" : data.dtype() == kFloat64 ? "<f8" : "<i8";
+    const char* descr = data.dtype() == kFloat32   ? "<f4"
+                        : data.dtype() == kFloat64 ? "<f8"
+                        : data.dtype() == kInt32   ? "<i4"
+                        : data.dtype() == kUInt8   ? "|u1"
+                        : data.dtype() == kBool    ? "|b1"
+                                                   : "<i8";
     std::string shape = "(";
     for (std::int64_t d = 0; d < tensor.dim(); ++d) shape += (d > 0 ? ", " : "") + std::to_string(tensor.size(d));
     shape += tensor.dim() == 1 ? ",)" : ")";

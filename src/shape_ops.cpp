@@ -667,7 +667,7 @@ namespace {
 template <typename Fill>
 Tensor make_filled(const Shape& shape, const TensorOptions& options, const char* op, Fill&& fill) {
     Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
-    detail::dispatch(options.dtype(), [&](auto tag) { fill(out.impl()->data<decltype(tag)>()); });
+    detail::dispatch_all(options.dtype(), [&](auto tag) { fill(out.impl()->data<decltype(tag)>()); });
     if (!options.device().is_cpu()) out = out.to(options.device());
     if (options.requires_grad()) out.requires_grad_(true);
     return out;

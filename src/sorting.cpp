@@ -16,6 +16,10 @@ namespace {
 /// The first `k` (all without one) of each row along `dim` in order; `name` is the grad_fn's.
 ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<std::int64_t> k_or_all, bool descending,
                           const char* op, const char* name) {
+    if (self.defined() && detail::is_narrow(self.dtype())) {
+        ValuesIndices r = sorted_rows(self.to(kInt64), dim, k_or_all, descending, op, name);
+        return {r.values.to(self.dtype()), r.indices};
+    }
     detail::AlongDim a = detail::along_dim(self, dim, op);
     const std::int64_t k = k_or_all.value_or(a.width);
     if (k < 0 || k > a.width)

@@ -25,6 +25,7 @@
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
+#include "xgrad/ops.hpp"
 #ifdef XGRAD_WITH_CUDA
 #include "kernels/cuda/runtime.hpp"
 #endif
@@ -34,11 +35,47 @@ namespace xgrad {
 // ---- vocabulary ---------------------------------------------------------------------------------
 
 std::size_t element_size(DType dtype) {
-    return dtype == kFloat32 ? 4 : 8;
+    switch (dtype) {
+        case DType::kFloat64:
+        case DType::kInt64:
+            return 8;
+        case DType::kFloat32:
+        case DType::kInt32:
+            return 4;
+        case DType::kBool:
+        case DType::kUInt8:
+            return 1;
+    }
+    return 8;
 }
 
 bool is_floating_point(DType dtype) {
-    return dtype != kInt64;
+    return dtype == kFloat32 || dtype == kFloat64;
+}
+
+namespace {
+/// Rank in PyTorch's promotion order (a total order for xgrad's dtypes).
+int promotion_rank(DType t) {
+    switch (t) {
+        case DType::kBool:
+            return 0;
+        case DType::kUInt8:
+            return 1;
+        case DType::kInt32:
+            return 2;
+        case DType::kInt64:
+            return 3;
+        case DType::kFloat32:
+            return 4;
+        case DType::kFloat64:
+            return 5;
+    }
+    return 5;
+}
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+    return promotion_rank(a) >= promotion_rank(b) ? a : b;
 }
 
 std::string to_string(DType dtype) {
@@ -49,6 +86,12 @@ std::string to_string(DType dtype) {
             return "torch.float64";
         case DType::kInt64:
             return "torch.int64";
+        case DType::kBool:
+            return "torch.bool";
+        case DType::kInt32:
+            return "torch.int32";
+        case DType::kUInt8:
+            return "torch.uint8";
     }
     return "?";
 }
@@ -319,9 +362,48 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 DType promote(DType a, DType b) {
-    if (a == kFloat64 || b == kFloat64) return kFloat64;
-    if (a == kFloat32 || b == kFloat32) return kFloat32;
-    return kInt64;
+    return promote_types(a, b);
+}
+
+void check_scalar_fits(double value, DType dtype, const char* op) {
+    // c10's checked_convert: unsigned types also take negative values down to -max (they wrap).
+    const char* name = nullptr;
+    bool ok = true;
+    switch (dtype) {
+        case DType::kInt64:
+            ok = fits_int64(value);
+            name = "int64_t";
+            break;
+        case DType::kInt32:
+            ok = value >= -0x1p31 && value <= 0x1p31 - 1;
+            name = "int";
+            break;
+        case DType::kUInt8:
+            ok = value >= -255.0 && value <= 255.0;
+            name = "uint8_t";
+            break;
+        default:
+            return;
+    }
+    if (!ok) fail(op, std::string("value cannot be converted to type ") + name + " without overflow");
+}
+
+namespace {
+/// PyTorch's categories: bool < integer < floating.
+int category(DType t) {
+    return t == kBool ? 0 : is_floating_point(t) ? 2 : 1;
+}
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+    check_defined(a, "result_type");
+    check_defined(b, "result_type");
+    const bool za = a.dim() == 0, zb = b.dim() == 0;
+    if (za == zb) return promote_types(a.dtype(), b.dtype());
+    // A zero-dim tensor takes part only when it is of a higher category than the dimensioned one.
+    const DType dimensioned = za ? b.dtype() : a.dtype();
+    const DType zero_dim = za ? a.dtype() : b.dtype();
+    return category(zero_dim) > category(dimensioned) ? zero_dim : dimensioned;
 }
 
 /// In-place updates must not silently corrupt a graph: PyTorch refuses them on leaves that require
@@ -335,6 +417,10 @@ void check_inplace(const Tensor& t, const char* op) {
 }
 
 }  // namespace detail
+
+DType result_type(const Tensor& a, const Tensor& b) {
+    return detail::result_type(a, b);
+}
 
 using detail::fail;
 
@@ -438,7 +524,7 @@ std::vector<T> Tensor::to_vector_as() const {
     detail::check_defined(*this, "to_vector");
     if (!device().is_cpu()) return detach().to(kCPU).to_vector<T>();  // the copy waits for the device
     std::vector<T> out(static_cast<std::size_t>(numel()));
-    detail::dispatch(dtype(), [&](auto tag) {
+    detail::dispatch_all(dtype(), [&](auto tag) {
         using S = decltype(tag);
         const S* p = static_cast<const S*>(impl_->storage->data);
         detail::for_each_offset(impl_->shape, impl_->strides, impl_->offset, [&](std::int64_t i, std::int64_t off) {
@@ -454,14 +540,20 @@ T Tensor::item_as() const {
     if (numel() != 1)
         fail("item", "a tensor with " + std::to_string(numel()) + " elements cannot be converted to a scalar (shape " +
                          to_string(shape()) + ")");
-    if (dtype() == kInt64) return checked_convert<T>(to_vector_as<std::int64_t>()[0]);
+    if (dtype() == kBool) return checked_convert<T>(to_vector_as<bool>()[0]);
+    if (!is_floating_point()) return checked_convert<T>(to_vector_as<std::int64_t>()[0]);
     return checked_convert<T>(to_vector_as<double>()[0]);
 }
 
 template <typename T>
 T* Tensor::data_ptr() const {
     detail::check_defined(*this, "data_ptr");
-    DType want = std::is_same_v<T, float> ? kFloat32 : std::is_same_v<T, double> ? kFloat64 : kInt64;
+    DType want = std::is_same_v<T, float>          ? kFloat32
+                 : std::is_same_v<T, double>       ? kFloat64
+                 : std::is_same_v<T, bool>         ? kBool
+                 : std::is_same_v<T, std::int32_t> ? kInt32
+                 : std::is_same_v<T, std::uint8_t> ? kUInt8
+                                                   : kInt64;
     if (dtype() != want) fail("data_ptr", "the tensor holds " + to_string(dtype()) + ", not " + to_string(want));
     if (!is_contiguous()) fail("data_ptr", "the tensor of shape " + to_string(shape()) + " is not contiguous");
 #ifdef XGRAD_WITH_CUDA
@@ -486,6 +578,9 @@ XGRAD_INSTANTIATE(long double)
                     template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template std::int64_t* Tensor::data_ptr<std::int64_t>() const;
+template bool* Tensor::data_ptr<bool>() const;
+template std::int32_t* Tensor::data_ptr<std::int32_t>() const;
+template std::uint8_t* Tensor::data_ptr<std::uint8_t>() const;
 
 // ---- autograd state -------------------------------------------------------------------------------
 
@@ -498,7 +593,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     if (!is_leaf())
         fail("requires_grad_", "only leaf tensors can change requires_grad (use detach() for a non-leaf tensor)");
     if (requires_grad && !is_floating_point())
-        fail("requires_grad_", "only floating-point tensors can require gradients, got " + to_string(dtype()));
+        fail("requires_grad_",
+             "only Tensors of floating point dtype can require gradients (got " + to_string(dtype()) + ")");
     impl_->requires_grad = requires_grad;
     return *this;
 }
@@ -599,8 +695,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(double value) {
     detail::check_inplace(*this, "fill_");
-    if (dtype() == kInt64 && !detail::fits_int64(value))
-        fail("fill_", "value cannot be converted to type int64_t without overflow");
+    detail::check_scalar_fits(value, dtype(), "fill_");
     kernels::fill(*this, value);
     detail::bump_version(*this);
     return *this;

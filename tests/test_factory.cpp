@@ -79,7 +79,7 @@ TEST_CASE("tensor() from nested braces, 0-D to 4-D") {
         check_throws([] { xgrad::tensor({{{}}, {1.0}}); }, {"tensor", "rectangular"});
         check_throws([] { xgrad::tensor({{}, {1.0}}); }, {"tensor", "rectangular"});
         check_throws([] { xgrad::tensor({1.0}, xgrad::TensorOptions().dtype(xgrad::kInt64).requires_grad(true)); },
-                     {"requires_grad_", "floating-point"});
+                     {"requires_grad_", "only Tensors of floating point dtype can require gradients"});
     }
 }
 

@@ -130,6 +130,35 @@ TEST_CASE("load_tensors reads F32, F64 and I64, 0-d and empty tensors, and metad
     CHECK(metadata == xgrad::Metadata{{"format", "pt"}});
 }
 
+TEST_CASE("bool, uint8 and int32 tensors load from PyTorch's file, save and load back; a bad bool byte is refused") {
+    auto tensors = xgrad::load_tensors(golden::dir() + "/serialize_narrow.safetensors");
+    std::map<std::string, Tensor> by_name(tensors.begin(), tensors.end());
+    REQUIRE(by_name.size() == 3);
+    CHECK(by_name["mask"].dtype() == xgrad::kBool);
+    CHECK(by_name["mask"].shape() == xgrad::Shape{2, 2});
+    CHECK(by_name["mask"].to_vector<bool>() == std::vector<bool>{true, false, false, true});
+    CHECK(by_name["bytes"].dtype() == xgrad::kUInt8);
+    CHECK(by_name["bytes"].to_vector<int>() == std::vector<int>{0, 7, 255});
+    CHECK(by_name["ints"].dtype() == xgrad::kInt32);
+    CHECK(by_name["ints"].to_vector<std::int64_t>() == std::vector<std::int64_t>{-5, 2147483647});
+
+    TempDir dir;
+    std::string path = dir / "narrow.safetensors";
+    xgrad::save_tensors({{"mask", by_name["mask"]}, {"bytes", by_name["bytes"]}, {"ints", by_name["ints"]}}, path);
+    for (const auto& [name, t] : xgrad::load_tensors(path)) {
+        INFO(name);
+        CHECK(t.dtype() == by_name[name].dtype());
+        CHECK(xgrad::to_string(t) == xgrad::to_string(by_name[name]));
+    }
+    // A bool byte other than 0 and 1 is a corrupt file, never an undefined C++ bool.
+    xgrad::save_tensors({{"flags", by_name["mask"]}}, path);
+    std::string bytes = read_bytes(path);
+    bytes[bytes.size() - 1] = '\x02';
+    write_bytes(path, bytes);
+    std::string msg = invalid_argument_of([&] { xgrad::load_tensors(path); });
+    CHECK_MESSAGE(contains(msg, "tensor \"flags\" of dtype BOOL holds the byte 2 at element 3"), msg);
+}
+
 TEST_CASE("a dtype xgrad does not have is refused, naming the tensor and the dtype") {
     std::string path = golden::dir() + "/serialize_f16.safetensors";
     std::string msg = invalid_argument_of([&] { xgrad::load_tensors(path); });
@@ -685,6 +714,9 @@ TEST_CASE("load_npy reads NumPy's files: C and Fortran order, three dtypes, both
         {"npy_f8_big_endian.npy", xgrad::arange(4.0, xgrad::kFloat64).reshape({2, 2}) - 1.5},
         {"npy_f4_v2.npy", xgrad::arange(8.0).reshape({2, 2, 2}) / 4},
         {"npy_i8_fortran_3d.npy", xgrad::arange(24.0, xgrad::kInt64).reshape({2, 3, 4})},
+        {"npy_i4.npy", xgrad::tensor({-1.0, 0.0, 1.0}, xgrad::kInt32)},
+        {"npy_u1.npy", xgrad::tensor({0.0, 1.0, 200.0, 255.0}, xgrad::kUInt8)},
+        {"npy_b1.npy", xgrad::tensor({{1.0, 0.0, 1.0}, {0.0, 0.0, 1.0}}, xgrad::kBool)},
     };
     for (const Case& c : cases) {
         INFO(c.file);
@@ -710,6 +742,9 @@ TEST_CASE("save_npy writes what NumPy writes, byte for byte, and load_npy reads 
         {"npy_i8.npy", npy_i8(), false},
         {"npy_f8_scalar.npy", xgrad::tensor(3.5, xgrad::kFloat64), false},
         {"npy_f4_empty.npy", xgrad::zeros({0, 3}), false},
+        {"npy_i4.npy", xgrad::tensor({-1.0, 0.0, 1.0}, xgrad::kInt32), false},
+        {"npy_u1.npy", xgrad::tensor({0.0, 1.0, 200.0, 255.0}, xgrad::kUInt8), false},
+        {"npy_b1.npy", xgrad::tensor({{1.0, 0.0, 1.0}, {0.0, 0.0, 1.0}}, xgrad::kBool), false},
     };
     for (const Case& c : cases) {
         INFO(c.golden);
@@ -731,16 +766,16 @@ TEST_CASE("save_npy writes what NumPy writes, byte for byte, and load_npy reads 
     Tensor cube = xgrad::arange(60.0).reshape({3, 4, 5});
     xgrad::save_npy(cube, dir / "cube.npy", true);
     check_equal(xgrad::load_npy(dir / "cube.npy"), cube, "3-d, Fortran order");
-    CHECK(dir.entries().size() == 7);  // no temporaries left behind
+    CHECK(dir.entries().size() == 10);  // no temporaries left behind
 
     std::string msg = invalid_argument_of([&] { xgrad::save_npy(Tensor(), dir / "undefined.npy"); });
     CHECK_MESSAGE(contains(msg, "save_npy: '" + (dir / "undefined.npy") + "': the tensor is undefined"), msg);
 }
 
 TEST_CASE("load_npy refuses dtypes xgrad does not have, naming the dtype") {
-    std::string path = golden::dir() + "/npy_i4.npy";
+    std::string path = golden::dir() + "/npy_f2.npy";
     std::string msg = invalid_argument_of([&] { xgrad::load_npy(path); });
-    CHECK_MESSAGE(contains(msg, "load_npy: '" + path + "': dtype \"<i4\" is not one xgrad reads"), msg);
+    CHECK_MESSAGE(contains(msg, "load_npy: '" + path + "': dtype \"<f2\" is not one xgrad reads"), msg);
     CHECK_MESSAGE(contains(msg, "a.astype(numpy.float32)"), msg);
     path = golden::dir() + "/npy_structured.npy";
     msg = invalid_argument_of([&] { xgrad::load_npy(path); });

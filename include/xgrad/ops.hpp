@@ -15,6 +15,11 @@ namespace xgrad {
 ///
 /// Throws `std::invalid_argument` naming both shapes when the inner sizes differ.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// The dtype of an elementwise op's result on `a` and `b`, as `torch.result_type`: the promoted dtype
+/// of the operands, where a zero-dim tensor counts only when it is of a higher category (bool <
+/// integer < floating) than the dimensioned ones (`ones({2}, kInt32) + tensor(1.0, kFloat64)` is
+/// float64, `ones({2}) + tensor(1.0, kFloat64)` float32).
+DType result_type(const Tensor& a, const Tensor& b);
 /// Joins tensors along an existing dimension; all other sizes must match.
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
 /// Joins tensors of equal shape along a new dimension.

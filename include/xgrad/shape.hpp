@@ -10,19 +10,32 @@
 namespace xgrad {
 
 /// Element type of a tensor. float32 is the default, as in PyTorch.
-enum class DType { kFloat32, kFloat64, kInt64 };
+///
+/// Only the floating types take part in autograd. Arithmetic on bool, uint8 and int32 tensors gives
+/// PyTorch's dtypes and values (it is carried out in int64 and converted back, so uint8 and int32
+/// wrap around as PyTorch's do).
+enum class DType { kFloat32, kFloat64, kInt64, kBool, kInt32, kUInt8 };
 inline constexpr DType kFloat32 = DType::kFloat32;  ///< 32-bit float (`torch.float32`).
 inline constexpr DType kFloat = DType::kFloat32;    ///< Alias of kFloat32, as libtorch spells it.
 inline constexpr DType kFloat64 = DType::kFloat64;  ///< 64-bit float (`torch.float64`).
 inline constexpr DType kDouble = DType::kFloat64;   ///< Alias of kFloat64, as libtorch spells it.
 inline constexpr DType kInt64 = DType::kInt64;      ///< 64-bit integer (`torch.int64`), for indices.
 inline constexpr DType kLong = DType::kInt64;       ///< Alias of kInt64, as libtorch spells it.
+inline constexpr DType kBool = DType::kBool;        ///< Boolean (`torch.bool`): what comparisons return, masks.
+inline constexpr DType kInt32 = DType::kInt32;      ///< 32-bit integer (`torch.int32`).
+inline constexpr DType kInt = DType::kInt32;        ///< Alias of kInt32, as libtorch spells it.
+inline constexpr DType kUInt8 = DType::kUInt8;      ///< 8-bit unsigned integer (`torch.uint8`), e.g. image bytes.
+inline constexpr DType kByte = DType::kUInt8;       ///< Alias of kUInt8, as libtorch spells it.
 
 /// Size in bytes of one element of `dtype`.
 std::size_t element_size(DType dtype);
 /// True for kFloat32 and kFloat64.
 bool is_floating_point(DType dtype);
-/// PyTorch's name of `dtype`: "torch.float32", "torch.float64", "torch.int64".
+/// The dtype PyTorch's `torch.promote_types` gives: the larger of the two in the order
+/// bool < uint8 < int32 < int64 < float32 < float64.
+DType promote_types(DType a, DType b);
+/// PyTorch's name of `dtype`: "torch.float32", "torch.float64", "torch.int64", "torch.bool",
+/// "torch.int32", "torch.uint8".
 std::string to_string(DType dtype);
 /// Prints PyTorch's name of `dtype`, e.g. `torch.float32`.
 std::ostream& operator<<(std::ostream& os, DType dtype);

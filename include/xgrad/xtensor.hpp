@@ -21,13 +21,21 @@ namespace xgrad {
 
 namespace detail {
 
-/// The DType that holds T: float, double and std::int64_t (const or not); anything else is an error.
+/// The DType that holds T: float, double, std::int64_t, std::int32_t, std::uint8_t and bool (const or
+/// not); anything else is an error.
 template <typename T>
 constexpr DType dtype_of() {
     using V = std::remove_cv_t<T>;
-    static_assert(std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, std::int64_t>,
-                  "xgrad tensors hold float, double or std::int64_t; convert first, e.g. with xt::cast<float>(e)");
-    return std::is_same_v<V, float> ? kFloat32 : std::is_same_v<V, double> ? kFloat64 : kInt64;
+    static_assert(std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, std::int64_t> ||
+                      std::is_same_v<V, std::int32_t> || std::is_same_v<V, std::uint8_t> || std::is_same_v<V, bool>,
+                  "xgrad tensors hold float, double, std::int64_t, std::int32_t, std::uint8_t or bool; convert "
+                  "first, e.g. with xt::cast<float>(e)");
+    return std::is_same_v<V, float>          ? kFloat32
+           : std::is_same_v<V, double>       ? kFloat64
+           : std::is_same_v<V, std::int32_t> ? kInt32
+           : std::is_same_v<V, std::uint8_t> ? kUInt8
+           : std::is_same_v<V, bool>         ? kBool
+                                             : kInt64;
 }
 
 /// The first element of `t`'s memory, after checking that `t` is defined, holds `dtype`, lives on
@@ -39,7 +47,8 @@ void* xtensor_data(const Tensor& t, DType dtype, const char* op);
 /// A new CPU tensor with the shape and values of an xtensor expression (a copy, as `torch.tensor(a)`).
 ///
 /// The expression is evaluated once, into the tensor's memory; its value type gives the dtype (float:
-/// kFloat32, double: kFloat64, std::int64_t: kInt64; other types do not compile, so cast first with
+/// kFloat32, double: kFloat64, std::int64_t: kInt64, std::int32_t: kInt32, std::uint8_t: kUInt8, bool:
+/// kBool; other types do not compile, so cast first with
 /// `xt::cast<float>(e)`). The tensor is a leaf that does not require grad.
 ///
 /// ```cpp
@@ -61,12 +70,12 @@ Tensor from_xtensor(const xt::xexpression<E>& expression) {
 /// An xtensor view of a CPU tensor's memory, without a copy (as `torch.Tensor.numpy()`).
 ///
 /// `T` must be the tensor's element type (`float` for kFloat32, `double` for kFloat64,
-/// `std::int64_t` for kInt64; `const T` gives a read-only view). The view (an `xt::xstrided_view`) has
-/// the tensor's shape and strides, so it works on transposed, sliced and expanded tensors too; copies
-/// of it share the memory. It holds a handle to the storage, which stays alive as long as the view
-/// does. Writes through the view change the tensor (and every tensor sharing its storage) without
-/// autograd seeing them, so, as PyTorch's `numpy()`, it refuses a tensor that requires grad: take
-/// `t.detach()`. The wrong `T`, a CUDA tensor or an undefined one throw std::invalid_argument.
+/// `std::int64_t` for kInt64, `std::int32_t`, `std::uint8_t`, `bool`; `const T` gives a read-only view). The view (an
+/// `xt::xstrided_view`) has the tensor's shape and strides, so it works on transposed, sliced and expanded tensors too;
+/// copies of it share the memory. It holds a handle to the storage, which stays alive as long as the view does. Writes
+/// through the view change the tensor (and every tensor sharing its storage) without autograd seeing them, so, as
+/// PyTorch's `numpy()`, it refuses a tensor that requires grad: take `t.detach()`. The wrong `T`, a CUDA tensor or an
+/// undefined one throw std::invalid_argument.
 ///
 /// ```cpp
 /// xgrad::Tensor t = xgrad::zeros({2, 3});

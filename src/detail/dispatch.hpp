@@ -9,7 +9,13 @@
 
 namespace xgrad::detail {
 
-/// Calls `f(T{})` with T the C++ type of `dtype`.
+/// Throws for a dtype that a compute kernel was not built for (ops bring bool, uint8 and int32
+/// operands to int64 or a floating type before they reach one).
+[[noreturn]] inline void unsupported_dtype(DType dtype) {
+    fail("xgrad", "this operation does not support " + to_string(dtype) + " tensors");
+}
+
+/// Calls `f(T{})` with T the C++ type of `dtype`, for the compute dtypes (float32, float64, int64).
 template <typename F>
 decltype(auto) dispatch(DType dtype, F&& f) {
     switch (dtype) {
@@ -19,8 +25,29 @@ decltype(auto) dispatch(DType dtype, F&& f) {
             return f(double{});
         case DType::kInt64:
             return f(std::int64_t{});
+        default:
+            unsupported_dtype(dtype);
     }
-    throw std::logic_error("dispatch: unknown dtype");
+}
+
+/// Like dispatch, for every dtype (bool, uint8 and int32 too): copies, fills, printing, indexing.
+template <typename F>
+decltype(auto) dispatch_all(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::kFloat32:
+            return f(float{});
+        case DType::kFloat64:
+            return f(double{});
+        case DType::kInt64:
+            return f(std::int64_t{});
+        case DType::kBool:
+            return f(bool{});
+        case DType::kInt32:
+            return f(std::int32_t{});
+        case DType::kUInt8:
+            return f(std::uint8_t{});
+    }
+    unsupported_dtype(dtype);
 }
 
 /// Like dispatch, but only for floating-point dtypes; throws naming `op` for int64.

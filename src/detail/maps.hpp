@@ -18,7 +18,10 @@ inline Tensor broadcast_view(const Tensor& t, const Shape& shape) {
 }
 
 /// A new tensor of x's shape and dtype holding `op` applied to x.
+/// bool, uint8 and int32 operands are computed in int64 and the result converted back, which gives
+/// PyTorch's values (uint8 and int32 wrap around, a nonzero bool result is true).
 inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
+    if (is_narrow(x.dtype())) return map_unary(x.to(kInt64), op, a, b).to(x.dtype());
     Tensor out = make_empty(x.shape(), x.dtype(), x.device());
     kernels::unary(op, x, out, a, b);
     return out;
@@ -29,6 +32,7 @@ inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, doub
 inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op, double a = 0,
                          double b = 0) {
     check_same_device(x, y, name);
+    if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b).to(x.dtype());
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
     Tensor out = make_empty(shape, x.dtype(), x.device(), name);
     kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);

@@ -283,7 +283,19 @@ Device resolve_device(Device device, const char* op);
 /// Throws naming `op` and both devices (PyTorch's words) unless `a` and `b` live on one device.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
-/// The dtype two operands promote to (float64 > float32 > int64), as PyTorch's type promotion.
+/// Throws PyTorch's "value cannot be converted to type int64_t without overflow" (naming `op`) when
+/// the scalar `value` does not fit an integer `dtype` (NaN and inf never do); bool and floating
+/// types take any value.
+void check_scalar_fits(double value, DType dtype, const char* op);
+/// True for bool, uint8 and int32: dtypes that ops compute in int64 and convert back.
+inline bool is_narrow(DType dtype) {
+    return dtype == kBool || dtype == kInt32 || dtype == kUInt8;
+}
+
+/// The dtype two dtypes promote to, as torch.promote_types.
 DType promote(DType a, DType b);
+/// The dtype of an elementwise op's result on `a` and `b`, as torch.result_type: zero-dim tensors
+/// count only when of a higher category (bool < integer < floating) than the dimensioned ones.
+DType result_type(const Tensor& a, const Tensor& b);
 
 }  // namespace xgrad::detail

@@ -32,8 +32,12 @@ save("npy_f4_empty.npy", np.zeros((0, 3), dtype=np.float32))
 save("npy_f8_big_endian.npy", (np.arange(4, dtype=np.float64).reshape(2, 2) - 1.5).astype(">f8"))
 save("npy_f4_v2.npy", np.arange(8, dtype=np.float32).reshape(2, 2, 2) / 4, version=(2, 0))
 save("npy_i8_fortran_3d.npy", np.asfortranarray(np.arange(24, dtype=np.int64).reshape(2, 3, 4)))
+# Read and written identically: int32, uint8 and bool.
+save("npy_i4.npy", np.arange(3, dtype=np.int32) - 1)
+save("npy_u1.npy", np.array([0, 1, 200, 255], dtype=np.uint8))
+save("npy_b1.npy", np.array([[True, False, True], [False, False, True]]))
 # Refused: a dtype xgrad does not have, and a structured dtype.
-save("npy_i4.npy", np.arange(3, dtype=np.int32))
+save("npy_f2.npy", np.arange(3, dtype=np.float16))
 save("npy_structured.npy", np.zeros(2, dtype=[("x", "<f4"), ("y", "<i8")]))
 
 for name in sorted(os.listdir(HERE)):

@@ -25,10 +25,11 @@ from torch import nn
 
 assert sys.byteorder == "little", "safetensors data is little-endian; this script writes native bytes"
 HERE = os.path.dirname(os.path.abspath(__file__))
-CODES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.float16: "F16"}
+CODES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.float16: "F16", torch.bool: "BOOL",
+         torch.uint8: "U8", torch.int32: "I32"}
 DTYPES = {code: dtype for dtype, code in CODES.items()}
 # The reference orders tensors by its Dtype enum, descending: wider types first.
-RANK = {"F16": 7, "F32": 11, "F64": 12, "I64": 13}
+RANK = {"BOOL": 0, "U8": 1, "F16": 7, "I32": 9, "F32": 11, "F64": 12, "I64": 13}
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -130,6 +131,14 @@ def generate():
     write_safetensors(os.path.join(HERE, "serialize_mixed.safetensors"), mixed)
     for name, t in mixed.items():
         put(lines, "mixed." + name, t)
+
+    # bool, uint8 and int32 (test_serialize.cpp repeats these values).
+    narrow = {
+        "mask": torch.tensor([[True, False], [False, True]]),
+        "bytes": torch.tensor([0, 7, 255], dtype=torch.uint8),
+        "ints": torch.tensor([-5, 2**31 - 1], dtype=torch.int32),
+    }
+    write_safetensors(os.path.join(HERE, "serialize_narrow.safetensors"), narrow)
 
     # A dtype xgrad cannot hold.
     write_safetensors(os.path.join(HERE, "serialize_f16.safetensors"), {"half": torch.tensor([1.5, -2.0], dtype=torch.float16)})

@@ -9,10 +9,10 @@ namespace xgrad::kernels::cpu {
 
 void copy(const Tensor& src, const Tensor& dst) {
     const std::int64_t n = dst.numel();
-    detail::dispatch(dst.dtype(), [&](auto dtag) {
+    detail::dispatch_all(dst.dtype(), [&](auto dtag) {
         using D = decltype(dtag);
         D* out = static_cast<D*>(dst.impl()->storage->data);
-        detail::dispatch(src.dtype(), [&](auto stag) {
+        detail::dispatch_all(src.dtype(), [&](auto stag) {
             using S = decltype(stag);
             const S* in = static_cast<const S*>(src.impl()->storage->data);
             if (src.is_contiguous() && dst.is_contiguous()) {
@@ -40,9 +40,9 @@ void copy(const Tensor& src, const Tensor& dst) {
 }
 
 void fill(const Tensor& dst, double value) {
-    detail::dispatch(dst.dtype(), [&](auto tag) {
+    detail::dispatch_all(dst.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        const T v = static_cast<T>(value);
+        const T v = detail::convert<T>(value);
         T* base = static_cast<T*>(dst.impl()->storage->data);
         const StridedGeometry<1> geo(dst.shape(), {&dst});
         parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {

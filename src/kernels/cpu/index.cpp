@@ -9,7 +9,7 @@ namespace xgrad::kernels::cpu {
 
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
     if (index.numel() == 0) return;
-    detail::dispatch(out.dtype(), [&](auto tag) {
+    detail::dispatch_all(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* o = static_cast<T*>(out.impl()->storage->data);
         const T* s = static_cast<const T*>(src.impl()->storage->data);
@@ -26,7 +26,7 @@ void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const T
 
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
     if (index.numel() == 0) return;
-    detail::dispatch(dst.dtype(), [&](auto tag) {
+    detail::dispatch_all(dst.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* d = static_cast<T*>(dst.impl()->storage->data);
         const T* s = static_cast<const T*>(src.impl()->storage->data);
@@ -38,7 +38,9 @@ void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const 
             for (std::int64_t i = 0; i < count; ++i) {
                 T& target = d[off[0] + i * st[0] + idx[off[2] + i * st[2]] * stride];
                 const T value = s[off[1] + i * st[1]];
-                if (accumulate)
+                if constexpr (std::is_same_v<T, bool>) {
+                    target = accumulate ? (target || value) : value;
+                } else if (accumulate)
                     target += value;
                 else
                     target = value;

@@ -40,7 +40,13 @@ inline unsigned row_blocks(i64 rows) {
 
 // ---- dispatch -------------------------------------------------------------------------------------------
 
-/// Calls `f(T{})` with T the C++ type of `t`.
+/// The name of a narrow element type, for the error of a kernel not built for it.
+inline const char* narrow_name(Scalar t) {
+    return t == Scalar::kBool ? "torch.bool" : t == Scalar::kInt32 ? "torch.int32" : "torch.uint8";
+}
+
+/// Calls `f(T{})` with T the C++ type of `t`, for the compute types (float32, float64, int64): ops
+/// bring bool, uint8 and int32 operands to int64 or a floating type first.
 template <typename F>
 void dispatch(Scalar t, F&& f) {
     switch (t) {
@@ -53,6 +59,27 @@ void dispatch(Scalar t, F&& f) {
         case Scalar::kInt64:
             f(i64{});
             return;
+        default:
+            throw std::invalid_argument(std::string("xgrad: this operation does not support ") + narrow_name(t) +
+                                        " tensors");
+    }
+}
+
+/// Like dispatch, for every element type (bool, uint8 and int32 too): copies, fills, indexing.
+template <typename F>
+void dispatch_all(Scalar t, F&& f) {
+    switch (t) {
+        case Scalar::kBool:
+            f(bool{});
+            return;
+        case Scalar::kInt32:
+            f(std::int32_t{});
+            return;
+        case Scalar::kUInt8:
+            f(std::uint8_t{});
+            return;
+        default:
+            dispatch(t, static_cast<F&&>(f));
     }
 }
 

@@ -35,9 +35,9 @@ __global__ void axpy_kernel(T* dst, const T* src, i64 n, T alpha, bool unit) {
 
 void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>& walk) {
     if (walk.numel == 0) return;
-    dispatch(dst_t, [&](auto dtag) {
+    dispatch_all(dst_t, [&](auto dtag) {
         using D = decltype(dtag);
-        dispatch(src_t, [&](auto stag) {
+        dispatch_all(src_t, [&](auto stag) {
             using S = decltype(stag);
             copy_kernel<D, S>
                 <<<blocks_for(walk.numel), kThreads>>>(static_cast<D*>(dst), static_cast<const S*>(src), walk);
@@ -48,9 +48,9 @@ void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>&
 
 void fill(Scalar t, void* dst, const Walk<1>& walk, double value) {
     if (walk.numel == 0) return;
-    dispatch(t, [&](auto tag) {
+    dispatch_all(t, [&](auto tag) {
         using T = decltype(tag);
-        fill_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), walk, static_cast<T>(value));
+        fill_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), walk, detail::convert<T>(value));
     });
     check_launch("fill kernel");
 }

@@ -30,6 +30,12 @@ inline Scalar scalar(DType dtype) {
             return Scalar::kFloat64;
         case DType::kInt64:
             return Scalar::kInt64;
+        case DType::kBool:
+            return Scalar::kBool;
+        case DType::kInt32:
+            return Scalar::kInt32;
+        case DType::kUInt8:
+            return Scalar::kUInt8;
     }
     return Scalar::kFloat32;
 }

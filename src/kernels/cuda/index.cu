@@ -25,13 +25,13 @@ __device__ inline void atomic_add(i64* p, i64 v) {
     atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 }
 
-template <typename T>
-__global__ void scatter_kernel(T* dst, const i64* index, i64 stride, const T* src, Walk<3> walk, bool accumulate) {
+template <typename T, bool Accumulate>
+__global__ void scatter_kernel(T* dst, const i64* index, i64 stride, const T* src, Walk<3> walk) {
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
         i64 off[3];
         walk_offsets(walk, i, off);
         T* target = dst + off[0] + index[off[2]] * stride;
-        if (accumulate)
+        if constexpr (Accumulate)
             atomic_add(target, src[off[1]]);
         else
             *target = src[off[1]];
@@ -42,7 +42,7 @@ __global__ void scatter_kernel(T* dst, const i64* index, i64 stride, const T* sr
 
 void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t stride, void* out, const Walk<3>& walk) {
     if (walk.numel == 0) return;
-    dispatch(t, [&](auto tag) {
+    dispatch_all(t, [&](auto tag) {
         using T = decltype(tag);
         gather_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<const T*>(src), index, stride,
                                                                static_cast<T*>(out), walk);
@@ -53,11 +53,19 @@ void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t s
 void scatter(Scalar t, void* dst, const std::int64_t* index, std::int64_t stride, const void* src, const Walk<3>& walk,
              bool accumulate) {
     if (walk.numel == 0) return;
-    dispatch(t, [&](auto tag) {
-        using T = decltype(tag);
-        scatter_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), index, stride,
-                                                                static_cast<const T*>(src), walk, accumulate);
-    });
+    if (accumulate) {
+        dispatch(t, [&](auto tag) {
+            using T = decltype(tag);
+            scatter_kernel<T, true><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), index, stride,
+                                                                          static_cast<const T*>(src), walk);
+        });
+    } else {
+        dispatch_all(t, [&](auto tag) {
+            using T = decltype(tag);
+            scatter_kernel<T, false><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), index, stride,
+                                                                           static_cast<const T*>(src), walk);
+        });
+    }
     check_launch("scatter kernel");
 }
 

@@ -14,7 +14,7 @@
 namespace xgrad::kernels::cuda {
 
 /// An element type as the kernels see it (xgrad::DType, without its header).
-enum class Scalar : std::uint8_t { kFloat32, kFloat64, kInt64 };
+enum class Scalar : std::uint8_t { kFloat32, kFloat64, kInt64, kBool, kInt32, kUInt8 };
 
 /// Dimensions a strided walk handles after merging (more throws on the tensor side).
 inline constexpr int kMaxDims = 16;
