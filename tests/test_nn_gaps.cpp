@@ -279,3 +279,89 @@ TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch'
     nn::Conv2d ring(2, 3, 3, 1, 1, 1, 1, true, "circular");
     check_throws([&] { ring(xgrad::randn({2, 6, 6})); }, {"pad", "Invalid padding size, expected 2 but got 4"});
 }
+
+TEST_CASE("MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn matches PyTorch") {
+    struct MhaCase {
+        const char* name;
+        std::uint64_t seed;
+        std::int64_t e, h;
+        nn::MultiheadAttentionOptions opts;
+        bool masked;
+    };
+    for (const MhaCase& c :
+         {MhaCase{"mha.kvdim", 31, 8, 2, {.kdim = 5, .vdim = 3}, true},
+          MhaCase{
+              "mha.bias_kv_zero", 32, 6, 3, {.add_bias_kv = true, .add_zero_attn = true, .batch_first = true}, true},
+          MhaCase{"mha.bias_kv_unbatched", 33, 4, 2, {.add_bias_kv = true, .kdim = 3}, true},
+          MhaCase{"mha.zero_attn_nobias", 34, 6, 2, {.bias = false, .add_zero_attn = true, .vdim = 2}, false}}) {
+        const std::string key = c.name;
+        INFO(key);
+        xgrad::manual_seed(c.seed);
+        nn::MultiheadAttention mha(c.e, c.h, c.opts);
+        // Every parameter drawn as PyTorch draws it, in PyTorch's order and under its names.
+        for (const auto& [name, p] : mha.named_parameters())
+            golden::check_close(p, golden::get(kFile, key + ".init." + name), key + " init " + name, 0, 0);
+        mha.to(xgrad::kFloat64);
+        auto in = [&](const char* k) { return golden::get(kFile, key + "." + k).clone().requires_grad_(); };
+        Tensor q = in("q"), k = in("k"), v = in("v");
+        auto [out, weights] = mha.forward(q, k, v, c.masked ? golden::get(kFile, key + ".mask") : Tensor());
+        golden::check_close(out, golden::get(kFile, key + ".out"), key + " out", 1e-10, 1e-12);
+        golden::check_close(weights, golden::get(kFile, key + ".weights"), key + " weights", 1e-10, 1e-12);
+        ((out * golden::get(kFile, key + ".wo")).sum() + (weights * golden::get(kFile, key + ".ww")).sum()).backward();
+        golden::check_close(q.grad(), golden::get(kFile, key + ".gq"), key + " gq", 1e-10, 1e-12);
+        golden::check_close(k.grad(), golden::get(kFile, key + ".gk"), key + " gk", 1e-10, 1e-12);
+        golden::check_close(v.grad(), golden::get(kFile, key + ".gv"), key + " gv", 1e-10, 1e-12);
+        for (const auto& [name, p] : mha.named_parameters())
+            golden::check_close(p.grad(), golden::get(kFile, key + ".g." + name), key + " g." + name, 1e-10, 1e-12);
+    }
+    nn::MultiheadAttention named(8, 2, {.add_bias_kv = true, .kdim = 5, .vdim = 3});
+    std::string names;
+    for (const auto& [name, p] : named.named_parameters()) names += (names.empty() ? "" : ", ") + name;
+    CHECK(names == golden::reprs("nn_gaps_repr.txt").at("mha_kvdim"));
+    CHECK(named.kdim() == 5);
+    CHECK(named.vdim() == 3);
+    CHECK(!named.in_proj_weight.defined());
+}
+
+TEST_CASE("gradcheck: MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn") {
+    xgrad::manual_seed(12);
+    nn::MultiheadAttention mha(4, 2, {.add_bias_kv = true, .add_zero_attn = true, .kdim = 3, .vdim = 5});
+    mha.to(xgrad::kFloat64);
+    auto d = xgrad::kFloat64;
+    Tensor q = xgrad::randn({3, 2, 4}, d).requires_grad_(), k = xgrad::randn({2, 2, 3}, d).requires_grad_();
+    Tensor v = xgrad::randn({2, 2, 5}, d).requires_grad_(), mask = xgrad::randn({3, 2}, d);
+    golden::check_gradcheck(
+        [&](const Ins& in) {
+            auto [out, w] = mha.forward(in[0], in[1], in[2], mask);
+            return (out * out).sum() + (w * w).sum();
+        },
+        {q, k, v}, "mha inputs");
+    golden::check_gradcheck(
+        [&](const Ins& in) {
+            mha.bias_k = in[0];
+            mha.bias_v = in[1];
+            return mha.forward(q.detach(), k.detach(), v.detach(), mask).first;
+        },
+        {mha.bias_k.detach().clone().requires_grad_(), mha.bias_v.detach().clone().requires_grad_()}, "mha bias_kv");
+}
+
+TEST_CASE("MultiheadAttention with kdim/vdim checks the key and value sizes") {
+    nn::MultiheadAttention mha(4, 2, {.kdim = 3, .vdim = 5});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 3}), xgrad::randn({2, 1, 5}));
+        },
+        {"MultiheadAttention",
+         "key's sequence and batch dims torch.Size([3, 1]) do not match value's "
+         "torch.Size([2, 1])"});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 4}), xgrad::randn({3, 1, 5}));
+        },
+        {"MultiheadAttention", "kdim=3"});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 3}), xgrad::randn({3, 1, 4}));
+        },
+        {"MultiheadAttention", "vdim=5"});
+}

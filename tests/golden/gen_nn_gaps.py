@@ -150,3 +150,59 @@ reprs = {
 with open(os.path.join(HERE, "nn_gaps_repr.txt"), "w") as f:
     for k, m in reprs.items():
         f.write(f"=== {k}\n{m}\n")
+
+# ---- MultiheadAttention: kdim/vdim, add_bias_kv, add_zero_attn (appended to nn_gaps.txt) -------------
+mha_lines = []
+
+
+def mha_case(name, seed, kwargs, n, l, s, masked, batched=True):
+    """A MultiheadAttention made after manual_seed(seed): its float32 initial parameters, then in
+    float64 its output, averaged weights and the gradients of (out * w).sum() + (weights * w2).sum()."""
+    torch.manual_seed(seed)
+    m = nn.MultiheadAttention(**kwargs)
+    for k, p in m.named_parameters():
+        mha_lines.append(tensor_line(f"{name}.init.{k}", p))
+    m = m.double()
+    e, kd, vd = kwargs["embed_dim"], kwargs.get("kdim") or kwargs["embed_dim"], kwargs.get("vdim") or kwargs["embed_dim"]
+    bf = kwargs.get("batch_first", False)
+    g = torch.Generator().manual_seed(seed + 100)
+
+    def shape(length, feat):
+        if not batched:
+            return (length, feat)
+        return (n, length, feat) if bf else (length, n, feat)
+
+    q = torch.randn(shape(l, e), generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(shape(s, kd), generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(shape(s, vd), generator=g, dtype=torch.float64, requires_grad=True)
+    mask = None
+    if masked == 2:
+        mask = torch.randn(l, s, generator=g, dtype=torch.float64)
+    elif masked == 3:
+        mask = torch.randn(n * kwargs["num_heads"], l, s, generator=g, dtype=torch.float64)
+    out, w = m(q, k, v, attn_mask=mask)
+    wo = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    ww = torch.randn(w.shape, generator=g, dtype=torch.float64)
+    ((out * wo).sum() + (w * ww).sum()).backward()
+    for key, t in (("q", q), ("k", k), ("v", v), ("out", out), ("weights", w), ("wo", wo), ("ww", ww),
+                   ("gq", q.grad), ("gk", k.grad), ("gv", v.grad)):
+        mha_lines.append(tensor_line(f"{name}.{key}", t))
+    if mask is not None:
+        mha_lines.append(tensor_line(f"{name}.mask", mask))
+    for k_, p in m.named_parameters():
+        mha_lines.append(tensor_line(f"{name}.g.{k_}", p.grad))
+
+
+mha_case("mha.kvdim", 31, dict(embed_dim=8, num_heads=2, kdim=5, vdim=3), 2, 3, 4, 2)
+mha_case("mha.bias_kv_zero", 32, dict(embed_dim=6, num_heads=3, add_bias_kv=True, add_zero_attn=True,
+                                      batch_first=True), 2, 3, 5, 3)
+mha_case("mha.bias_kv_unbatched", 33, dict(embed_dim=4, num_heads=2, add_bias_kv=True, kdim=3), 1, 2, 3, 2,
+         batched=False)
+mha_case("mha.zero_attn_nobias", 34, dict(embed_dim=6, num_heads=2, add_zero_attn=True, bias=False, vdim=2), 3, 2, 4,
+         0)
+
+with open(os.path.join(HERE, "nn_gaps.txt"), "a") as f:
+    f.write("\n".join(mha_lines) + "\n")
+with open(os.path.join(HERE, "nn_gaps_repr.txt"), "a") as f:
+    f.write("=== mha_kvdim\n" + ", ".join(k for k, _ in nn.MultiheadAttention(8, 2, kdim=5, vdim=3,
+                                                                          add_bias_kv=True).named_parameters()) + "\n")
