@@ -69,6 +69,10 @@ const Case kCases[] = {
          return F::avg_pool2d(in[0], {2, 3}, 1, {1, 1}, true, false, 4);
      }},
     {"avg_pool2d.ceil_divisor", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }},
+    {"max_pool1d.all", 1, [](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }},
+    {"max_pool1d.unbatched", 1, [](const Ins& in) { return F::max_pool1d(in[0], 2); }},
+    {"avg_pool1d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }},
+    {"avg_pool1d.unbatched", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 2, 1, 1); }},
     {"normalize.p05", 1, [](const Ins& in) { return F::normalize(in[0], 0.5, 1); }},
     {"normalize.inf", 1, [](const Ins& in) { return F::normalize(in[0], kInf, -1); }},
     {"normalize.ninf", 1, [](const Ins& in) { return F::normalize(in[0], -kInf, 0); }},
@@ -163,6 +167,12 @@ TEST_CASE("max_pool2d_with_indices returns PyTorch's int64 indices") {
     golden::check_close(yu, golden::get(kFile, "indices.unbatched_y"), "unbatched y", 0, 0);
     golden::check_close(iu, golden::get(kFile, "indices.unbatched_idx"), "unbatched idx", 0, 0);
     golden::check_close(pool(x.select(0, 0)), yu, "forward gives the values", 0, 0);
+    const Tensor x1 = golden::get(kFile, "indices1d.x");
+    nn::MaxPool1d pool1(3, 2, 1, 2, true, true);
+    auto [y1, i1] = pool1.forward_with_indices(x1);
+    golden::check_close(y1, golden::get(kFile, "indices1d.y"), "1d y", 0, 0);
+    CHECK(i1.dtype() == xgrad::kInt64);
+    golden::check_close(i1, golden::get(kFile, "indices1d.idx"), "1d idx", 0, 0);
 }
 
 TEST_CASE("normalize with p = ±inf shares the gradient among ties; p < 1 gives 0 where x is 0") {
@@ -206,6 +216,10 @@ TEST_CASE("gradcheck: padding strings and modes, circular pad, pooling options, 
                             "avg_pool2d ceil");
     golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }, {x},
                             "avg_pool2d ceil divisor");
+    Tensor x3 = xgrad::randn({2, 3, 10}, d).requires_grad_();
+    golden::check_gradcheck([](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }, {x3}, "max_pool1d");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }, {x3},
+                            "avg_pool1d");
     Tensor v = xgrad::randn({3, 5}, d).requires_grad_();
     for (double p : {0.5, -1.5, kInf, -kInf, 3.0}) {
         INFO("p = " << p);
@@ -224,6 +238,9 @@ TEST_CASE("modules with the new options print as PyTorch's") {
     CHECK(printed(nn::MaxPool2d(3, 2, 1, 2, true, true)) == r.at("maxpool_all"));
     CHECK(printed(nn::MaxPool2d({2, 3}, std::nullopt, 0, {1, 2})) == r.at("maxpool_dil"));
     CHECK(printed(nn::AvgPool2d(2, std::nullopt, 0, true, true, 3)) == r.at("avgpool_ceil"));
+    CHECK(printed(nn::MaxPool1d(3, 2, 1, 2, false, true)) == r.at("maxpool1d"));
+    CHECK(printed(nn::MaxPool1d(2)) == r.at("maxpool1d_default"));
+    CHECK(printed(nn::AvgPool1d(3, 2, 1, false, true)) == r.at("avgpool1d"));
 }
 
 TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch's messages") {
@@ -273,6 +290,20 @@ TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch'
         {"pad", "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"});
     check_throws([&] { F::max_pool2d(x, 3, std::nullopt, 0, 0); },
                  {"max_pool2d", "dilation should be greater than zero, but got dilationH: 0 dilationW: 0"});
+    check_throws(
+        [] {
+            F::max_pool1d(xgrad::randn({2, 3, 4, 5}), 2);
+        },
+        {"max_pool1d",
+         "Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but "
+         "got:[2, 3, 4, 5]"});
+    check_throws(
+        [] {
+            F::avg_pool1d(xgrad::randn({2, 3, 4, 5}), 2);
+        },
+        {"avg_pool1d",
+         "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' "
+         "(while checking arguments for avg_pool1d)"});
     check_throws([&] { F::avg_pool2d(x, 3, std::nullopt, 0, true, false, 0); },
                  {"avg_pool2d", "divisor must be not zero"});
     // The circular pad of an unbatched input fails as in PyTorch 1.13, so does the module's forward.

@@ -1,4 +1,4 @@
-// max_pool2d, avg_pool2d and adaptive_avg_pool2d (kernels in kernels/*/conv), and their modules.
+// max_pool1d/2d, avg_pool1d/2d and adaptive_avg_pool2d (kernels in kernels/*/conv), and their modules.
 #include "xgrad/nn/pooling.hpp"
 
 #include "detail/format.hpp"
@@ -105,21 +105,10 @@ Tensor avg_pool(const Tensor& input, const Planes& p, const char* name) {
     return out;
 }
 
-/// `2` or `(2, 3)`, as PyTorch prints an int-or-tuple argument.
-std::string repr(const Pair& p) {
-    if (p.single) return std::to_string(p.h);
-    std::string r = "(";
-    r += std::to_string(p.h) + ", " + std::to_string(p.w);
-    return r + ")";
-}
-
-}  // namespace
-
-namespace functional {
-
-std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kernel_size, std::optional<Pair> stride,
-                                                  Pair padding, Pair dilation, bool ceil_mode) {
-    const Planes p = window_planes(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+/// Max pooling and its indices as one recorded op; `op` names it in error messages.
+std::pair<Tensor, Tensor> max_pool(const Tensor& input, Pair kernel, const std::optional<Pair>& stride, Pair padding,
+                                   Pair dilation, bool ceil_mode, const char* op) {
+    const Planes p = window_planes(input, kernel, stride, padding, dilation, ceil_mode, op);
     const Tensor x = input.detach().contiguous();
     Tensor out = detail::make_empty(p.out_shape, x.dtype(), x.device());
     Tensor indices = detail::make_empty(p.out_shape, kInt64, x.device());
@@ -134,6 +123,23 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kern
     return {out, indices};
 }
 
+/// `2` or `(2, 3)`, as PyTorch prints an int-or-tuple argument.
+std::string repr(const Pair& p) {
+    if (p.single) return std::to_string(p.h);
+    std::string r = "(";
+    r += std::to_string(p.h) + ", " + std::to_string(p.w);
+    return r + ")";
+}
+
+}  // namespace
+
+namespace functional {
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kernel_size, std::optional<Pair> stride,
+                                                  Pair padding, Pair dilation, bool ceil_mode) {
+    return max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+}
+
 Tensor max_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride, Pair padding, Pair dilation,
                   bool ceil_mode) {
     return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
@@ -146,6 +152,36 @@ Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> str
     p.g.count_include_pad = count_include_pad;
     p.g.divisor = divisor_override.value_or(0);
     return avg_pool(input, p, "AvgPool2DBackward0");
+}
+
+std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, std::int64_t kernel_size,
+                                                  std::optional<std::int64_t> stride, std::int64_t padding,
+                                                  std::int64_t dilation, bool ceil_mode) {
+    detail::check_defined(input, "max_pool1d");
+    if (input.dim() != 2 && input.dim() != 3)
+        fail("max_pool1d", "Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:" +
+                               detail::size_list(input.shape()));
+    // (N, C, L) as (N, C, 1, L); the indices along L are the flat ones of the 1-row planes.
+    auto [y, i] = max_pool(input.unsqueeze(-2), Pair(1, kernel_size), Pair(1, stride.value_or(kernel_size)),
+                           Pair(0, padding), Pair(1, dilation), ceil_mode, "max_pool1d");
+    return {y.squeeze(-2), i.squeeze(-2)};
+}
+
+Tensor max_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride,
+                  std::int64_t padding, std::int64_t dilation, bool ceil_mode) {
+    return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
+}
+
+Tensor avg_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride,
+                  std::int64_t padding, bool count_include_pad, bool ceil_mode) {
+    detail::check_defined(input, "avg_pool1d");
+    if (input.dim() != 2 && input.dim() != 3)
+        fail("avg_pool1d", "Expected 2 to 3 dimensions, but got " + std::to_string(input.dim()) +
+                               "-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)");
+    Planes p = window_planes(input.unsqueeze(-2), Pair(1, kernel_size), Pair(1, stride.value_or(kernel_size)),
+                             Pair(0, padding), 1, ceil_mode, "avg_pool1d");
+    p.g.count_include_pad = count_include_pad;
+    return avg_pool(input.unsqueeze(-2), p, "AvgPool2DBackward0").squeeze(-2);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size) {
@@ -217,6 +253,47 @@ Tensor AvgPool2d::forward(const Tensor& input) {
 
 std::string AvgPool2d::extra_repr() const {
     return "kernel_size=" + repr(kernel_) + ", stride=" + repr(stride_) + ", padding=" + repr(padding_);
+}
+
+MaxPool1d::MaxPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride, std::int64_t padding,
+                     std::int64_t dilation, bool return_indices, bool ceil_mode)
+    : kernel_(kernel_size),
+      stride_(stride.value_or(kernel_size)),
+      padding_(padding),
+      dilation_(dilation),
+      return_indices_(return_indices),
+      ceil_mode_(ceil_mode) {}
+
+Tensor MaxPool1d::forward(const Tensor& input) {
+    return functional::max_pool1d(input, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
+
+std::pair<Tensor, Tensor> MaxPool1d::forward_with_indices(const Tensor& input) {
+    return functional::max_pool1d_with_indices(input, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
+
+std::string MaxPool1d::extra_repr() const {
+    return "kernel_size=" + std::to_string(kernel_) + ", stride=" + std::to_string(stride_) +
+           ", padding=" + std::to_string(padding_) + ", dilation=" + std::to_string(dilation_) +
+           ", ceil_mode=" + (ceil_mode_ ? "True" : "False");
+}
+
+AvgPool1d::AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride, std::int64_t padding,
+                     bool count_include_pad, bool ceil_mode)
+    : kernel_(kernel_size),
+      stride_(stride.value_or(kernel_size)),
+      padding_(padding),
+      count_include_pad_(count_include_pad),
+      ceil_mode_(ceil_mode) {}
+
+Tensor AvgPool1d::forward(const Tensor& input) {
+    return functional::avg_pool1d(input, kernel_, stride_, padding_, count_include_pad_, ceil_mode_);
+}
+
+std::string AvgPool1d::extra_repr() const {
+    // PyTorch's AvgPool1d keeps its arguments as 1-tuples.
+    return "kernel_size=(" + std::to_string(kernel_) + ",), stride=(" + std::to_string(stride_) + ",), padding=(" +
+           std::to_string(padding_) + ",)";
 }
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(Pair output_size) : output_size_(output_size) {}

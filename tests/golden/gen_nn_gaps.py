@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Golden values for the smaller nn gaps (issue 11): Conv1d/Conv2d with padding "same"/"valid" and
 padding_mode reflect/replicate/circular, F.pad's circular mode, max_pool2d with dilation, ceil_mode and
-indices, avg_pool2d with ceil_mode and divisor_override, and F.normalize for p < 1 and p = ±inf.
+indices, avg_pool2d with ceil_mode and divisor_override, max_pool1d/avg_pool1d and their modules,
+F.normalize for p < 1 and p = ±inf, and MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn.
 
 Run from anywhere with Debian's python3-torch: /usr/bin/python3 tests/golden/gen_nn_gaps.py
 Writes nn_gaps.txt (tensors, see tests/golden.hpp for the format) and nn_gaps_repr.txt (`=== key` lines,
@@ -26,6 +27,10 @@ NotImplementedError):
       supported for now   (xgrad: "Padding length too large" comes first, as torch's own check order)
   F.max_pool2d(x, 3, dilation=0): dilation should be greater than zero, but got dilationH: 0 dilationW: 0
   F.avg_pool2d(x, 3, divisor_override=0): divisor must be not zero
+  F.max_pool1d(x (2,3,4,5), 2): max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for
+      input, but got:[2, 3, 4, 5]
+  F.avg_pool1d(x (2,3,4,5), 2): Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self'
+      (while checking arguments for avg_pool1d)
 """
 import math
 import os
@@ -108,6 +113,13 @@ record_case(lines, "avg_pool2d.divisor", lambda x: F.avg_pool2d(x, (2, 3), 1, (1
 record_case(lines, "avg_pool2d.ceil_divisor", lambda x: F.avg_pool2d(x, 2, 2, 0, ceil_mode=True, divisor_override=3),
             [(1, 1, 5, 5)], both)
 
+record_case(lines, "max_pool1d.all", lambda x: F.max_pool1d(x, 3, 2, 1, dilation=2, ceil_mode=True), [(2, 3, 10)],
+            both)
+record_case(lines, "max_pool1d.unbatched", lambda x: F.max_pool1d(x, 2), [(3, 7)], both)
+record_case(lines, "avg_pool1d.ceil_nocount",
+            lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [(2, 3, 10)], both)
+record_case(lines, "avg_pool1d.unbatched", lambda x: F.avg_pool1d(x, 2, 1, 1), [(3, 6)], both)
+
 g = torch.Generator().manual_seed(21)
 x = torch.randn(2, 2, 7, 6, generator=g, dtype=torch.float64)
 put("indices.x", x)
@@ -117,6 +129,11 @@ put("indices.idx", idx)
 y, idx = F.max_pool2d(x[0], (2, 3), return_indices=True)
 put("indices.unbatched_y", y)
 put("indices.unbatched_idx", idx)
+x1 = torch.randn(2, 3, 9, generator=g, dtype=torch.float64)
+put("indices1d.x", x1)
+y, idx = F.max_pool1d(x1, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True)
+put("indices1d.y", y)
+put("indices1d.idx", idx)
 
 # ---- F.normalize for any p ---------------------------------------------------------------------------
 record_case(lines, "normalize.p05", lambda x: F.normalize(x, p=0.5, dim=1), [(3, 5)], both)
@@ -146,6 +163,9 @@ reprs = {
     "maxpool_all": nn.MaxPool2d(3, 2, 1, dilation=2, return_indices=True, ceil_mode=True),
     "maxpool_dil": nn.MaxPool2d((2, 3), dilation=(1, 2)),
     "avgpool_ceil": nn.AvgPool2d(2, ceil_mode=True, divisor_override=3),
+    "maxpool1d": nn.MaxPool1d(3, 2, 1, dilation=2, ceil_mode=True),
+    "maxpool1d_default": nn.MaxPool1d(2),
+    "avgpool1d": nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False),
 }
 with open(os.path.join(HERE, "nn_gaps_repr.txt"), "w") as f:
     for k, m in reprs.items():

@@ -1,4 +1,4 @@
-// 2-D pooling: max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d (kernels in kernels/*/conv) and their
+// Pooling: max_pool1d/2d (with indices), avg_pool1d/2d, adaptive_avg_pool2d (kernels in kernels/*/conv) and their
 // modules.
 #pragma once
 
@@ -39,6 +39,20 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kern
 Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride = std::nullopt, Pair padding = 0,
                   bool count_include_pad = true, bool ceil_mode = false,
                   std::optional<std::int64_t> divisor_override = std::nullopt);
+/// 1-D max pooling of input (N, C, L) or (C, L), as `torch.nn.functional.max_pool1d` (the 2-D kernel
+/// on a height of 1).
+Tensor max_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
+                  std::int64_t padding = 0, std::int64_t dilation = 1, bool ceil_mode = false);
+/// max_pool1d and the int64 indices of the maxima along L, as
+/// `torch.nn.functional.max_pool1d(..., return_indices=True)`.
+std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, std::int64_t kernel_size,
+                                                  std::optional<std::int64_t> stride = std::nullopt,
+                                                  std::int64_t padding = 0, std::int64_t dilation = 1,
+                                                  bool ceil_mode = false);
+/// 1-D average pooling of input (N, C, L) or (C, L), as `torch.nn.functional.avg_pool1d` (flags in
+/// avg_pool2d's order: count_include_pad, then ceil_mode).
+Tensor avg_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
+                  std::int64_t padding = 0, bool count_include_pad = true, bool ceil_mode = false);
 /// Average pooling to a fixed output size (PyTorch's windows [⌊i·H/out⌋, ⌈(i+1)·H/out⌉)), as
 /// `torch.nn.functional.adaptive_avg_pool2d`.
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size);
@@ -98,6 +112,53 @@ private:
     Pair kernel_, stride_, padding_;
     bool count_include_pad_, ceil_mode_;
     std::optional<std::int64_t> divisor_override_;
+};
+
+/// `torch.nn.MaxPool1d`: max over `kernel_size` windows of (N, C, L) or (C, L), arguments as MaxPool2d's.
+///
+/// ```cpp
+/// xgrad::nn::MaxPool1d pool(3, 2, 1);
+/// std::cout << pool;   // MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)
+/// ```
+class MaxPool1d : public Module {
+public:
+    /// Pools over `kernel_size` windows.
+    explicit MaxPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
+                       std::int64_t padding = 0, std::int64_t dilation = 1, bool return_indices = false,
+                       bool ceil_mode = false);
+    /// Applies the pooling to (N, C, L) or (C, L).
+    Tensor forward(const Tensor& input) override;
+    /// The pooled values and the int64 indices of the maxima, as F::max_pool1d_with_indices.
+    std::pair<Tensor, Tensor> forward_with_indices(const Tensor& input);
+    /// `kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False`.
+    std::string extra_repr() const override;
+    /// Whether the layer was made with `return_indices` (as PyTorch's attribute).
+    bool return_indices() const { return return_indices_; }
+
+private:
+    std::int64_t kernel_, stride_, padding_, dilation_;
+    bool return_indices_, ceil_mode_;
+};
+
+/// `torch.nn.AvgPool1d`: mean over `kernel_size` windows of (N, C, L) or (C, L), flags as AvgPool2d's.
+///
+/// ```cpp
+/// xgrad::nn::AvgPool1d pool(3, 2, 1);
+/// std::cout << pool;   // AvgPool1d(kernel_size=(3,), stride=(2,), padding=(1,))
+/// ```
+class AvgPool1d : public Module {
+public:
+    /// Pools over `kernel_size` windows.
+    explicit AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
+                       std::int64_t padding = 0, bool count_include_pad = true, bool ceil_mode = false);
+    /// Applies the pooling to (N, C, L) or (C, L).
+    Tensor forward(const Tensor& input) override;
+    /// `kernel_size=(3,), stride=(2,), padding=(1,)`, as PyTorch prints it.
+    std::string extra_repr() const override;
+
+private:
+    std::int64_t kernel_, stride_, padding_;
+    bool count_include_pad_, ceil_mode_;
 };
 
 /// `torch.nn.AdaptiveAvgPool2d`: average pooling to a fixed (H_out, W_out).
