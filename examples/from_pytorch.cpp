@@ -220,6 +220,17 @@ int main() {
     nn::MultiheadAttention attn(16, 4, {.batch_first = true});                         // nn.MultiheadAttention(...)
     auto [attended, weights] = attn.forward(qkv, qkv, qkv);                            // y, w = attn(qkv, qkv, qkv)
     std::cout << att.shape() << " " << attended.shape() << " " << weights.shape() << "\n";
+    // nn.Conv2d(3, 8, 4, padding="same", padding_mode="circular"), nn.MaxPool2d(3, 2, 1, return_indices=True,
+    // ceil_mode=True), nn.MultiheadAttention(16, 4, add_bias_kv=True, kdim=8, vdim=8, batch_first=True)
+    nn::Conv2d ring(3, 8, 4, 1, "same", 1, 1, true, "circular");
+    nn::MaxPool2d pool(3, 2, 1, 1, true, true);
+    auto [pooled, where] = pool.forward_with_indices(ring(images));  // pooled, where = pool(ring(images))
+    nn::MultiheadAttention cross(16, 4, {.add_bias_kv = true, .kdim = 8, .vdim = 8, .batch_first = true});
+    Tensor keys = xgrad::randn({2, 3, 8});
+    std::cout << ring << "\n"
+              << pool << "\n"
+              << pooled.shape() << " " << where.shape() << " " << cross.forward(qkv, keys, keys).second.shape() << "\n"
+              << F::normalize(xgrad::tensor({{3.0, 1.0, 2.0}, {0.0, 5.0, 4.0}}), INFINITY, -1) << "\n";
 
     // ---- distributed (a world of one without mpirun) ----
     namespace dist = xgrad::distributed;

@@ -721,6 +721,62 @@ Tensor linspace(double start, double end, std::int64_t steps, TensorOptions opti
 
 namespace nn::functional {
 
+namespace {
+
+/// Pads by gathering: each (dim, positions) pick selects along its dim with index_select; the
+/// backward adds the gradient back onto the picked positions, the last pick first.
+using Picks = std::vector<std::pair<std::int64_t, Tensor>>;
+Tensor gather_pad(const Tensor& input, const Picks& picks, const char* name) {
+    Tensor out = input;
+    {
+        NoGradGuard no_grad;
+        for (const auto& [d, idx] : picks) out = out.index_select(d, idx);
+    }
+    return record_unary(input, out, name, [picks, s = input.shape()](const Tensor& g) {
+        Tensor grad = g;
+        std::vector<std::int64_t> sizes = g.shape().vec();
+        for (auto it = picks.rbegin(); it != picks.rend(); ++it) {
+            sizes[static_cast<std::size_t>(it->first)] = s[it->first];
+            grad = zeros_like_shape(Shape(sizes), g).index_add(it->first, it->second, grad);
+        }
+        return grad;
+    });
+}
+
+/// Circular padding as PyTorch 1.13's _pad_circular: a batched input (N, C, *) with one (left, right)
+/// pair per spatial dim, each at most the dim's size (negative pads crop, and the other side wraps
+/// around the cropped part). Each padded dim gathers its positions with one index_select; the backward adds them back
+/// (PyTorch's CopySlices).
+Tensor pad_circular(const Tensor& input, const std::vector<std::int64_t>& pad) {
+    const auto np = static_cast<std::int64_t>(pad.size() / 2);
+    if (!((np == 1 && (input.dim() == 2 || input.dim() == 3)) || (np == 2 && (input.dim() == 3 || input.dim() == 4)) ||
+          (np == 3 && (input.dim() == 4 || input.dim() == 5))))
+        fail("pad", "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
+    if (np + 2 != input.dim())
+        fail("pad", "Invalid padding size, expected " + std::to_string(2 * (input.dim() - 2)) + " but got " +
+                        std::to_string(pad.size()));
+    Picks picks;
+    for (std::int64_t i = 0; i < np; ++i) {
+        const std::int64_t d = input.dim() - 1 - i, n = input.size(d);
+        const std::int64_t l = pad[static_cast<std::size_t>(2 * i)], r = pad[static_cast<std::size_t>(2 * i + 1)];
+        if (l > n || r > n) fail("pad", "Padding value causes wrapping around more than once.");
+        if (n + l + r < 0) fail("pad", "Negative padding value is resulting in an empty dimension");
+        // A negative pad crops first; the positive pads then wrap around what is left, as PyTorch's.
+        const std::int64_t start = std::max<std::int64_t>(-l, 0), m = n - start - std::max<std::int64_t>(-r, 0);
+        const std::int64_t lp = std::max<std::int64_t>(l, 0), rp = std::max<std::int64_t>(r, 0);
+        if (m <= 0 && lp + rp > 0)
+            fail("pad", "the circular padding " + detail::size_list(pad) + " crops dimension " + std::to_string(d) +
+                            " of input " + to_string(input.shape()) + " to nothing and then wraps around it");
+        std::vector<std::int64_t> idx;
+        for (std::int64_t j = -lp; j < m + rp; ++j) idx.push_back(start + ((j % m) + m) % m);
+        picks.emplace_back(d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())},
+                                          TensorOptions(kInt64).device(input.device())));
+    }
+    return gather_pad(input, picks, "CopySlices");
+}
+
+}  // namespace
+
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std::string& mode, double value) {
     detail::check_defined(input, "pad");
     if (pad.size() % 2 != 0) fail("pad", "Padding length must be divisible by 2");
@@ -737,7 +793,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
     std::vector<std::int64_t> out_sizes = input.shape().vec();
     for (const Side& s : sides) {
         out_sizes[static_cast<std::size_t>(s.d)] += s.l + s.r;
-        if (out_sizes[static_cast<std::size_t>(s.d)] < 0)
+        if (out_sizes[static_cast<std::size_t>(s.d)] < 0 && mode != "circular")
             fail("pad", "the padding " + detail::size_list(pad) + " makes dimension " + std::to_string(s.d) +
                             " of input " + to_string(input.shape()) + " negative");
     }
@@ -765,15 +821,16 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
             return full;
         });
     }
-    const bool reflect = mode == "reflect";
-    if (!reflect && mode != "replicate")
-        fail("pad", "mode must be \"constant\", \"reflect\" or \"replicate\", got \"" + mode + "\"");
+    const bool reflect = mode == "reflect", circular = mode == "circular";
+    if (!reflect && !circular && mode != "replicate") fail("pad", "Unrecognised padding mode " + mode);
+    if (value != 0.0) fail("pad", "Padding mode \"" + mode + "\" doesn't take in value argument");
+    if (circular) return pad_circular(input, pad);
     if (np < 1 || np > 3 || input.dim() < np + 1 || input.dim() > np + 2)
         fail("pad", "the " + mode + " padding of the last " + std::to_string(np) + " dims needs a " +
                         std::to_string(np + 1) + "D or " + std::to_string(np + 2) + "D input, got " +
                         to_string(input.shape()));
     // Each padded dim gathers its positions with one index_select; the backward adds them back.
-    std::vector<std::pair<std::int64_t, Tensor>> picks;
+    Picks picks;
     for (const Side& s : sides) {
         const std::int64_t n = input.size(s.d);
         if (s.l < 0 || s.r < 0) fail("pad", mode + " padding must be non-negative, got " + detail::size_list(pad));
@@ -794,23 +851,10 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
         picks.emplace_back(s.d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())},
                                             TensorOptions(kInt64).device(input.device())));
     }
-    Tensor out = input;
-    {
-        NoGradGuard no_grad;
-        for (const auto& [d, idx] : picks) out = out.index_select(d, idx);
-    }
     static const char* const kNames[2][3] = {
         {"ReplicationPad1DBackward0", "ReplicationPad2DBackward0", "ReplicationPad3DBackward0"},
         {"ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0"}};
-    return record_unary(input, out, kNames[reflect][np - 1], [picks, s = input.shape()](const Tensor& g) {
-        Tensor grad = g;
-        std::vector<std::int64_t> sizes = g.shape().vec();
-        for (auto it = picks.rbegin(); it != picks.rend(); ++it) {
-            sizes[static_cast<std::size_t>(it->first)] = s[it->first];
-            grad = zeros_like_shape(Shape(sizes), g).index_add(it->first, it->second, grad);
-        }
-        return grad;
-    });
+    return gather_pad(input, picks, kNames[reflect][np - 1]);
 }
 
 }  // namespace nn::functional

@@ -719,6 +719,21 @@ TEST_CASE("convolution, pooling and batch/group norm: im2col/col2im and pooling 
         check_op("avg_pool2d", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1); }, {x});
         check_op("avg_pool2d without padded zeros", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 1, 1, false); },
                  {x});
+        check_op("max_pool2d, dilation and ceil_mode",
+                 [](const Inputs& v) {
+                     return F::max_pool2d(v[0], {3, 2}, 2, 1, {2, 1}, true);
+                 },
+                 {x});
+        check_op("avg_pool2d, ceil_mode without padded zeros",
+                 [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1, false, true); }, {x});
+        check_op("avg_pool2d, ceil_mode and divisor_override",
+                 [](const Inputs& v) { return F::avg_pool2d(v[0], 2, 2, 0, true, true, 3); }, {x});
+        check_op(
+            "conv2d, padding \"same\" with an even kernel, circular pad",
+            [](const Inputs& v) {
+                return F::conv2d(F::pad(v[0], {1, 2, 0, 1}, "circular"), v[1], v[2], 1, "same");
+            },
+            {x, randn({6, 4, 2, 3}, dt), randn({6}, dt)}, tol);
         check_op("adaptive_avg_pool2d", [](const Inputs& v) { return F::adaptive_avg_pool2d(v[0], {4, 5}); }, {x});
         check_op("adaptive_avg_pool2d upsampling",
                  [](const Inputs& v) {

@@ -112,6 +112,7 @@ struct Window2d {
     std::int64_t dilation_h = 1, dilation_w = 1, out_h = 1, out_w = 1;
     bool adaptive = false;
     bool count_include_pad = true;  ///< avg pooling: padded zeros count in the divisor.
+    std::int64_t divisor = 0;       ///< avg pooling: PyTorch's divisor_override when non-zero.
 };
 
 }  // namespace xgrad::kernels

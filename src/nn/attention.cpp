@@ -10,6 +10,7 @@
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/nn/loss.hpp"
+#include "xgrad/ops.hpp"
 
 namespace xgrad::nn {
 
@@ -101,32 +102,65 @@ MultiheadAttention::MultiheadAttention(std::int64_t embed_dim, std::int64_t num_
                                        MultiheadAttentionOptions options)
     // PyTorch builds out_proj (drawing its weight and bias) before _reset_parameters draws
     // in_proj_weight: the member initialiser keeps that order.
-    : out_proj(embed_dim, embed_dim, options.bias), embed_dim_(embed_dim), num_heads_(num_heads), options_(options) {
+    : out_proj(embed_dim, embed_dim, options.bias),
+      embed_dim_(embed_dim),
+      num_heads_(num_heads),
+      kdim_(options.kdim != 0 ? options.kdim : embed_dim),
+      vdim_(options.vdim != 0 ? options.vdim : embed_dim),
+      options_(options) {
     const char* op = "MultiheadAttention";
     if (embed_dim <= 0 || num_heads <= 0)
         fail(op, "embed_dim and num_heads must be positive, got " + std::to_string(embed_dim) + " and " +
                      std::to_string(num_heads));
+    if (kdim_ < 0 || vdim_ < 0)
+        fail(op, "kdim and vdim must be positive, got " + std::to_string(kdim_) + " and " + std::to_string(vdim_));
     if (embed_dim % num_heads != 0)
         fail(op, "embed_dim must be divisible by num_heads (embed_dim=" + std::to_string(embed_dim) +
                      ", num_heads=" + std::to_string(num_heads) + ")");
     if (!(options.dropout >= 0.0 && options.dropout <= 1.0))
         fail(op, "dropout probability has to be between 0 and 1, but got " + python_float_repr(options.dropout));
-    in_proj_weight = empty({3 * embed_dim, embed_dim});
-    register_parameter("in_proj_weight", in_proj_weight);
+    // Parameters in PyTorch's registration order (named_parameters lists them so).
+    if (kdim_ == embed_dim && vdim_ == embed_dim) {
+        in_proj_weight = empty({3 * embed_dim, embed_dim});
+        register_parameter("in_proj_weight", in_proj_weight);
+    } else {
+        q_proj_weight = empty({embed_dim, embed_dim});
+        k_proj_weight = empty({embed_dim, kdim_});
+        v_proj_weight = empty({embed_dim, vdim_});
+        register_parameter("q_proj_weight", q_proj_weight);
+        register_parameter("k_proj_weight", k_proj_weight);
+        register_parameter("v_proj_weight", v_proj_weight);
+    }
     if (options.bias) {
         in_proj_bias = empty({3 * embed_dim});
         register_parameter("in_proj_bias", in_proj_bias);
     }
     register_module("out_proj", out_proj);
+    if (options.add_bias_kv) {
+        bias_k = empty({1, 1, embed_dim});
+        bias_v = empty({1, 1, embed_dim});
+        register_parameter("bias_k", bias_k);
+        register_parameter("bias_v", bias_v);
+    }
     initialize_parameters();
 }
 
 void MultiheadAttention::reset_parameters() {
     NoGradGuard no_grad;
-    init::xavier_uniform_(in_proj_weight);
+    if (in_proj_weight.defined()) {
+        init::xavier_uniform_(in_proj_weight);
+    } else {
+        init::xavier_uniform_(q_proj_weight);
+        init::xavier_uniform_(k_proj_weight);
+        init::xavier_uniform_(v_proj_weight);
+    }
     if (in_proj_bias.defined()) {
         init::zeros_(in_proj_bias);
         init::zeros_(out_proj.bias);
+    }
+    if (bias_k.defined()) {
+        init::xavier_normal_(bias_k);
+        init::xavier_normal_(bias_v);
     }
 }
 
@@ -146,7 +180,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                                      : "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D") +
                      " but found " + std::to_string(key.dim()) + "-D and " + std::to_string(value.dim()) +
                      "-D tensors respectively");
-    if (key.shape() != value.shape())
+    const bool separate = !in_proj_weight.defined();
+    if (!separate && key.shape() != value.shape())
         fail(op, "key shape " + shape_of(key) + " does not match value shape " + shape_of(value));
     // Self-attention (query, key and value one tensor) projects once, as PyTorch does when `query is key`.
     const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
@@ -155,20 +190,31 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         return !batched ? t.unsqueeze(1) : options_.batch_first ? t.transpose(0, 1) : t;
     };
     Tensor q = to_lne(query), k = to_lne(key), v = to_lne(value);
-    const std::int64_t l = q.size(0), n = q.size(1), e = embed_dim_, s = k.size(0);
+    const std::int64_t l = q.size(0), n = q.size(1), e = embed_dim_;
+    std::int64_t s = k.size(0);
     const std::int64_t h = num_heads_, hd = e / h;
     if (q.size(2) != e)
         fail(op, "was expecting embedding dimension of " + std::to_string(e) + ", but got " +
                      std::to_string(q.size(2)) + " (query of shape " + shape_of(query) + ")");
-    if (k.size(2) != e || k.size(1) != n)
+    if (separate && (k.size(0) != v.size(0) || k.size(1) != v.size(1)))
+        fail(op, "key's sequence and batch dims torch.Size([" + std::to_string(k.size(0)) + ", " +
+                     std::to_string(k.size(1)) + "]) do not match value's torch.Size([" + std::to_string(v.size(0)) +
+                     ", " + std::to_string(v.size(1)) + "])");
+    if (k.size(2) != kdim_ || k.size(1) != n)
         fail(op, "key of shape " + shape_of(key) + " does not match the query of shape " + shape_of(query) +
-                     " in batch size or embedding dimension");
+                     " in batch size, or its feature size is not kdim=" + std::to_string(kdim_));
+    if (v.size(2) != vdim_)
+        fail(op, "value of shape " + shape_of(value) + " does not have the feature size vdim=" + std::to_string(vdim_));
 
     // In-projection: (L, N, E) → q, k, v each (L or S, N, E).
     auto w_part = [&](std::int64_t i) { return in_proj_weight.narrow(0, i * e, e); };
     auto b_part = [&](std::int64_t i) { return in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : Tensor(); };
     Tensor qp, kp, vp;
-    if (self_attention) {
+    if (separate) {
+        qp = functional::linear(q, q_proj_weight, b_part(0));
+        kp = functional::linear(k, k_proj_weight, b_part(1));
+        vp = functional::linear(v, v_proj_weight, b_part(2));
+    } else if (self_attention) {
         Tensor proj = functional::linear(q, in_proj_weight, in_proj_bias);  // (L, N, 3E)
         qp = proj.narrow(2, 0, e), kp = proj.narrow(2, e, e), vp = proj.narrow(2, 2 * e, e);
     } else {
@@ -194,13 +240,31 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         }
     }
 
+    // add_bias_kv: one more key and value, (1, N, E), the same for every batch element; the mask
+    // gets a zero column for it.
+    if (bias_k.defined()) {
+        kp = cat({kp, bias_k.repeat({1, n, 1})});
+        vp = cat({vp, bias_v.repeat({1, n, 1})});
+        if (mask.defined()) mask = functional::pad(mask, {0, 1});
+        ++s;
+    }
+
     // Heads: (L, N, E) → (N·H, L, hd).
     auto heads = [&](const Tensor& t, std::int64_t len) {
         return t.contiguous().view({len, n * h, hd}).transpose(0, 1);
     };
+    Tensor kh = heads(kp, s), vh = heads(vp, s);
+    // add_zero_attn: a zero key and value after everything else, (N·H, 1, hd).
+    if (options_.add_zero_attn) {
+        const Tensor zero = zeros({n * h, 1, hd}, TensorOptions(kh.dtype()).device(kh.device()));
+        kh = cat({kh, zero}, 1);
+        vh = cat({vh, zero}, 1);
+        if (mask.defined()) mask = functional::pad(mask, {0, 1});
+        ++s;
+    }
     const double p = is_training() ? options_.dropout : 0.0;
-    Tensor weights = attention_weights(heads(qp, l), heads(kp, s), mask, p, nullptr);  // (N·H, L, S)
-    Tensor out = weights.matmul(heads(vp, s));                                         // (N·H, L, hd)
+    Tensor weights = attention_weights(heads(qp, l), kh, mask, p, nullptr);  // (N·H, L, S)
+    Tensor out = weights.matmul(vh);                                         // (N·H, L, hd)
     out = out.transpose(0, 1).contiguous().view({l * n, e});
     out = out_proj(out).view({l, n, e});
     out = !batched ? out.squeeze(1) : options_.batch_first ? out.transpose(0, 1) : out;

@@ -3,11 +3,13 @@
 #include "xgrad/nn/conv.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
+#include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/ops.hpp"
 
@@ -26,12 +28,26 @@ std::string tuple(const Pair& p, int spatial) {
     return r + (spatial == 1 ? ",)" : ")");
 }
 
+/// The (left, right) padding of each axis that "same" asks for, last axis first as F::pad takes it:
+/// dilation·(k - 1) in all, the extra one on the right (PyTorch's _reversed_padding_repeated_twice).
+std::vector<std::int64_t> same_padding(Pair kernel, Pair dilation, int spatial) {
+    const std::int64_t tw = dilation.w * (kernel.w - 1), th = dilation.h * (kernel.h - 1);
+    std::vector<std::int64_t> pad{tw / 2, tw - tw / 2};
+    if (spatial == 2) pad.insert(pad.end(), {th / 2, th - th / 2});
+    return pad;
+}
+
 /// The shared body of conv1d (spatial = 1, a height of 1 added) and conv2d (spatial = 2).
-Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
-                   Pair dilation, std::int64_t groups, int spatial) {
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride,
+                   const Padding& padding_in, Pair dilation, std::int64_t groups, int spatial) {
     const char* op = spatial == 1 ? "conv1d" : "conv2d";
     detail::check_defined(input, op);
     detail::check_defined(weight, op);
+    if (!padding_in.mode.empty() && padding_in.mode != "same" && padding_in.mode != "valid")
+        fail(op, "Invalid padding string: '" + padding_in.mode + "'");
+    if (padding_in.mode == "same" && (stride.h != 1 || stride.w != 1))
+        fail(op, "padding='same' is not supported for strided convolutions");
+    Pair padding = padding_in.mode.empty() ? padding_in.pair : Pair(0);
     if (stride.h <= 0 || stride.w <= 0) fail(op, "non-positive stride is not supported");
     if (padding.h < 0 || padding.w < 0) fail(op, "negative padding is not supported");
     if (dilation.h <= 0 || dilation.w <= 0) fail(op, "non-positive dilation is not supported");
@@ -52,7 +68,22 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                      to_string(weight.dtype()) + (bias.defined() ? " and " + to_string(bias.dtype()) : ""));
     // Unbatched input runs as a batch of one, squeezed afterwards (SqueezeBackward1, as PyTorch).
     if (in_dim == spatial + 1)
-        return convolution(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, spatial).squeeze(0);
+        return convolution(input.unsqueeze(0), weight, bias, stride, padding_in, dilation, groups, spatial).squeeze(0);
+    if (padding_in.mode == "same") {
+        // PyTorch's _convolution_mode: pad left = total / 2 on both sides in the convolution, and
+        // an odd total's extra zero on the right / bottom of the input first.
+        const std::vector<std::int64_t> pads =
+            same_padding(Pair(spatial == 1 ? 1 : weight.size(2), weight.size(-1)), dilation, spatial);
+        std::vector<std::int64_t> extra;
+        bool uneven = false;
+        for (std::size_t i = 0; i < pads.size(); i += 2) {
+            extra.insert(extra.end(), {0, pads[i + 1] - pads[i]});
+            uneven = uneven || pads[i + 1] != pads[i];
+        }
+        const Pair left(spatial == 1 ? 0 : pads[2], pads[0]);
+        return convolution(uneven ? functional::pad(input, extra) : input, weight, bias, stride, left, dilation, groups,
+                           spatial);
+    }
     const Shape ishape = input.shape();
     const std::int64_t out_c = weight.size(0), in_c = ishape[1];
     if (out_c % groups != 0)
@@ -148,44 +179,76 @@ void reset_conv(Tensor& weight, Tensor& bias) {
     }
 }
 
-/// PyTorch's _ConvNd checks, as ValueError texts.
-void check_channels(const char* name, std::int64_t in, std::int64_t out, std::int64_t groups) {
+/// PyTorch's _ConvNd checks, as ValueError texts (Python prints its sets of valid strings in a
+/// hash order that varies from run to run; xgrad lists them in the order PyTorch's source does).
+void check_options(const char* name, std::int64_t in, std::int64_t out, std::int64_t groups, const Padding& padding,
+                   Pair stride, const std::string& padding_mode) {
     if (groups <= 0) fail(name, "groups must be a positive integer, got " + std::to_string(groups));
     if (in < 0 || out < 0)
         fail(name, "in_channels and out_channels must be non-negative, got " + std::to_string(in) + " and " +
                        std::to_string(out));
     if (in % groups != 0) fail(name, "in_channels must be divisible by groups");
     if (out % groups != 0) fail(name, "out_channels must be divisible by groups");
+    if (!padding.mode.empty() && padding.mode != "same" && padding.mode != "valid")
+        fail(name, "Invalid padding string '" + padding.mode + "', should be one of {'same', 'valid'}");
+    if (padding.mode == "same" && (stride.h != 1 || stride.w != 1))
+        fail(name, "padding='same' is not supported for strided convolutions");
+    if (padding_mode != "zeros" && padding_mode != "reflect" && padding_mode != "replicate" &&
+        padding_mode != "circular")
+        fail(name, "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got padding_mode='" +
+                       padding_mode + "'");
+}
+
+/// F::pad's list for a padding_mode other than "zeros" (PyTorch's _reversed_padding_repeated_twice).
+std::vector<std::int64_t> mode_padding(const Padding& padding, Pair kernel, Pair dilation, int spatial) {
+    if (padding.mode == "same") return same_padding(kernel, dilation, spatial);
+    if (padding.mode == "valid") return std::vector<std::int64_t>(static_cast<std::size_t>(2 * spatial), 0);
+    std::vector<std::int64_t> pad{padding.pair.w, padding.pair.w};
+    if (spatial == 2) pad.insert(pad.end(), {padding.pair.h, padding.pair.h});
+    return pad;
+}
+
+/// `, padding=(1, 1)` or `, padding=same`, or nothing for zero padding.
+std::string padding_repr(const Padding& padding, int spatial) {
+    if (!padding.mode.empty()) return ", padding=" + padding.mode;
+    if (padding.pair.h == 0 && padding.pair.w == 0) return "";
+    return ", padding=" + tuple(padding.pair, spatial);
 }
 
 }  // namespace
 
 namespace functional {
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
-              std::int64_t groups) {
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Padding padding,
+              Pair dilation, std::int64_t groups) {
     return convolution(input, weight, bias, stride, padding, dilation, groups, 2);
 }
 
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride, std::int64_t padding,
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride, Padding padding,
               std::int64_t dilation, std::int64_t groups) {
-    return convolution(input, weight, bias, Pair(1, stride), Pair(0, padding), Pair(1, dilation), groups, 1);
+    if (padding.mode.empty()) {
+        if (!padding.pair.single && padding.pair.h != padding.pair.w)
+            fail("conv1d", "padding must be one number, got " + tuple(padding.pair, 2));
+        padding = Pair(0, padding.pair.w);
+    }
+    return convolution(input, weight, bias, Pair(1, stride), padding, Pair(1, dilation), groups, 1);
 }
 
 }  // namespace functional
 
 // ---- modules -------------------------------------------------------------------------------------------
 
-Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Pair kernel_size, Pair stride, Pair padding,
-               Pair dilation, std::int64_t groups, bool has_bias)
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Pair kernel_size, Pair stride, Padding padding,
+               Pair dilation, std::int64_t groups, bool has_bias, std::string padding_mode)
     : in_(in_channels),
       out_(out_channels),
       groups_(groups),
       kernel_(kernel_size),
       stride_(stride),
-      padding_(padding),
-      dilation_(dilation) {
-    check_channels("Conv2d", in_channels, out_channels, groups);
+      dilation_(dilation),
+      padding_(std::move(padding)),
+      padding_mode_(std::move(padding_mode)) {
+    check_options("Conv2d", in_channels, out_channels, groups, padding_, stride, padding_mode_);
     if (kernel_size.h <= 0 || kernel_size.w <= 0)
         fail("Conv2d", "kernel_size must be positive, got " + tuple(kernel_size, 2));
     weight = empty({out_channels, in_channels / groups, kernel_size.h, kernel_size.w});
@@ -202,29 +265,37 @@ void Conv2d::reset_parameters() {
 }
 
 Tensor Conv2d::forward(const Tensor& input) {
-    return functional::conv2d(input, weight, bias, stride_, padding_, dilation_, groups_);
+    if (padding_mode_ == "zeros") return functional::conv2d(input, weight, bias, stride_, padding_, dilation_, groups_);
+    return functional::conv2d(functional::pad(input, mode_padding(padding_, kernel_, dilation_, 2), padding_mode_),
+                              weight, bias, stride_, 0, dilation_, groups_);
 }
 
 std::string Conv2d::extra_repr() const {
     std::string s = std::to_string(in_) + ", " + std::to_string(out_) + ", kernel_size=" + tuple(kernel_, 2) +
-                    ", stride=" + tuple(stride_, 2);
-    if (padding_.h != 0 || padding_.w != 0) s += ", padding=" + tuple(padding_, 2);
+                    ", stride=" + tuple(stride_, 2) + padding_repr(padding_, 2);
     if (dilation_.h != 1 || dilation_.w != 1) s += ", dilation=" + tuple(dilation_, 2);
     if (groups_ != 1) s += ", groups=" + std::to_string(groups_);
     if (!bias.defined()) s += ", bias=False";
+    if (padding_mode_ != "zeros") s += ", padding_mode=" + padding_mode_;
     return s;
 }
 
 Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, std::int64_t stride,
-               std::int64_t padding, std::int64_t dilation, std::int64_t groups, bool has_bias)
+               Padding padding, std::int64_t dilation, std::int64_t groups, bool has_bias, std::string padding_mode)
     : in_(in_channels),
       out_(out_channels),
       kernel_(kernel_size),
       stride_(stride),
-      padding_(padding),
       dilation_(dilation),
-      groups_(groups) {
-    check_channels("Conv1d", in_channels, out_channels, groups);
+      groups_(groups),
+      padding_(std::move(padding)),
+      padding_mode_(std::move(padding_mode)) {
+    check_options("Conv1d", in_channels, out_channels, groups, padding_, Pair(stride), padding_mode_);
+    if (padding_.mode.empty()) {
+        if (!padding_.pair.single && padding_.pair.h != padding_.pair.w)
+            fail("Conv1d", "padding must be one number, got " + tuple(padding_.pair, 2));
+        padding_ = Padding(padding_.pair.w);
+    }
     if (kernel_size <= 0) fail("Conv1d", "kernel_size must be positive, got " + std::to_string(kernel_size));
     weight = empty({out_channels, in_channels / groups, kernel_size});
     register_parameter("weight", weight);
@@ -240,17 +311,20 @@ void Conv1d::reset_parameters() {
 }
 
 Tensor Conv1d::forward(const Tensor& input) {
-    return functional::conv1d(input, weight, bias, stride_, padding_, dilation_, groups_);
+    if (padding_mode_ == "zeros") return functional::conv1d(input, weight, bias, stride_, padding_, dilation_, groups_);
+    return functional::conv1d(
+        functional::pad(input, mode_padding(padding_, Pair(1, kernel_), Pair(1, dilation_), 1), padding_mode_), weight,
+        bias, stride_, 0, dilation_, groups_);
 }
 
 std::string Conv1d::extra_repr() const {
     auto one = [](std::int64_t v) { return tuple(Pair(v), 1); };
     std::string s = std::to_string(in_) + ", " + std::to_string(out_) + ", kernel_size=" + one(kernel_) +
-                    ", stride=" + one(stride_);
-    if (padding_ != 0) s += ", padding=" + one(padding_);
+                    ", stride=" + one(stride_) + padding_repr(padding_, 1);
     if (dilation_ != 1) s += ", dilation=" + one(dilation_);
     if (groups_ != 1) s += ", groups=" + std::to_string(groups_);
     if (!bias.defined()) s += ", bias=False";
+    if (padding_mode_ != "zeros") s += ", padding_mode=" + padding_mode_;
     return s;
 }
 

@@ -84,7 +84,13 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::i
 
 /// Pads the last dims of `input` as `torch.nn.functional.pad`: `pad` holds (left, right) pairs,
 /// the last dim's first. `mode` is "constant" (with `value`; negative pads crop), "reflect" or
-/// "replicate" (these two for the last 1, 2 or 3 dims of a batched input, as PyTorch's).
+/// "replicate" (these two for the last 1, 2 or 3 dims of a batched or unbatched input, as PyTorch's),
+/// or "circular" (wrapping around, each pad at most the dim's size, negative pads crop; as PyTorch 1.13
+/// only for a batched input (N, C, *) with one pair per dim after C).
+///
+/// ```cpp
+/// Tensor y = F::pad(x, {1, 2}, "circular");   // x (N, C, L) -> (N, C, L + 3): x[..., -1], x, x[..., :2]
+/// ```
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std::string& mode = "constant",
            double value = 0.0);
 
@@ -92,8 +98,10 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
 
 /// `input / max(‖input‖_p, eps)` along `dim`, as `torch.nn.functional.normalize`.
 ///
-/// `p` must be finite and at least 1. The norm's gradient is 0 where the norm is 0 (as PyTorch's),
-/// so a zero row gets a zero gradient, not NaN.
+/// `p` is any number: ‖x‖_∞ = max |x|, ‖x‖_-∞ = min |x|, ‖x‖_0 = the count of non-zeros (no
+/// gradient), and Σ|x|^p to the 1/p otherwise, with PyTorch's norm gradients (for ±∞ shared evenly by
+/// the tied elements; for p < 1 zero where x is 0). For p ≥ 1 the norm's gradient is 0 where the norm is
+/// 0, so a zero row gets a zero gradient, not NaN.
 /// ```cpp
 /// Tensor unit = F::normalize(embeddings);              // rows of unit L2 norm
 /// Tensor cos = F::normalize(a).matmul(F::normalize(b).t());

@@ -31,6 +31,12 @@ Span span(i64 o, i64 size, i64 out, i64 kernel, i64 stride, i64 pad, bool adapti
     return {std::max<i64>(s, 0), std::min(e, size), padded};
 }
 
+/// The divisor of a window: divisor_override, else its size with or without the padding.
+i64 divisor_of(const Span& h, const Span& w, const Window2d& g) {
+    if (g.divisor != 0 && !g.adaptive) return g.divisor;
+    return g.count_include_pad || g.adaptive ? h.padded * w.padded : (h.end - h.start) * (w.end - w.start);
+}
+
 /// Runs `body(p)` for each of `n` planes (or images), split between threads.
 template <typename F>
 void for_planes(i64 n, i64 work_per_plane, F&& body) {
@@ -174,9 +180,7 @@ void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w) {
                     T sum = 0;
                     for (i64 ih = sh.start; ih < sh.end; ++ih)
                         for (i64 iw = sw.start; iw < sw.end; ++iw) sum += xp[ih * w.width + iw];
-                    const i64 divisor = w.count_include_pad || w.adaptive ? sh.padded * sw.padded
-                                                                          : (sh.end - sh.start) * (sw.end - sw.start);
-                    po[p * out_plane + oh * w.out_w + ow] = sum / static_cast<T>(divisor);
+                    po[p * out_plane + oh * w.out_w + ow] = sum / static_cast<T>(divisor_of(sh, sw, w));
                 }
             }
         });
@@ -198,9 +202,7 @@ void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w
                 const Span sh = span(oh, w.height, w.out_h, w.kernel_h, w.stride_h, w.pad_h, w.adaptive);
                 for (i64 ow = 0; ow < w.out_w; ++ow) {
                     const Span sw = span(ow, w.width, w.out_w, w.kernel_w, w.stride_w, w.pad_w, w.adaptive);
-                    const i64 divisor = w.count_include_pad || w.adaptive ? sh.padded * sw.padded
-                                                                          : (sh.end - sh.start) * (sw.end - sw.start);
-                    const T g = pg[p * out_plane + oh * w.out_w + ow] / static_cast<T>(divisor);
+                    const T g = pg[p * out_plane + oh * w.out_w + ow] / static_cast<T>(divisor_of(sh, sw, w));
                     for (i64 ih = sh.start; ih < sh.end; ++ih)
                         for (i64 iw = sw.start; iw < sw.end; ++iw) dp[ih * w.width + iw] += g;
                 }

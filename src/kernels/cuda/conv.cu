@@ -22,6 +22,7 @@ __device__ inline Span span(i64 o, i64 size, i64 out, i64 kernel, i64 stride, i6
 }
 
 __device__ inline i64 divisor_of(const Span& h, const Span& w, const Window2d& g) {
+    if (g.divisor != 0 && !g.adaptive) return g.divisor;
     return g.count_include_pad || g.adaptive ? h.padded * w.padded : (h.end - h.start) * (w.end - w.start);
 }
 

@@ -1,0 +1,398 @@
+// Tests for the smaller nn gaps: Conv1d/Conv2d padding strings and padding modes, F::pad's circular
+// mode, max/avg pooling's dilation, ceil_mode, indices and divisor_override, and F::normalize for any
+// p: PyTorch golden values (forward, backward, init, repr, error texts) and gradcheck.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "golden.hpp"
+#include "xgrad/nn.hpp"
+#include "xgrad/xgrad.hpp"
+
+using xgrad::Tensor;
+namespace nn = xgrad::nn;
+namespace F = xgrad::nn::functional;
+using Ins = std::vector<Tensor>;
+
+namespace {
+
+const char* kFile = "nn_gaps.txt";
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Case {
+    const char* name;
+    int inputs;
+    std::function<Tensor(const Ins&)> fn;
+};
+
+const Case kCases[] = {
+    {"conv2d.same", 3, [](const Ins& in) { return F::conv2d(in[0], in[1], in[2], 1, "same"); }},
+    {"conv2d.same_even_dil", 2,
+     [](const Ins& in) {
+         return F::conv2d(in[0], in[1], Tensor(), 1, "same", {1, 2});
+     }},
+    {"conv2d.same_unbatched", 2, [](const Ins& in) { return F::conv2d(in[0], in[1], Tensor(), 1, "same"); }},
+    {"conv2d.valid", 3, [](const Ins& in) { return F::conv2d(in[0], in[1], in[2], 1, "valid", 1, 2); }},
+    {"conv1d.same_even", 3, [](const Ins& in) { return F::conv1d(in[0], in[1], in[2], 1, "same"); }},
+    {"conv1d.valid", 2, [](const Ins& in) { return F::conv1d(in[0], in[1], Tensor(), 2, "valid"); }},
+    {"pad.circular2d", 1,
+     [](const Ins& in) {
+         return F::pad(in[0], {2, 1, 1, 3}, "circular");
+     }},
+    {"pad.circular1d", 1,
+     [](const Ins& in) {
+         return F::pad(in[0], {1, 2}, "circular");
+     }},
+    {"pad.circular_crop", 1,
+     [](const Ins& in) {
+         return F::pad(in[0], {-1, 2, 0, -2}, "circular");
+     }},
+    {"pad.circular3d", 1,
+     [](const Ins& in) {
+         return F::pad(in[0], {1, 0, 0, 2, 1, 1}, "circular");
+     }},
+    {"max_pool2d.dil", 1, [](const Ins& in) { return F::max_pool2d(in[0], 3, 2, 1, 2); }},
+    {"max_pool2d.ceil", 1, [](const Ins& in) { return F::max_pool2d(in[0], 3, 2, 0, 1, true); }},
+    {"max_pool2d.ceil_pad_dil", 1,
+     [](const Ins& in) {
+         return F::max_pool2d(in[0], {2, 3}, xgrad::nn::Pair(2, 2), {1, 1}, {2, 1}, true);
+     }},
+    {"max_pool2d.unbatched_ceil", 1, [](const Ins& in) { return F::max_pool2d(in[0], 2, std::nullopt, 0, 1, true); }},
+    {"avg_pool2d.ceil", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, true, true); }},
+    {"avg_pool2d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, true); }},
+    {"avg_pool2d.divisor", 1,
+     [](const Ins& in) {
+         return F::avg_pool2d(in[0], {2, 3}, 1, {1, 1}, true, false, 4);
+     }},
+    {"avg_pool2d.ceil_divisor", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }},
+    {"max_pool1d.all", 1, [](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }},
+    {"max_pool1d.unbatched", 1, [](const Ins& in) { return F::max_pool1d(in[0], 2); }},
+    {"avg_pool1d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }},
+    {"avg_pool1d.unbatched", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 2, 1, 1); }},
+    {"normalize.p05", 1, [](const Ins& in) { return F::normalize(in[0], 0.5, 1); }},
+    {"normalize.inf", 1, [](const Ins& in) { return F::normalize(in[0], kInf, -1); }},
+    {"normalize.ninf", 1, [](const Ins& in) { return F::normalize(in[0], -kInf, 0); }},
+    {"normalize.p0", 1, [](const Ins& in) { return F::normalize(in[0], 0, 1); }},
+    {"normalize.pneg", 1, [](const Ins& in) { return F::normalize(in[0], -1.5, 1); }},
+};
+
+/// PyTorch's grad_fn name without the C++ namespace torch::autograd:: that CopySlices carries.
+std::string torch_name(std::string name) {
+    const std::string ns = "torch::autograd::";
+    return name.rfind(ns, 0) == 0 ? name.substr(ns.size()) : name;
+}
+
+/// A module made after manual_seed(seed), as gen_nn_gaps.py's module_case: its output and the gradients
+/// of the input and of every parameter.
+void check_module(const std::string& name, std::uint64_t seed, const std::function<nn::Module*()>& make,
+                  const std::function<Tensor(nn::Module&, const Tensor&)>& apply) {
+    INFO(name);
+    xgrad::manual_seed(seed);
+    std::unique_ptr<nn::Module> m(make());
+    Tensor x = golden::get(kFile, name + ".x").clone().requires_grad_();
+    Tensor out = apply(*m, x);
+    golden::check_close(out, golden::get(kFile, name + ".out"), name + " out", 1e-4, 1e-5);
+    CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, name));
+    (out * golden::get(kFile, name + ".w")).sum().backward();
+    golden::check_close(x.grad(), golden::get(kFile, name + ".gx"), name + " gx", 1e-4, 1e-5);
+    for (const auto& [k, p] : m->named_parameters())
+        golden::check_close(p.grad(), golden::get(kFile, name + ".g." + k), name + " g." + k, 1e-4, 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("padding strings, circular pad, pooling options and normalize match PyTorch forward and backward") {
+    for (const Case& c : kCases)
+        for (const char* dt : {"float32", "float64"}) {
+            const std::string key = std::string(c.name) + "." + dt;
+            INFO(key);
+            const bool f32 = std::string(dt) == "float32";
+            const double rtol = f32 ? 1e-4 : 1e-10, atol = f32 ? 1e-5 : 1e-12;
+            Ins in;
+            for (int i = 0; i < c.inputs; ++i)
+                in.push_back(golden::get(kFile, key + ".in" + std::to_string(i)).clone().requires_grad_());
+            Tensor out = c.fn(in);
+            golden::check_close(out, golden::get(kFile, key + ".out"), key + " out", rtol, atol);
+            CHECK(out.grad_fn_name() == torch_name(golden::grad_fn_name(kFile, key)));
+            (out * golden::get(kFile, key + ".w")).sum().backward();
+            for (int i = 0; i < c.inputs; ++i)
+                golden::check_close(in[static_cast<std::size_t>(i)].grad(),
+                                    golden::get(kFile, key + ".g" + std::to_string(i)),
+                                    key + " grad " + std::to_string(i), rtol, atol);
+        }
+}
+
+TEST_CASE("Conv2d and Conv1d with padding strings and padding modes match PyTorch's modules") {
+    using M = nn::Module;
+    auto fwd = [](M& m, const Tensor& x) { return m.forward(x); };
+    check_module(
+        "m2_reflect", 1, [] { return new nn::Conv2d(2, 3, 3, 1, 1, 1, 1, true, "reflect"); }, fwd);
+    check_module(
+        "m2_replicate_same", 2,
+        [] {
+            return new nn::Conv2d(2, 3, {2, 3}, 1, "same", 1, 1, true, "replicate");
+        },
+        fwd);
+    check_module(
+        "m2_circular", 3,
+        [] {
+            return new nn::Conv2d(2, 4, 3, 2, {1, 2}, 1, 1, false, "circular");
+        },
+        fwd);
+    check_module(
+        "m2_zeros_same", 4, [] { return new nn::Conv2d(2, 3, 4, 1, "same"); }, fwd);
+    check_module(
+        "m2_reflect_valid", 5, [] { return new nn::Conv2d(2, 2, 3, 1, "valid", 1, 1, true, "reflect"); }, fwd);
+    check_module(
+        "m1_circular_same", 6, [] { return new nn::Conv1d(3, 2, 4, 1, "same", 1, 1, true, "circular"); }, fwd);
+    check_module(
+        "m1_reflect", 7, [] { return new nn::Conv1d(3, 2, 3, 1, 2, 1, 1, true, "reflect"); }, fwd);
+    check_module(
+        "m1_replicate_unbatched", 8, [] { return new nn::Conv1d(3, 2, 3, 1, 1, 1, 1, true, "replicate"); }, fwd);
+}
+
+TEST_CASE("max_pool2d_with_indices returns PyTorch's int64 indices") {
+    const Tensor x = golden::get(kFile, "indices.x");
+    auto [y, idx] = F::max_pool2d_with_indices(x, 3, 2, 1, 2, true);
+    golden::check_close(y, golden::get(kFile, "indices.y"), "y", 0, 0);
+    CHECK(idx.dtype() == xgrad::kInt64);
+    golden::check_close(idx, golden::get(kFile, "indices.idx"), "idx", 0, 0);
+    nn::MaxPool2d pool({2, 3}, std::nullopt, 0, 1, true);
+    CHECK(pool.return_indices());
+    auto [yu, iu] = pool.forward_with_indices(x.select(0, 0));
+    golden::check_close(yu, golden::get(kFile, "indices.unbatched_y"), "unbatched y", 0, 0);
+    golden::check_close(iu, golden::get(kFile, "indices.unbatched_idx"), "unbatched idx", 0, 0);
+    golden::check_close(pool(x.select(0, 0)), yu, "forward gives the values", 0, 0);
+    const Tensor x1 = golden::get(kFile, "indices1d.x");
+    nn::MaxPool1d pool1(3, 2, 1, 2, true, true);
+    auto [y1, i1] = pool1.forward_with_indices(x1);
+    golden::check_close(y1, golden::get(kFile, "indices1d.y"), "1d y", 0, 0);
+    CHECK(i1.dtype() == xgrad::kInt64);
+    golden::check_close(i1, golden::get(kFile, "indices1d.idx"), "1d idx", 0, 0);
+}
+
+TEST_CASE("normalize with p = ±inf shares the gradient among ties; p < 1 gives 0 where x is 0") {
+    const std::vector<std::pair<double, std::string>> ps{{kInf, "inf"}, {-kInf, "ninf"}, {0.5, "p05"}};
+    for (const auto& [p, key] : ps) {
+        INFO(key);
+        Tensor x = xgrad::tensor({{1.0, -3.0, 3.0, 2.0}, {0.0, 0.0, 0.0, 0.0}, {0.0, 2.0, -0.5, 2.0}}, xgrad::kFloat64)
+                       .requires_grad_();
+        Tensor y = F::normalize(x, p, 1);
+        golden::check_close(y, golden::get(kFile, "normalize.ties_" + key + ".y"), "y", 1e-12, 1e-12);
+        Tensor w = xgrad::arange(12, xgrad::TensorOptions(xgrad::kFloat64)).reshape({3, 4}) / 7.0 - 0.5;
+        (y * w).sum().backward();
+        golden::check_close(x.grad(), golden::get(kFile, "normalize.ties_" + key + ".dx"), "dx", 1e-12, 1e-12);
+    }
+}
+
+TEST_CASE("gradcheck: padding strings and modes, circular pad, pooling options, normalize") {
+    xgrad::manual_seed(7);
+    auto d = xgrad::kFloat64;
+    Tensor x = xgrad::randn({2, 2, 6, 5}, d).requires_grad_(), w = xgrad::randn({3, 2, 2, 3}, d).requires_grad_();
+    golden::check_gradcheck(
+        [](const Ins& in) {
+            return F::conv2d(in[0], in[1], Tensor(), 1, "same", {2, 1});
+        },
+        {x, w}, "conv2d same");
+    golden::check_gradcheck(
+        [](const Ins& in) {
+            return F::conv2d(F::pad(in[0], {1, 2, 2, 0}, "circular"), in[1]);
+        },
+        {x, w}, "circular conv2d");
+    Tensor x1 = xgrad::randn({2, 3, 7}, d).requires_grad_(), w1 = xgrad::randn({2, 3, 4}, d).requires_grad_();
+    golden::check_gradcheck([](const Ins& in) { return F::conv1d(in[0], in[1], Tensor(), 1, "same"); }, {x1, w1},
+                            "conv1d same");
+    golden::check_gradcheck([](const Ins& in) { return F::pad(in[0], {-1, 3}, "circular"); }, {x1}, "pad circular");
+    golden::check_gradcheck(
+        [](const Ins& in) {
+            return F::max_pool2d(in[0], {2, 3}, 2, 1, {2, 1}, true);
+        },
+        {x}, "max_pool2d dilation ceil");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, true); }, {x},
+                            "avg_pool2d ceil");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }, {x},
+                            "avg_pool2d ceil divisor");
+    Tensor x3 = xgrad::randn({2, 3, 10}, d).requires_grad_();
+    golden::check_gradcheck([](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }, {x3}, "max_pool1d");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }, {x3},
+                            "avg_pool1d");
+    Tensor v = xgrad::randn({3, 5}, d).requires_grad_();
+    for (double p : {0.5, -1.5, kInf, -kInf, 3.0}) {
+        INFO("p = " << p);
+        golden::check_gradcheck([p](const Ins& in) { return F::normalize(in[0], p, 1); }, {v}, "normalize");
+    }
+}
+
+TEST_CASE("modules with the new options print as PyTorch's") {
+    auto r = golden::reprs("nn_gaps_repr.txt");
+    using golden::printed;
+    CHECK(printed(nn::Conv2d(2, 3, {3, 4}, 1, "same", 2, 1, true, "reflect")) == r.at("conv2d_same_reflect"));
+    CHECK(printed(nn::Conv2d(2, 3, 3, 1, "valid")) == r.at("conv2d_valid"));
+    CHECK(printed(nn::Conv2d(2, 4, 3, 2, {1, 2}, 1, 1, false, "circular")) == r.at("conv2d_circular"));
+    CHECK(printed(nn::Conv1d(2, 3, 4, 1, "valid", 1, 1, true, "circular")) == r.at("conv1d_valid_circular"));
+    CHECK(printed(nn::Conv1d(2, 3, 4, 1, 2, 1, 1, false, "replicate")) == r.at("conv1d_replicate"));
+    CHECK(printed(nn::MaxPool2d(3, 2, 1, 2, true, true)) == r.at("maxpool_all"));
+    CHECK(printed(nn::MaxPool2d({2, 3}, std::nullopt, 0, {1, 2})) == r.at("maxpool_dil"));
+    CHECK(printed(nn::AvgPool2d(2, std::nullopt, 0, true, true, 3)) == r.at("avgpool_ceil"));
+    CHECK(printed(nn::MaxPool1d(3, 2, 1, 2, false, true)) == r.at("maxpool1d"));
+    CHECK(printed(nn::MaxPool1d(2)) == r.at("maxpool1d_default"));
+    CHECK(printed(nn::AvgPool1d(3, 2, 1, false, true)) == r.at("avgpool1d"));
+}
+
+TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch's messages") {
+    using golden::check_throws;
+    const Tensor x = xgrad::randn({1, 2, 6, 6}), w = xgrad::randn({3, 2, 3, 3});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 2, "same"); },
+                 {"conv2d", "padding='same' is not supported for strided convolutions"});
+    check_throws(
+        [&] {
+            F::conv1d(xgrad::randn({1, 2, 5}), xgrad::randn({3, 2, 3}), Tensor(), 2, "same");
+        },
+        {"conv1d", "padding='same' is not supported for strided convolutions"});
+    check_throws([&] { F::conv2d(x, w, Tensor(), 1, "foo"); }, {"conv2d", "Invalid padding string: 'foo'"});
+    check_throws([] { nn::Conv2d(2, 3, 3, 2, "same"); },
+                 {"Conv2d", "padding='same' is not supported for strided convolutions"});
+    check_throws([] { nn::Conv2d(2, 3, 3, 1, "foo"); },
+                 {"Conv2d", "Invalid padding string 'foo', should be one of {'same', 'valid'}"});
+    check_throws([] { nn::Conv1d(2, 3, 3, 1, 0, 1, 1, true, "foo"); },
+                 {"Conv1d",
+                  "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got "
+                  "padding_mode='foo'"});
+    check_throws(
+        [&] {
+            F::pad(x, {7, 0, 0, 0}, "circular");
+        },
+        {"pad", "Padding value causes wrapping around more than once."});
+    check_throws(
+        [&] {
+            F::pad(x, {-7, 0, 0, 0}, "circular");
+        },
+        {"pad", "Negative padding value is resulting in an empty dimension"});
+    check_throws(
+        [] {
+            F::pad(xgrad::randn({4, 5}), {1, 1}, "circular");
+        },
+        {"pad", "Invalid padding size, expected 0 but got 2"});
+    check_throws(
+        [&] {
+            F::pad(x, {1, 1, 0, 0}, "circular", 1.0);
+        },
+        {"pad", "Padding mode \"circular\" doesn't take in value argument"});
+    check_throws([&] { F::pad(x, {1, 1}, "foo"); }, {"pad", "Unrecognised padding mode foo"});
+    check_throws(
+        [&] {
+            F::pad(xgrad::randn({2, 3, 5, 4, 4, 4}), {1, 1}, "circular");
+        },
+        {"pad", "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"});
+    check_throws([&] { F::max_pool2d(x, 3, std::nullopt, 0, 0); },
+                 {"max_pool2d", "dilation should be greater than zero, but got dilationH: 0 dilationW: 0"});
+    check_throws(
+        [] {
+            F::max_pool1d(xgrad::randn({2, 3, 4, 5}), 2);
+        },
+        {"max_pool1d",
+         "Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but "
+         "got:[2, 3, 4, 5]"});
+    check_throws(
+        [] {
+            F::avg_pool1d(xgrad::randn({2, 3, 4, 5}), 2);
+        },
+        {"avg_pool1d",
+         "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' "
+         "(while checking arguments for avg_pool1d)"});
+    check_throws([&] { F::avg_pool2d(x, 3, std::nullopt, 0, true, false, 0); },
+                 {"avg_pool2d", "divisor must be not zero"});
+    // The circular pad of an unbatched input fails as in PyTorch 1.13, so does the module's forward.
+    nn::Conv2d ring(2, 3, 3, 1, 1, 1, 1, true, "circular");
+    check_throws([&] { ring(xgrad::randn({2, 6, 6})); }, {"pad", "Invalid padding size, expected 2 but got 4"});
+}
+
+TEST_CASE("MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn matches PyTorch") {
+    struct MhaCase {
+        const char* name;
+        std::uint64_t seed;
+        std::int64_t e, h;
+        nn::MultiheadAttentionOptions opts;
+        bool masked;
+    };
+    for (const MhaCase& c :
+         {MhaCase{"mha.kvdim", 31, 8, 2, {.kdim = 5, .vdim = 3}, true},
+          MhaCase{
+              "mha.bias_kv_zero", 32, 6, 3, {.add_bias_kv = true, .add_zero_attn = true, .batch_first = true}, true},
+          MhaCase{"mha.bias_kv_unbatched", 33, 4, 2, {.add_bias_kv = true, .kdim = 3}, true},
+          MhaCase{"mha.zero_attn_nobias", 34, 6, 2, {.bias = false, .add_zero_attn = true, .vdim = 2}, false}}) {
+        const std::string key = c.name;
+        INFO(key);
+        xgrad::manual_seed(c.seed);
+        nn::MultiheadAttention mha(c.e, c.h, c.opts);
+        // Every parameter drawn as PyTorch draws it, in PyTorch's order and under its names.
+        for (const auto& [name, p] : mha.named_parameters())
+            golden::check_close(p, golden::get(kFile, key + ".init." + name), key + " init " + name, 0, 0);
+        mha.to(xgrad::kFloat64);
+        auto in = [&](const char* k) { return golden::get(kFile, key + "." + k).clone().requires_grad_(); };
+        Tensor q = in("q"), k = in("k"), v = in("v");
+        auto [out, weights] = mha.forward(q, k, v, c.masked ? golden::get(kFile, key + ".mask") : Tensor());
+        golden::check_close(out, golden::get(kFile, key + ".out"), key + " out", 1e-10, 1e-12);
+        golden::check_close(weights, golden::get(kFile, key + ".weights"), key + " weights", 1e-10, 1e-12);
+        ((out * golden::get(kFile, key + ".wo")).sum() + (weights * golden::get(kFile, key + ".ww")).sum()).backward();
+        golden::check_close(q.grad(), golden::get(kFile, key + ".gq"), key + " gq", 1e-10, 1e-12);
+        golden::check_close(k.grad(), golden::get(kFile, key + ".gk"), key + " gk", 1e-10, 1e-12);
+        golden::check_close(v.grad(), golden::get(kFile, key + ".gv"), key + " gv", 1e-10, 1e-12);
+        for (const auto& [name, p] : mha.named_parameters())
+            golden::check_close(p.grad(), golden::get(kFile, key + ".g." + name), key + " g." + name, 1e-10, 1e-12);
+    }
+    nn::MultiheadAttention named(8, 2, {.add_bias_kv = true, .kdim = 5, .vdim = 3});
+    std::string names;
+    for (const auto& [name, p] : named.named_parameters()) names += (names.empty() ? "" : ", ") + name;
+    CHECK(names == golden::reprs("nn_gaps_repr.txt").at("mha_kvdim"));
+    CHECK(named.kdim() == 5);
+    CHECK(named.vdim() == 3);
+    CHECK(!named.in_proj_weight.defined());
+}
+
+TEST_CASE("gradcheck: MultiheadAttention with kdim/vdim, add_bias_kv and add_zero_attn") {
+    xgrad::manual_seed(12);
+    nn::MultiheadAttention mha(4, 2, {.add_bias_kv = true, .add_zero_attn = true, .kdim = 3, .vdim = 5});
+    mha.to(xgrad::kFloat64);
+    auto d = xgrad::kFloat64;
+    Tensor q = xgrad::randn({3, 2, 4}, d).requires_grad_(), k = xgrad::randn({2, 2, 3}, d).requires_grad_();
+    Tensor v = xgrad::randn({2, 2, 5}, d).requires_grad_(), mask = xgrad::randn({3, 2}, d);
+    golden::check_gradcheck(
+        [&](const Ins& in) {
+            auto [out, w] = mha.forward(in[0], in[1], in[2], mask);
+            return (out * out).sum() + (w * w).sum();
+        },
+        {q, k, v}, "mha inputs");
+    golden::check_gradcheck(
+        [&](const Ins& in) {
+            mha.bias_k = in[0];
+            mha.bias_v = in[1];
+            return mha.forward(q.detach(), k.detach(), v.detach(), mask).first;
+        },
+        {mha.bias_k.detach().clone().requires_grad_(), mha.bias_v.detach().clone().requires_grad_()}, "mha bias_kv");
+}
+
+TEST_CASE("MultiheadAttention with kdim/vdim checks the key and value sizes") {
+    nn::MultiheadAttention mha(4, 2, {.kdim = 3, .vdim = 5});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 3}), xgrad::randn({2, 1, 5}));
+        },
+        {"MultiheadAttention",
+         "key's sequence and batch dims torch.Size([3, 1]) do not match value's "
+         "torch.Size([2, 1])"});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 4}), xgrad::randn({3, 1, 5}));
+        },
+        {"MultiheadAttention", "kdim=3"});
+    golden::check_throws(
+        [&] {
+            mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 3}), xgrad::randn({3, 1, 4}));
+        },
+        {"MultiheadAttention", "vdim=5"});
+}
