@@ -114,4 +114,12 @@ struct Window2d {
     bool count_include_pad = true;  ///< avg pooling: padded zeros count in the divisor.
 };
 
+/// SGD's hyper-parameters for one step (PyTorch 1.13's _single_tensor_sgd).
+struct SgdStep {
+    double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+    bool nesterov = false, maximize = false;
+    /// The momentum buffer is new: it takes the step's d_p undampened (PyTorch's `torch.clone(d_p)`).
+    bool first = false;
+};
+
 }  // namespace xgrad::kernels
