@@ -21,9 +21,9 @@ namespace {
 
 /// How a reduction sees its input: `rows` rows of `width` contiguous elements, one result per row.
 struct Plan {
-    std::vector<bool> reduced;  // per input dim
-    Shape kept_shape;           // result with keepdim=true
-    Shape out_shape;            // result as requested
+    Strides reduced;   // per input dim: 1 when reduced (an inline list: no allocation)
+    Shape kept_shape;  // result with keepdim=true
+    Shape out_shape;   // result as requested
     std::int64_t rows = 1, width = 1;
     Tensor rows_view;    // contiguous, reduced dims last (or first, when `outer`)
     bool outer = false;  // rows_view is (width, rows): the reduced dims lead, as in bias gradients
@@ -34,7 +34,7 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     detail::check_defined(a, op);
     Plan p;
     const std::int64_t nd = a.dim();
-    p.reduced.assign(static_cast<std::size_t>(nd), dims.vec().empty());
+    p.reduced = Strides(static_cast<std::size_t>(nd), dims.vec().empty() ? 1 : 0);
     const std::int64_t n = std::max<std::int64_t>(nd, 1);  // a 0-d tensor accepts dim 0 and -1, as PyTorch
     for (std::int64_t d : dims.vec()) {
         if (d < -n || d >= n)
@@ -45,16 +45,16 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         if (nd > 0 && p.reduced[w] && !dims.vec().empty())
             detail::fail(op, "dimension " + std::to_string(d) + " appears multiple times in the list of dims " +
                                  "for a tensor of shape " + to_string(a.shape()));
-        if (nd > 0) p.reduced[w] = true;
+        if (nd > 0) p.reduced[w] = 1;
     }
-    std::vector<std::int64_t> perm, kept, out;
+    Strides perm, kept, out;
     for (std::int64_t d = 0; d < nd; ++d)
         if (!p.reduced[static_cast<std::size_t>(d)]) perm.push_back(d);
     // The reduced dims are already last (the common `dim=-1` case): no permutation needed.
-    const auto n_reduced = std::count(p.reduced.begin(), p.reduced.end(), true);
-    const bool trailing = std::all_of(p.reduced.end() - n_reduced, p.reduced.end(), [](bool r) { return r; });
+    const auto n_reduced = std::count(p.reduced.begin(), p.reduced.end(), 1);
+    const bool trailing = std::all_of(p.reduced.end() - n_reduced, p.reduced.end(), [](std::int64_t r) { return r; });
     for (std::int64_t d = 0; d < nd; ++d) {
-        bool r = p.reduced[static_cast<std::size_t>(d)];
+        const bool r = p.reduced[static_cast<std::size_t>(d)] != 0;
         if (r) {
             perm.push_back(d);
             p.width *= a.size(d);
@@ -64,12 +64,14 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         }
         kept.push_back(r ? 1 : a.size(d));
     }
-    p.kept_shape = Shape(kept);
-    p.out_shape = keepdim ? p.kept_shape : Shape(out);
-    const bool leading = std::all_of(p.reduced.begin(), p.reduced.begin() + n_reduced, [](bool r) { return r; });
+    p.kept_shape = Shape(kept.begin(), kept.end());
+    p.out_shape = keepdim ? p.kept_shape : Shape(out.begin(), out.end());
+    const bool leading =
+        std::all_of(p.reduced.begin(), p.reduced.begin() + n_reduced, [](std::int64_t r) { return r; });
     Tensor base = a.detach();
     p.outer = allow_outer && leading && !trailing && a.is_contiguous();
-    p.rows_view = trailing || p.outer ? base.contiguous() : base.permute(Dims(perm)).contiguous();
+    p.rows_view =
+        trailing || p.outer ? base.contiguous() : base.permute(Dims(std::vector<std::int64_t>(perm))).contiguous();
     return p;
 }
 

@@ -27,10 +27,8 @@ namespace {
 
 /// Strides that let a tensor of `old_shape`/`old_strides` be viewed as `new_shape` without a copy,
 /// or nothing when the memory layout does not allow it (PyTorch's computeStride).
-std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape,
-                                                      const std::vector<std::int64_t>& old_strides,
-                                                      const Shape& new_shape) {
-    std::vector<std::int64_t> out(static_cast<std::size_t>(new_shape.size()));
+std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape) {
+    Strides out(static_cast<std::size_t>(new_shape.size()), 0);
     if (old_shape.numel() == 0 || old_shape.size() == 0) return detail::contiguous_strides(new_shape);
     std::int64_t view_d = new_shape.size() - 1;
     std::int64_t chunk_base_stride = old_strides.back();
@@ -88,9 +86,10 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
     return out;
 }
 
-/// A view of `self` with the given geometry whose gradient is `backward(g)`.
-Tensor view_op(const Tensor& self, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
-               const char* name, std::function<Tensor(const Tensor&)> backward) {
+/// A view of `self` with the given geometry whose gradient is `backward(g)`. `backward` is any
+/// closure, kept as it is inside the node (no std::function: recording a view allocates nothing).
+template <typename F>
+Tensor view_op(const Tensor& self, Shape shape, Strides strides, std::int64_t offset, const char* name, F backward) {
     Tensor out = detail::make_view(self, std::move(shape), std::move(strides), offset);
     if (detail::needs_grad({&self}))
         detail::record(out, name, {&self},
@@ -115,10 +114,11 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
     if (dim() == 0)
         return view_op(*this, shape(), strides(), storage_offset(), "TransposeBackward0",
                        [](const Tensor& g) { return g; });
-    std::vector<std::int64_t> sizes = shape().vec(), st = strides();
-    std::swap(sizes[a], sizes[b]);
+    Shape sizes = shape();
+    Strides st = strides();
+    std::swap(sizes[static_cast<std::int64_t>(a)], sizes[static_cast<std::int64_t>(b)]);
     std::swap(st[a], st[b]);
-    return view_op(*this, Shape(sizes), st, storage_offset(), "TransposeBackward0",
+    return view_op(*this, std::move(sizes), std::move(st), storage_offset(), "TransposeBackward0",
                    [dim0, dim1](const Tensor& g) { return g.transpose(dim0, dim1); });
 }
 
@@ -159,7 +159,7 @@ Tensor Tensor::view(const Shape& shape_) const {
     if (!st)
         fail("view", "size is not compatible with the input's strides (shape " + to_string(shape()) + " to " +
                          to_string(target) + "); use reshape() instead");
-    return view_op(*this, target, *st, storage_offset(), "ViewBackward0",
+    return view_op(*this, target, std::move(*st), storage_offset(), "ViewBackward0",
                    [s = shape()](const Tensor& g) { return g.reshape(s); });
 }
 

@@ -427,13 +427,18 @@ using detail::fail;
 // ---- metadata -------------------------------------------------------------------------------------
 
 const Shape& Tensor::shape() const {
-    detail::check_defined(*this, "shape");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "shape");  // throws
     return impl_->shape;
 }
 std::int64_t Tensor::size(std::int64_t d) const {
+    const Shape& s = shape();
+    const std::int64_t n = s.size();
+    if (d >= 0 && d < n) return s[d];  // the common case, without the checks below
+    if (d < 0 && d >= -n) return s[d + n];
     // wrap_dim lets a 0-d tensor take dim 0 or -1 (reductions need that); a size has to exist.
-    if (dim() == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
-    return shape()[detail::wrap_dim(d, dim(), "size")];
+    if (n == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
+    return s[detail::wrap_dim(d, n, "size")];  // throws
 }
 std::int64_t Tensor::dim() const {
     return shape().size();
@@ -442,23 +447,28 @@ std::int64_t Tensor::numel() const {
     return shape().numel();
 }
 DType Tensor::dtype() const {
-    detail::check_defined(*this, "dtype");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "dtype");  // throws
     return impl_->dtype;
 }
 Device Tensor::device() const {
-    detail::check_defined(*this, "device");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "device");  // throws
     return impl_->storage->device;
 }
 const Strides& Tensor::strides() const {
-    detail::check_defined(*this, "strides");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "strides");  // throws
     return impl_->strides;
 }
 std::int64_t Tensor::storage_offset() const {
-    detail::check_defined(*this, "storage_offset");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "storage_offset");  // throws
     return impl_->offset;
 }
 bool Tensor::is_contiguous() const {
-    detail::check_defined(*this, "is_contiguous");
+    if (!impl_) [[unlikely]]
+        detail::check_defined(*this, "is_contiguous");  // throws
     return impl_->is_contiguous();
 }
 

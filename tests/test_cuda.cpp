@@ -883,6 +883,35 @@ TEST_CASE("SGD with momentum and AdamW with amsgrad step on the GPU as on the CP
     check_params(gpu, cpu, "SGD and AdamW", kTolMatmul);
 }
 
+TEST_CASE(
+    "SGD's fused kernel gives the CPU kernel's bits on the GPU (momentum, dampening, decay, nesterov, maximize)") {
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        for (bool nesterov : {false, true}) {
+            INFO(dtype << (nesterov ? ", nesterov" : ", dampening 0.1, maximize"));
+            xgrad::manual_seed(16);
+            Tensor cpu = xgrad::randn({1000}, dtype).requires_grad_();
+            Tensor gpu = cpu.detach().to(kGpu).requires_grad_();
+            const optim::SGDOptions o{.lr = 0.03,
+                                      .momentum = 0.9,
+                                      .dampening = nesterov ? 0.0 : 0.1,
+                                      .weight_decay = 0.01,
+                                      .nesterov = nesterov,
+                                      .maximize = !nesterov};
+            optim::SGD sgd_c({cpu}, o), sgd_g({gpu}, o);
+            for (int step = 0; step < 4; ++step) {
+                const Tensor g = xgrad::randn({1000}, dtype);
+                cpu.mutable_grad() = g;
+                gpu.mutable_grad() = g.to(kGpu);
+                sgd_c.step();
+                sgd_g.step();
+            }
+            CHECK(gpu.to(xgrad::kCPU).to_vector<double>() == cpu.to_vector<double>());
+            CHECK(sgd_g.state(0).momentum_buffer.to(xgrad::kCPU).to_vector<double>() ==
+                  sgd_c.state(0).momentum_buffer.to_vector<double>());
+        }
+    }
+}
+
 TEST_CASE("a model saved from the GPU loads on the CPU, and back") {
     const std::string path = (std::filesystem::temp_directory_path() / "xgrad_test_cuda.safetensors").string();
     xgrad::manual_seed(15);

@@ -101,6 +101,10 @@ public:
     DimVector(std::initializer_list<std::int64_t> values) { assign(values.begin(), values.size()); }
     /// From a vector (implicit, so code written for vectors keeps working).
     DimVector(const std::vector<std::int64_t>& values) { assign(values.data(), values.size()); }  // NOLINT
+    /// The values in [first, last).
+    DimVector(const std::int64_t* first, const std::int64_t* last) {
+        assign(first, static_cast<std::size_t>(last - first));
+    }
     /// `n` copies of `value`.
     DimVector(std::size_t n, std::int64_t value) {
         reserve(n);
@@ -229,7 +233,9 @@ public:
     /// From a braced list: `Shape{2, 3}`.
     Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) {}
     /// From any vector of sizes.
-    explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
+    explicit Shape(const std::vector<std::int64_t>& dims) : dims_(dims) {}
+    /// From the sizes in [first, last) (shapes built from other shapes, without a vector in between).
+    Shape(const std::int64_t* first, const std::int64_t* last) : dims_(first, last) {}
 
     /// Number of dimensions.
     std::int64_t size() const { return static_cast<std::int64_t>(dims_.size()); }
@@ -253,7 +259,8 @@ public:
     friend bool operator==(const Shape&, const Shape&) = default;
 
 private:
-    std::vector<std::int64_t> dims_;
+    // Inline for up to DimVector::kInline dims: making a tensor's shape allocates nothing.
+    detail::DimVector dims_;
 };
 
 /// The shape in parentheses, as error messages write it: `(2, 5)`.

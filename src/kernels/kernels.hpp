@@ -81,12 +81,29 @@ struct Backend {
     void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
     /// Its backward from the forward's output: dx = out · (g - Σ g·out), or g - exp(out) Σ g for log.
     void (*softmax_backward_rows)(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
+    /// nll_loss over log-probabilities x (n, c, l), contiguous, and int64 targets (n·l), contiguous,
+    /// with per-class weights (c, x's dtype) or undefined (all 1): loss_i = -w[t_i]·x[n_i, t_i, l_i],
+    /// 0 where t_i is ignore_index. Not `reduce`: out (n·l) holds each loss_i. `reduce`: out () holds
+    /// Σ loss_i, summed in float64 (in order of i on the CPU), divided by total_weight when `mean`;
+    /// total_weight () (float64) gets Σ w[t_i]. Returns the first i whose target lies outside
+    /// [0, c) and is not ignore_index (nothing else is then defined), or -1.
+    std::int64_t (*nll_loss_forward)(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                     std::int64_t ignore_index, bool reduce, bool mean, const Tensor& out,
+                                     const Tensor& total_weight);
+    /// Its backward: dx (n, c, l), zeroed by the caller, gets -w[t_i]·g at each target's place, with
+    /// g = grad[i] when not `reduce`, else grad () (divided by total_weight when `mean`).
+    void (*nll_loss_backward)(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                              bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx);
 
     /// One Adam/AdamW step on a parameter, its gradient and state, as PyTorch 1.13's single-tensor
     /// update (same operations in the same order). `max_exp_avg_sq` is defined with amsgrad.
     void (*adam_step)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                       const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
                       double bias_correction2_sqrt, double eps);
+    /// One SGD step on a parameter and its gradient (same dtype, both contiguous), and on its
+    /// momentum buffer when `momentum_buffer` is defined: PyTorch 1.13's single-tensor update, each
+    /// of its tensor operations done on every element in its order and dtype, in one pass.
+    void (*sgd_step)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 
     // ---- indexing along one dim (index_select, index_add, x[idx], Embedding, one_hot build on these) ----
     /// out[i] = src[at(i) + index[i] * stride] for every i of index's shape (out is contiguous of
@@ -194,12 +211,24 @@ inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
 inline void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log) {
     backend(dx.device()).softmax_backward_rows(grad, out, dx, log);
 }
+inline std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                     std::int64_t ignore_index, bool reduce, bool mean, const Tensor& out,
+                                     const Tensor& total_weight) {
+    return backend(out.device()).nll_loss_forward(x, target, weight, ignore_index, reduce, mean, out, total_weight);
+}
+inline void nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                              bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx) {
+    backend(dx.device()).nll_loss_backward(grad, target, weight, ignore_index, reduce, mean, total_weight, dx);
+}
 inline void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                       const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
                       double bias_correction2_sqrt, double eps) {
     backend(param.device())
         .adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, step_size, bias_correction2_sqrt,
                    eps);
+}
+inline void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
+    backend(param.device()).sgd_step(param, grad, momentum_buffer, s);
 }
 
 inline void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {

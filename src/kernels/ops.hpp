@@ -115,4 +115,12 @@ struct Window2d {
     std::int64_t divisor = 0;       ///< avg pooling: PyTorch's divisor_override when non-zero.
 };
 
+/// SGD's hyper-parameters for one step (PyTorch 1.13's _single_tensor_sgd).
+struct SgdStep {
+    double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+    bool nesterov = false, maximize = false;
+    /// The momentum buffer is new: it takes the step's d_p undampened (PyTorch's `torch.clone(d_p)`).
+    bool first = false;
+};
+
 }  // namespace xgrad::kernels

@@ -118,9 +118,8 @@ Tensor class_weight_view(const Tensor& weight, const Tensor& input) {
 
 /// nll_loss proper, with `op` naming the caller in errors. input (N, C, L) log-probabilities.
 ///
-/// The picking of each target's log-probability runs on the host: tensors on another device are
-/// copied to the CPU (the (N, C) input, the targets) and the results copied back, so that a CUDA
-/// loss has the CPU's numbers. (A gather kernel would save the copies.)
+/// The picking of each target's log-probability is the device's nll_loss kernels, forward and
+/// backward: no host loop, and no copies to the CPU for a loss on another device.
 Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                 Reduction reduction, const char* op) {
     const ClassLayout lay = check_class_target(input, target, weight, op);
@@ -129,73 +128,30 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight,
     const std::int64_t n = lay.n, c = lay.c, l = lay.l;
     const DType dt = input.dtype();
     const Device device = input.device();
-    Tensor x = input.detach().to(kCPU).contiguous();
-    Tensor t = target.to(kCPU).contiguous();
-    Tensor w = weight.defined() ? weight.detach().to(kCPU).to(dt).contiguous().to(kFloat64) : Tensor();
-    const std::int64_t* pt = t.data_ptr<std::int64_t>();
-    const double* pw = w.defined() ? w.data_ptr<double>() : nullptr;
-
-    // Each target's class weight (0 where ignored), and their total for the mean.
-    auto tw = std::make_shared<std::vector<double>>(static_cast<std::size_t>(n * l), 0.0);
-    double total = 0.0;
-    for (std::int64_t i = 0; i < n * l; ++i) {
-        const std::int64_t ti = pt[i];
-        if (ti == ignore_index) continue;
-        if (ti < 0 || ti >= c)
-            fail(op, "target " + std::to_string(ti) + " is out of bounds for " + std::to_string(c) +
-                         " classes (input of shape " + shape_of(input) + ")");
-        (*tw)[static_cast<std::size_t>(i)] = pw ? pw[ti] : 1.0;
-        total += (*tw)[static_cast<std::size_t>(i)];
-    }
-    // Flat index of element i's target class in the (N, C, L) input.
-    auto at = [c, l, pt](std::int64_t i) { return ((i / l) * c + pt[i]) * l + i % l; };
+    const bool reduce = reduction != Reduction::kNone, mean = reduction == Reduction::kMean;
+    Tensor x = input.detach().contiguous().view(Shape{n, c, l});
+    Tensor t = target.contiguous();
+    Tensor w = weight.defined() ? weight.detach().to(dt).contiguous() : Tensor();
 
     // PyTorch: (C) and (N, C) go through nll_loss; others through nll_loss2d on an (N, C, 1, L) view,
     // whose unreduced (N, 1, L) result is viewed back to the target's shape except for 4-D input.
     const bool two_d = input.dim() > 2;
     const bool view_back = reduction == Reduction::kNone && (input.dim() == 3 || input.dim() > 4);
-    Shape out_shape = reduction != Reduction::kNone ? Shape{} : view_back ? Shape{n, l} : target.shape();
-    Tensor out = detail::make_empty(out_shape, dt);
-    detail::dispatch_float(dt, op, [&](auto tag) {
-        using T = decltype(tag);
-        const T* px = x.impl()->data<T>();
-        T* po = out.impl()->data<T>();
-        if (reduction == Reduction::kNone) {
-            for (std::int64_t i = 0; i < n * l; ++i)
-                po[i] = pt[i] == ignore_index
-                            ? T(0)
-                            : static_cast<T>(-(*tw)[static_cast<std::size_t>(i)] * static_cast<double>(px[at(i)]));
-            return;
-        }
-        double sum = 0.0;
-        for (std::int64_t i = 0; i < n * l; ++i)
-            if (pt[i] != ignore_index) sum -= (*tw)[static_cast<std::size_t>(i)] * static_cast<double>(px[at(i)]);
-        po[0] = static_cast<T>(reduction == Reduction::kMean ? sum / total : sum);  // 0/0 = NaN, as PyTorch
-    });
-    out = out.to(device);
+    Shape out_shape = reduce ? Shape{} : view_back ? Shape{n, l} : target.shape();
+    Tensor out = detail::make_empty(out_shape, dt, device, op);
+    Tensor total = reduce ? detail::make_empty(Shape{}, kFloat64, device, op) : Tensor();
+    const std::int64_t bad = kernels::nll_loss_forward(x, t, w, ignore_index, reduce, mean, out, total);
+    if (bad >= 0)
+        fail(op, "target " + std::to_string(t.to(kCPU).data_ptr<std::int64_t>()[bad]) + " is out of bounds for " +
+                     std::to_string(c) + " classes (input of shape " + shape_of(input) + ")");
 
     if (detail::needs_grad({&input})) {
         detail::record(out, two_d ? "NllLoss2DBackward0" : "NllLossBackward0", {&input},
-                       [st = detail::Saved(t), tw, at, n, l, ignore_index, reduction, total, shape = input.shape(), dt,
-                        device, op](const Tensor& grad, const NeedsGrad&) {
-                           const std::int64_t* pt = st->data_ptr<std::int64_t>();
-                           Tensor g = grad.to(kCPU).contiguous();
-                           Tensor gi = zeros(shape, dt);
-                           detail::dispatch_float(dt, op, [&](auto tag) {
-                               using T = decltype(tag);
-                               const T* pg = g.impl()->data<T>();
-                               T* pgi = gi.impl()->data<T>();
-                               // d loss_i / d input[n, t_i, l] = -weight[t_i]; the mean divides by the total.
-                               const T scale = reduction == Reduction::kMean  ? pg[0] / static_cast<T>(total)
-                                               : reduction == Reduction::kSum ? pg[0]
-                                                                              : T(0);
-                               for (std::int64_t i = 0; i < n * l; ++i) {
-                                   if (pt[i] == ignore_index) continue;
-                                   const T gv = reduction == Reduction::kNone ? pg[i] : scale;
-                                   pgi[at(i)] = -static_cast<T>((*tw)[static_cast<std::size_t>(i)]) * gv;
-                               }
-                           });
-                           return Grads{gi.to(device)};
+                       [st = detail::Saved(t), w, total, ignore_index, reduce, mean, n, c, l, shape = input.shape(), dt,
+                        device](const Tensor& grad, const NeedsGrad&) {
+                           Tensor gi = zeros(Shape{n, c, l}, TensorOptions(dt).device(device));
+                           kernels::nll_loss_backward(grad.contiguous(), st, w, ignore_index, reduce, mean, total, gi);
+                           return Grads{gi.view(shape)};
                        });
     }
     return view_back ? out.view(target.shape()) : out;

@@ -1,7 +1,10 @@
-// SGD's update, written as PyTorch 1.13's _single_tensor_sgd so the numbers agree.
+// SGD's update, written as PyTorch 1.13's _single_tensor_sgd so the numbers agree: one fused kernel
+// (kernels::sgd_step) for contiguous parameters, the same steps as tensor ops otherwise.
 #include "xgrad/optim/sgd.hpp"
 
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
+#include "xgrad/factory.hpp"
 #include "xgrad/nn/module.hpp"
 
 namespace xgrad::optim {
@@ -52,18 +55,36 @@ void SGD::set_state(std::size_t index, ParamState state) {
 
 void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const Tensor& grad) {
     const double momentum = o.at("momentum"), weight_decay = o.at("weight_decay");
+    Tensor* buf = momentum != 0.0 ? &buffers_[index].momentum_buffer : nullptr;
+    const bool first = buf && (!buf->defined() || buf->shape() != param.shape());
+    if (buf && !first) {
+        if (buf->dtype() != param.dtype()) *buf = buf->to(param.dtype());     // the module was converted
+        if (buf->device() != param.device()) *buf = buf->to(param.device());  // or moved
+    }
+    if (param.is_contiguous() && (!buf || first || buf->is_contiguous())) {
+        // One fused pass over param, grad and buffer: the same arithmetic as the composite below.
+        if (first) *buf = empty_like(param);
+        const kernels::SgdStep s{.lr = o.at("lr"),
+                                 .momentum = momentum,
+                                 .dampening = o.at("dampening"),
+                                 .weight_decay = weight_decay,
+                                 .nesterov = o.at("nesterov") != 0.0,
+                                 .maximize = o.at("maximize") != 0.0,
+                                 .first = first};
+        kernels::sgd_step(param, grad.to(param.dtype()).contiguous(), buf ? *buf : Tensor(), s);
+        detail::bump_version(param);
+        if (buf) detail::bump_version(*buf);
+        return;
+    }
     Tensor d_p = (o.at("maximize") != 0.0 ? grad.neg() : grad).to(param.dtype());
     if (weight_decay != 0.0) d_p = d_p + param * weight_decay;
-    if (momentum != 0.0) {
-        Tensor& buf = buffers_[index].momentum_buffer;
-        if (!buf.defined() || buf.shape() != param.shape()) {
-            buf = d_p.clone();  // the first step's buffer is the gradient itself, undampened
+    if (buf) {
+        if (first) {
+            *buf = d_p.clone();  // the first step's buffer is the gradient itself, undampened
         } else {
-            if (buf.dtype() != param.dtype()) buf = buf.to(param.dtype());     // the module was converted
-            if (buf.device() != param.device()) buf = buf.to(param.device());  // or moved
-            buf.mul_(momentum).add_(d_p, 1.0 - o.at("dampening"));
+            buf->mul_(momentum).add_(d_p, 1.0 - o.at("dampening"));
         }
-        d_p = o.at("nesterov") != 0.0 ? d_p + buf * momentum : buf;
+        d_p = o.at("nesterov") != 0.0 ? d_p + *buf * momentum : *buf;
     }
     param.add_(d_p, -o.at("lr"));
 }

@@ -12,9 +12,9 @@ namespace xgrad::kernels::cpu {
 /// N operands viewed over one shape, with dims merged where every operand allows it.
 template <int N>
 struct StridedGeometry {
-    std::vector<std::int64_t> sizes;                   // innermost last
-    std::array<std::vector<std::int64_t>, N> strides;  // per operand, in elements
-    std::array<std::int64_t, N> offsets{};             // storage offsets
+    Strides sizes;                          // innermost last (inline lists: a small op allocates nothing here)
+    std::array<Strides, N> strides;         // per operand, in elements
+    std::array<std::int64_t, N> offsets{};  // storage offsets
 
     StridedGeometry(const Shape& shape, const std::array<const Tensor*, N>& ops) {
         for (int k = 0; k < N; ++k)

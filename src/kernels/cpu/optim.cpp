@@ -1,4 +1,4 @@
-// CPU optimizer kernels: one pass over a parameter and its state per step.
+// CPU optimizer kernels: one pass over a parameter and its state per step (Adam/AdamW, SGD).
 #include <cmath>
 
 #include "detail/kernels.hpp"
@@ -42,6 +42,39 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
                 }
                 const T denom = std::sqrt(vd) / bc2 + e;
                 p[i] = p[i] + mi * neg_step / denom;
+            }
+        });
+    });
+}
+
+void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
+    detail::dispatch_float(param.dtype(), "sgd", [&](auto tag) {
+        using T = decltype(tag);
+        T* p = param.impl()->data<T>();
+        const T* g = grad.impl()->data<T>();
+        T* buf = momentum_buffer.defined() ? momentum_buffer.impl()->data<T>() : nullptr;
+        const T wd = static_cast<T>(s.weight_decay), m = static_cast<T>(s.momentum);
+        const T one_minus_damp = static_cast<T>(1.0 - s.dampening), neg_lr = static_cast<T>(-s.lr);
+        const bool maximize = s.maximize, decay = s.weight_decay != 0.0, first = s.first, nesterov = s.nesterov;
+        // PyTorch 1.13's _single_tensor_sgd, element by element, in its order and its dtype:
+        //   d_p = grad (or -grad when maximize); d_p = d_p.add(param, alpha=weight_decay)
+        //   buf = clone(d_p) on the first step, else buf.mul_(momentum).add_(d_p, alpha=1-dampening)
+        //   d_p = d_p.add(buf, alpha=momentum) when nesterov, else buf; param.add_(d_p, alpha=-lr)
+        // (x.add(y, alpha=a) is x + a·y, rounded after the product: no fused multiply-add.)
+        parallel_for(0, param.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t i = lo; i < hi; ++i) {
+                T d = maximize ? -g[i] : g[i];
+                if (decay) d = d + p[i] * wd;
+                if (buf) {
+                    T b = d;
+                    if (!first) {
+                        b = buf[i] * m;
+                        b = b + one_minus_damp * d;
+                    }
+                    buf[i] = b;
+                    d = nesterov ? d + b * m : b;
+                }
+                p[i] = p[i] + neg_lr * d;
             }
         });
     });

@@ -1,5 +1,6 @@
 // CPU softmax and log_softmax over the last dim of contiguous rows, forward and backward, in the
-// composite's arithmetic: shifted = x - max, then exp and a sum in PyTorch's order.
+// composite's arithmetic: shifted = x - max, then exp and a sum in PyTorch's order; and nll_loss,
+// which picks each target's log-probability (cross_entropy's second half).
 #include <cmath>
 #include <vector>
 
@@ -81,6 +82,56 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
                 }
             }
         });
+    });
+}
+
+std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                              bool reduce, bool mean, const Tensor& out, const Tensor& total_weight) {
+    const std::int64_t n = x.size(0), c = x.size(1), l = x.size(2);
+    const std::int64_t* pt = target.impl()->data<std::int64_t>();
+    for (std::int64_t i = 0; i < n * l; ++i)
+        if (pt[i] != ignore_index && (pt[i] < 0 || pt[i] >= c)) return i;
+    detail::dispatch_float(x.dtype(), "nll_loss", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        const T* pw = weight.defined() ? weight.impl()->data<T>() : nullptr;
+        T* po = out.impl()->data<T>();
+        // Element i's target in the (n, c, l) input, and its class weight (in float64).
+        auto at = [&](std::int64_t i) { return ((i / l) * c + pt[i]) * l + i % l; };
+        auto w = [&](std::int64_t i) { return pw ? static_cast<double>(pw[pt[i]]) : 1.0; };
+        if (!reduce) {
+            for (std::int64_t i = 0; i < n * l; ++i)
+                po[i] = pt[i] == ignore_index ? T(0) : static_cast<T>(-w(i) * static_cast<double>(px[at(i)]));
+            return;
+        }
+        double sum = 0.0, total = 0.0;
+        for (std::int64_t i = 0; i < n * l; ++i) {
+            if (pt[i] == ignore_index) continue;
+            total += w(i);
+            sum -= w(i) * static_cast<double>(px[at(i)]);
+        }
+        po[0] = static_cast<T>(mean ? sum / total : sum);  // 0/0 = NaN, as PyTorch
+        *total_weight.impl()->data<double>() = total;
+    });
+    return -1;
+}
+
+void nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                       bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx) {
+    const std::int64_t n = dx.size(0), c = dx.size(1), l = dx.size(2);
+    const std::int64_t* pt = target.impl()->data<std::int64_t>();
+    detail::dispatch_float(dx.dtype(), "nll_loss", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = grad.impl()->data<T>();
+        const T* pw = weight.defined() ? weight.impl()->data<T>() : nullptr;
+        T* pd = dx.impl()->data<T>();
+        // d loss_i / d x[n, t_i, l] = -weight[t_i]; the mean divides by the total weight.
+        const T scale = !reduce ? T(0) : mean ? pg[0] / static_cast<T>(*total_weight.impl()->data<double>()) : pg[0];
+        for (std::int64_t i = 0; i < n * l; ++i) {
+            if (pt[i] == ignore_index) continue;
+            const T w = pw ? pw[pt[i]] : T(1);
+            pd[((i / l) * c + pt[i]) * l + i % l] = -w * (reduce ? scale : pg[i]);
+        }
     });
 }
 

@@ -251,6 +251,25 @@ void softmax_backward_rows_entry(const Tensor& grad, const Tensor& out, const Te
     cuda::softmax_backward_rows(scalar(out.dtype()), ptr(grad), ptr(out), ptr(dx), rows, width, log);
 }
 
+std::int64_t nll_loss_forward_entry(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                    std::int64_t ignore_index, bool reduce, bool mean, const Tensor& out,
+                                    const Tensor& total_weight) {
+    use_device(out, {&x, &target, &weight, &total_weight}, "nll_loss");
+    check_floating(x, "nll_loss");
+    return cuda::nll_loss_forward(scalar(x.dtype()), ptr(x), static_cast<const std::int64_t*>(ptr(target)), ptr(weight),
+                                  x.size(0), x.size(1), x.size(2), ignore_index, reduce, mean, ptr(out),
+                                  static_cast<double*>(ptr(total_weight)), out.device().index());
+}
+
+void nll_loss_backward_entry(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
+                             bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx) {
+    use_device(dx, {&grad, &target, &weight, &total_weight}, "nll_loss");
+    check_floating(dx, "nll_loss");
+    cuda::nll_loss_backward(scalar(dx.dtype()), ptr(grad), static_cast<const std::int64_t*>(ptr(target)), ptr(weight),
+                            dx.size(0), dx.size(1), dx.size(2), ignore_index, reduce, mean,
+                            static_cast<const double*>(ptr(total_weight)), ptr(dx));
+}
+
 void adam_step_entry(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                      const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
                      double bias_correction2_sqrt, double eps) {
@@ -258,6 +277,12 @@ void adam_step_entry(const Tensor& param, const Tensor& grad, const Tensor& exp_
     check_floating(param, "adam");
     cuda::adam_step(scalar(param.dtype()), ptr(param), ptr(grad), ptr(exp_avg), ptr(exp_avg_sq), ptr(max_exp_avg_sq),
                     param.numel(), beta1, beta2, step_size, bias_correction2_sqrt, eps);
+}
+
+void sgd_step_entry(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
+    use_device(param, {&grad, &momentum_buffer}, "sgd");
+    check_floating(param, "sgd");
+    cuda::sgd_step(scalar(param.dtype()), ptr(param), ptr(grad), ptr(momentum_buffer), param.numel(), s);
 }
 
 // ---- indexing ---------------------------------------------------------------------------------------------
@@ -343,7 +368,10 @@ const Backend& backend() {
         .rms_norm_backward = rms_norm_backward_entry,
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
+        .nll_loss_forward = nll_loss_forward_entry,
+        .nll_loss_backward = nll_loss_backward_entry,
         .adam_step = adam_step_entry,
+        .sgd_step = sgd_step_entry,
         .gather = gather_entry,
         .scatter = scatter_entry,
         .im2col = im2col_entry,

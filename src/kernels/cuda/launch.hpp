@@ -82,11 +82,22 @@ void rms_norm_backward(Scalar t, const void* grad, const void* x, const void* we
 void softmax_rows(Scalar t, const void* x, void* out, std::int64_t rows, std::int64_t width, bool log);
 void softmax_backward_rows(Scalar t, const void* grad, const void* out, void* dx, std::int64_t rows, std::int64_t width,
                            bool log);
+/// nll_loss over x (n, c, l) and targets (n·l) (kernels::Backend::nll_loss_forward); total_weight is
+/// null when not `reduce`. Returns the first out-of-range target's position, or -1 (one sync).
+std::int64_t nll_loss_forward(Scalar t, const void* x, const std::int64_t* target, const void* weight, std::int64_t n,
+                              std::int64_t c, std::int64_t l, std::int64_t ignore_index, bool reduce, bool mean,
+                              void* out, double* total_weight, int device);
+/// Its backward into dx (n, c, l), zeroed by the caller.
+void nll_loss_backward(Scalar t, const void* grad, const std::int64_t* target, const void* weight, std::int64_t n,
+                       std::int64_t c, std::int64_t l, std::int64_t ignore_index, bool reduce, bool mean,
+                       const double* total_weight, void* dx);
 
 // ---- optim.cu -----------------------------------------------------------------------------------------
 /// One Adam step over n contiguous elements; max_exp_avg_sq may be null (no amsgrad).
 void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
                std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps);
+/// One SGD step over n contiguous elements; momentum_buffer is null without momentum.
+void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, std::int64_t n, const SgdStep& s);
 
 // ---- index.cu: operands of the walk are (out or dst, src, index), over index's shape -------------------
 /// out[i] = src[at(i) + index[i] * stride] (kernels::Backend::gather).

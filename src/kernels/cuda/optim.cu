@@ -1,4 +1,4 @@
-// CUDA optimizer kernels: one fused pass over a parameter and its Adam state per step, in the CPU
+// CUDA optimizer kernels: one fused pass over a parameter and its Adam or SGD state per step, in the CPU
 // kernel's operations and order (cpu/optim.cpp), so that with --fmad=false each element's update is
 // the CPU's, bit for bit.
 #include "kernels/cuda/common.cuh"
@@ -32,7 +32,39 @@ __global__ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, i64 n, T b1, 
     }
 }
 
+template <typename T>
+__global__ void sgd_kernel(T* p, const T* g, T* buf, i64 n, T wd, T m, T one_minus_damp, T neg_lr, bool maximize,
+                           bool decay, bool first, bool nesterov) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x) {
+        // PyTorch 1.13's _single_tensor_sgd, as the CPU kernel writes it (cpu/optim.cpp).
+        T d = maximize ? -g[i] : g[i];
+        if (decay) d = d + p[i] * wd;
+        if (buf) {
+            T b = d;
+            if (!first) {
+                b = buf[i] * m;
+                b = b + one_minus_damp * d;
+            }
+            buf[i] = b;
+            d = nesterov ? d + b * m : b;
+        }
+        p[i] = p[i] + neg_lr * d;
+    }
+}
+
 }  // namespace
+
+void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, std::int64_t n, const SgdStep& s) {
+    if (n == 0) return;
+    dispatch_float(t, "sgd", [&](auto tag) {
+        using T = decltype(tag);
+        sgd_kernel<T><<<blocks_for(n), kThreads>>>(
+            static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(momentum_buffer), n,
+            static_cast<T>(s.weight_decay), static_cast<T>(s.momentum), static_cast<T>(1.0 - s.dampening),
+            static_cast<T>(-s.lr), s.maximize, s.weight_decay != 0.0, s.first, s.nesterov);
+    });
+    check_launch("sgd kernel");
+}
 
 void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
                std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps) {
