@@ -85,6 +85,21 @@ void reductions_maths_and_shapes() {
               << y.index_add(0, xgrad::tensor({1.0}, xgrad::kInt64), xgrad::ones({1, 3})) << "\n";
 }
 
+// The rows of the dtypes: bool, uint8 and int32 tensors, with PyTorch's promotion.
+void dtypes() {
+    Tensor m = xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool);       // torch.tensor([True, False, True])
+    Tensor b = xgrad::tensor({0.0, 128.0, 255.0}, xgrad::kUInt8);  // torch.tensor([0, 128, 255], dtype=torch.uint8)
+    Tensor i = xgrad::tensor({1.0, -2.0}, xgrad::kInt32);          // torch.tensor([1, -2], dtype=torch.int32)
+    std::cout << m << "\n" << b << "\n" << i << "\n";
+    std::cout << b + 1 << "\n"                                        // b + 1 (wraps around, as uint8 does)
+              << i * 2.5 << "\n"                                      // i * 2.5 (float32)
+              << m.sum() << "\n"                                      // m.sum() (int64)
+              << xgrad::result_type(xgrad::ones({2}, xgrad::kInt32),  // torch.result_type(...)
+                                    xgrad::tensor(1.0, xgrad::kFloat64))
+              << "\n"
+              << xgrad::ones({2}).to(xgrad::kBool) << "\n";  // torch.ones(2).to(torch.bool)
+}
+
 int main() {
     // ---- tensors ----
     xgrad::manual_seed(0);                               // torch.manual_seed(0)
@@ -189,6 +204,7 @@ int main() {
     Tensor vecs = emb(idx);                       // emb(idx)
 
     reductions_maths_and_shapes();
+    dtypes();
 
     // ---- more modules and losses (each drawing its initial values after the ones above) ----
     Tensor prob = xgrad::tensor({0.2, 0.7, 0.9}), target = xgrad::tensor({0.0, 1.0, 1.0});

@@ -286,6 +286,12 @@ TEST_CASE("BatchNorm2d and BatchNorm1d keep PyTorch's running statistics and use
     bn.eval();
     golden::check_close(bn(golden::get(kFile, "bn2d.x1")), golden::get(kFile, "bn2d.eval"), "bn2d eval", 1e-5, 1e-5);
     CHECK(bn.num_batches_tracked.item<std::int64_t>() == 2);  // eval mode leaves the statistics alone
+    // Module::to(dtype) changes the floating-point tensors only, as PyTorch's.
+    bn.to(xgrad::kFloat64);
+    CHECK(bn.running_mean.dtype() == xgrad::kFloat64);
+    CHECK(bn.weight.dtype() == xgrad::kFloat64);
+    CHECK(bn.num_batches_tracked.dtype() == xgrad::kInt64);
+    CHECK(bn.num_batches_tracked.item<std::int64_t>() == 2);
 
     nn::BatchNorm1d bn1(4, 1e-5, std::nullopt);  // momentum None: a cumulative average
     for (int step = 0; step < 3; ++step) {

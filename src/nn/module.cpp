@@ -213,8 +213,10 @@ Module& Module::train(bool on) {
 Module& Module::to(DType dtype) {
     if (!is_floating_point(dtype)) fail("Module::to", "parameters must stay floating point, got " + to_string(dtype));
     NoGradGuard no_grad;
+    // Only floating-point parameters and buffers change, as PyTorch's Module.to(dtype): integer and
+    // bool buffers (BatchNorm's num_batches_tracked, masks) keep their dtype.
     for (auto& [name, t] : state_dict())
-        if (t.dtype() != dtype) detail::replace_contents(t, t.detach().to(dtype).contiguous());
+        if (t.is_floating_point() && t.dtype() != dtype) detail::replace_contents(t, t.detach().to(dtype).contiguous());
     return *this;
 }
 
