@@ -100,6 +100,27 @@ void dtypes() {
               << xgrad::ones({2}).to(xgrad::kBool) << "\n";  // torch.ones(2).to(torch.bool)
 }
 
+// ---- comparisons and logical ops ----
+void comparisons() {
+    Tensor x = xgrad::tensor({-1.0, 0.0, 2.5, NAN, INFINITY});
+    Tensor y = xgrad::tensor({-1.0, 1.0, 2.0, NAN, INFINITY});
+    std::cout << (x == y) << "\n"                            // x == y
+              << (x != y) << "\n"                            // x != y
+              << (x < 1.0) << "\n"                           // x < 1
+              << (0.0 <= x) << "\n"                          // 0 <= x
+              << x.gt(y) << " " << xgrad::ge(x, y) << "\n";  // x.gt(y), torch.ge(x, y)
+    Tensor in_range = (x >= 0.0) & (x < 10.0);               // (x >= 0) & (x < 10)
+    std::cout << in_range << "\n"
+              << (~in_range | x.isnan()) << "\n"                               // ~in_range | x.isnan()
+              << xgrad::logical_xor(x, y) << "\n"                              // torch.logical_xor(x, y)
+              << x.isnan() << " " << x.isinf() << " " << x.isfinite() << "\n"  // x.isnan() ...
+              << in_range.any() << " " << in_range.all() << " " << (x > 0.0).any(0) << "\n"
+              << xgrad::tensor({3.0, 1.0}, xgrad::kUInt8).all() << "\n"  // uint8 in, uint8 out (1.13)
+              << xgrad::equal(x, x) << " " << xgrad::equal(y.slice(0, 0, 3), y.slice(0, 0, 3)) << "\n"
+              << xgrad::isclose(x, y, 0.1, 0.0, true) << "\n"             // torch.isclose(x, y, 0.1, 0, True)
+              << xgrad::allclose(x, x + 1e-7, 1e-5, 1e-8, true) << "\n";  // torch.allclose(...)
+}
+
 int main() {
     // ---- tensors ----
     xgrad::manual_seed(0);                               // torch.manual_seed(0)
@@ -256,4 +277,5 @@ int main() {
     nn::DistributedDataParallel ddp(net);  // DistributedDataParallel(net)
     std::cout << dist::rank() << " " << dist::world_size() << " " << total << "\n";
     dist::finalize();
+    comparisons();
 }

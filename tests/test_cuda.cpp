@@ -937,6 +937,54 @@ TEST_CASE("a model saved from the GPU loads on the CPU, and back") {
     std::remove(path.c_str());
 }
 
+// ---- comparisons and logical ops (issue 11) ----------------------------------------------------------------
+TEST_CASE("comparisons, logical ops, isnan family, any/all and isclose: the compare kernel against the CPU's") {
+    xgrad::manual_seed(17);
+    const double nan = std::nan(""), inf = INFINITY;
+    using Pair = std::function<Tensor(const Tensor&, const Tensor&)>;
+    const std::vector<std::pair<std::string, Pair>> ops = {
+        {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }},
+        {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }},
+        {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }},
+        {"le", [](const Tensor& a, const Tensor& b) { return a <= b; }},
+        {"gt", [](const Tensor& a, const Tensor& b) { return a > b; }},
+        {"ge", [](const Tensor& a, const Tensor& b) { return a >= b; }},
+        {"logical_and", [](const Tensor& a, const Tensor& b) { return a.logical_and(b); }},
+        {"logical_or", [](const Tensor& a, const Tensor& b) { return a.logical_or(b); }},
+        {"logical_xor", [](const Tensor& a, const Tensor& b) { return a.logical_xor(b); }},
+        {"isnan", [](const Tensor& a, const Tensor&) { return a.isnan(); }},
+        {"isinf", [](const Tensor& a, const Tensor&) { return a.isinf(); }},
+        {"isposinf", [](const Tensor& a, const Tensor&) { return a.isposinf(); }},
+        {"isneginf", [](const Tensor& a, const Tensor&) { return a.isneginf(); }},
+        {"isfinite", [](const Tensor& a, const Tensor&) { return a.isfinite(); }},
+        {"any(dim)", [](const Tensor& a, const Tensor&) { return a.any(1); }},
+        {"all(dim)", [](const Tensor& a, const Tensor&) { return a.all(0, true); }},
+        {"isclose",
+         [](const Tensor& a, const Tensor& b) { return a.isclose(b.expand_as(a).to(a.dtype()), 0.5, 0.1, true); }},
+    };
+    // Rounded values so that ties occur, with NaN, ±inf and zeros; b broadcasts along dim 0 and a
+    // transposed view is read through its strides.
+    Tensor special = xgrad::tensor({nan, inf, -inf, 0.0, -0.0, 1.0});
+    for (auto dt : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64, xgrad::kUInt8, xgrad::kBool}) {
+        CAPTURE(xgrad::to_string(dt));
+        Tensor a = xgrad::cat({(xgrad::randn({4, 6}) * 2.0).round(), special.reshape({1, 6})}).to(dt);
+        Tensor b = (xgrad::randn({6}) * 2.0).round().to(dt);
+        Tensor at = xgrad::cat({(xgrad::randn({6, 5}) * 2.0).round(), special.reshape({6, 1})}, 1).to(dt).t();
+        for (const auto& [name, f] : ops)
+            for (const auto& [left, what] : {std::pair{a, "contiguous"}, std::pair{at, "transposed"}}) {
+                INFO(name << ", " << what);
+                Tensor c = f(left, b), g = f(left.to(kGpu), b.to(kGpu));
+                CHECK(g.device() == kGpu);
+                CHECK(g.dtype() == c.dtype());
+                CHECK(g.shape() == c.shape());
+                CHECK(g.cpu().to(xgrad::kInt64).to_vector<std::int64_t>() ==
+                      c.to(xgrad::kInt64).to_vector<std::int64_t>());
+            }
+    }
+    Tensor big = xgrad::randn({70000, 3});  // more elements than one grid covers
+    CHECK(((big.to(kGpu) > 0.0).cpu().to_vector<bool>()) == (big > 0.0).to_vector<bool>());
+}
+
 int main(int argc, char** argv) {
     if (kRealGpu && !xgrad::cuda::is_available()) {
         std::printf("no CUDA device: skipped\n");

@@ -340,4 +340,120 @@ Tensor diag(const Tensor& input, std::int64_t diagonal = 0);
 /// ```
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
+// ---- comparisons and logical ops (src/compare.cpp); each is the Tensor method of the same name -------
+/// `torch.eq(a, b)`: a bool tensor, true where equal.
+inline Tensor eq(const Tensor& a, const Tensor& b) {
+    return a.eq(b);
+}
+/// `torch.eq(a, b)` with a number.
+inline Tensor eq(const Tensor& a, double b) {
+    return a.eq(b);
+}
+/// `torch.ne(a, b)`.
+inline Tensor ne(const Tensor& a, const Tensor& b) {
+    return a.ne(b);
+}
+/// `torch.ne(a, b)` with a number.
+inline Tensor ne(const Tensor& a, double b) {
+    return a.ne(b);
+}
+/// `torch.lt(a, b)`.
+inline Tensor lt(const Tensor& a, const Tensor& b) {
+    return a.lt(b);
+}
+/// `torch.lt(a, b)` with a number.
+inline Tensor lt(const Tensor& a, double b) {
+    return a.lt(b);
+}
+/// `torch.le(a, b)`.
+inline Tensor le(const Tensor& a, const Tensor& b) {
+    return a.le(b);
+}
+/// `torch.le(a, b)` with a number.
+inline Tensor le(const Tensor& a, double b) {
+    return a.le(b);
+}
+/// `torch.gt(a, b)`.
+inline Tensor gt(const Tensor& a, const Tensor& b) {
+    return a.gt(b);
+}
+/// `torch.gt(a, b)` with a number.
+inline Tensor gt(const Tensor& a, double b) {
+    return a.gt(b);
+}
+/// `torch.ge(a, b)`.
+inline Tensor ge(const Tensor& a, const Tensor& b) {
+    return a.ge(b);
+}
+/// `torch.ge(a, b)` with a number.
+inline Tensor ge(const Tensor& a, double b) {
+    return a.ge(b);
+}
+/// `torch.logical_and(a, b)`.
+inline Tensor logical_and(const Tensor& a, const Tensor& b) {
+    return a.logical_and(b);
+}
+/// `torch.logical_or(a, b)`.
+inline Tensor logical_or(const Tensor& a, const Tensor& b) {
+    return a.logical_or(b);
+}
+/// `torch.logical_xor(a, b)`.
+inline Tensor logical_xor(const Tensor& a, const Tensor& b) {
+    return a.logical_xor(b);
+}
+/// `torch.logical_not(x)`.
+inline Tensor logical_not(const Tensor& x) {
+    return x.logical_not();
+}
+/// `torch.isnan(x)`.
+inline Tensor isnan(const Tensor& x) {
+    return x.isnan();
+}
+/// `torch.isinf(x)`.
+inline Tensor isinf(const Tensor& x) {
+    return x.isinf();
+}
+/// `torch.isposinf(x)`.
+inline Tensor isposinf(const Tensor& x) {
+    return x.isposinf();
+}
+/// `torch.isneginf(x)`.
+inline Tensor isneginf(const Tensor& x) {
+    return x.isneginf();
+}
+/// `torch.isfinite(x)`.
+inline Tensor isfinite(const Tensor& x) {
+    return x.isfinite();
+}
+/// `torch.any(x)`.
+inline Tensor any(const Tensor& x) {
+    return x.any();
+}
+/// `torch.any(x, dim, keepdim)`.
+inline Tensor any(const Tensor& x, std::int64_t dim, bool keepdim = false) {
+    return x.any(dim, keepdim);
+}
+/// `torch.all(x)`.
+inline Tensor all(const Tensor& x) {
+    return x.all();
+}
+/// `torch.all(x, dim, keepdim)`.
+inline Tensor all(const Tensor& x, std::int64_t dim, bool keepdim = false) {
+    return x.all(dim, keepdim);
+}
+/// `torch.equal(a, b)`: same shape and values.
+inline bool equal(const Tensor& a, const Tensor& b) {
+    return a.equal(b);
+}
+/// `torch.isclose(a, b, rtol, atol, equal_nan)`.
+inline Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-05, double atol = 1e-08,
+                      bool equal_nan = false) {
+    return a.isclose(b, rtol, atol, equal_nan);
+}
+/// `torch.allclose(a, b, rtol, atol, equal_nan)`.
+inline bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-05, double atol = 1e-08,
+                     bool equal_nan = false) {
+    return a.allclose(b, rtol, atol, equal_nan);
+}
+
 }  // namespace xgrad

@@ -394,6 +394,64 @@ public:
     /// diagonal `diagonal` (a copy), as `torch.diag`.
     Tensor diag(std::int64_t diagonal = 0) const;
 
+    // ---- comparisons and logical ops (src/compare.cpp): bool results, not differentiable ----------------
+    /// `self == other` elementwise as a bool tensor, both brought to `result_type` first (bools
+    /// compare as integers); NaN equals nothing.
+    ///
+    /// ```cpp
+    /// auto hits = logits.argmax(1).eq(labels).sum();   // correct predictions
+    /// ```
+    Tensor eq(const Tensor& other) const;
+    /// `self == other` with a number: a whole number meets an integer tensor in its dtype (so
+    /// `uint8 == 256` compares with 0, as PyTorch), any other number in float32.
+    Tensor eq(double other) const;
+    Tensor ne(const Tensor& other) const;  ///< `self != other` (true where either is NaN).
+    Tensor ne(double other) const;         ///< `self != other` with a number (see eq(double)).
+    Tensor lt(const Tensor& other) const;  ///< `self < other`.
+    Tensor lt(double other) const;         ///< `self < other` with a number (see eq(double)).
+    Tensor le(const Tensor& other) const;  ///< `self <= other`.
+    Tensor le(double other) const;         ///< `self <= other` with a number (see eq(double)).
+    Tensor gt(const Tensor& other) const;  ///< `self > other`.
+    Tensor gt(double other) const;         ///< `self > other` with a number (see eq(double)).
+    Tensor ge(const Tensor& other) const;  ///< `self >= other`.
+    Tensor ge(double other) const;         ///< `self >= other` with a number (see eq(double)).
+    /// Elementwise AND of the truth values (nonzero, NaN included, is true) of any two dtypes, as bool.
+    Tensor logical_and(const Tensor& other) const;
+    Tensor logical_or(const Tensor& other) const;   ///< Elementwise OR of the truth values, as bool.
+    Tensor logical_xor(const Tensor& other) const;  ///< Elementwise XOR of the truth values, as bool.
+    Tensor logical_not() const;                     ///< True where self is zero.
+    Tensor isnan() const;                           ///< True where self is NaN (never for integer tensors).
+    Tensor isinf() const;                           ///< True where self is +inf or -inf.
+    Tensor isposinf() const;                        ///< True where self is +inf.
+    Tensor isneginf() const;                        ///< True where self is -inf.
+    Tensor isfinite() const;                        ///< True where self is neither NaN nor infinite.
+    /// Whether any element is nonzero, as a 0-d tensor: bool, but uint8 for a uint8 tensor (PyTorch
+    /// 1.13's rule). False for an empty tensor.
+    ///
+    /// ```cpp
+    /// if (loss.isnan().any().item<bool>()) throw std::runtime_error("diverged");
+    /// ```
+    Tensor any() const;
+    /// Whether every element is nonzero (true for an empty tensor), bool or uint8 as any().
+    Tensor all() const;
+    /// any() along `dim`, which is removed unless `keepdim`.
+    Tensor any(std::int64_t dim, bool keepdim = false) const;
+    /// all() along `dim`, which is removed unless `keepdim`.
+    Tensor all(std::int64_t dim, bool keepdim = false) const;
+    /// True when other has self's shape and equal values (NaN equals nothing), as `torch.equal`;
+    /// dtypes may differ (values compare after promotion).
+    bool equal(const Tensor& other) const;
+    /// `|self - other| <= atol + rtol * |other|` elementwise (or equal, or both NaN with
+    /// `equal_nan`), as `torch.isclose`: both of one dtype ("Float did not match Double"),
+    /// tolerances not negative.
+    ///
+    /// ```cpp
+    /// auto close = a.isclose(b, 1e-4, 1e-6);   // bool tensor of the broadcast shape
+    /// ```
+    Tensor isclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+    /// isclose(...).all() as a bool, as `torch.allclose`.
+    bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+
     // ---- in-place updates (not recorded by autograd) -------------------------------------------
     // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
     // grad unless called under NoGradGuard.
@@ -450,5 +508,37 @@ Tensor& operator*=(Tensor& a, const Tensor& b);      ///< In place: `a.mul_(b)`.
 Tensor& operator*=(Tensor& a, double b);             ///< In place: `a.mul_(b)`.
 Tensor& operator/=(Tensor& a, const Tensor& b);      ///< In place: `a.div_(b)`.
 Tensor& operator/=(Tensor& a, double b);             ///< In place: `a.div_(b)`.
+
+// ---- comparisons and logical operators (src/compare.cpp): bool tensors, as PyTorch's ----------------
+/// `a == b` elementwise as a bool tensor (Tensor::eq); numbers may stand on either side.
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);         ///< Tensor::eq with a number.
+Tensor operator==(double a, const Tensor& b);         ///< Tensor::eq with a number.
+Tensor operator!=(const Tensor& a, const Tensor& b);  ///< Tensor::ne.
+Tensor operator!=(const Tensor& a, double b);         ///< Tensor::ne with a number.
+Tensor operator!=(double a, const Tensor& b);         ///< Tensor::ne with a number.
+Tensor operator<(const Tensor& a, const Tensor& b);   ///< Tensor::lt.
+Tensor operator<(const Tensor& a, double b);          ///< Tensor::lt with a number.
+Tensor operator<(double a, const Tensor& b);          ///< `b > a`.
+Tensor operator<=(const Tensor& a, const Tensor& b);  ///< Tensor::le.
+Tensor operator<=(const Tensor& a, double b);         ///< Tensor::le with a number.
+Tensor operator<=(double a, const Tensor& b);         ///< `b >= a`.
+Tensor operator>(const Tensor& a, const Tensor& b);   ///< Tensor::gt.
+Tensor operator>(const Tensor& a, double b);          ///< Tensor::gt with a number.
+Tensor operator>(double a, const Tensor& b);          ///< `b < a`.
+Tensor operator>=(const Tensor& a, const Tensor& b);  ///< Tensor::ge.
+Tensor operator>=(const Tensor& a, double b);         ///< Tensor::ge with a number.
+Tensor operator>=(double a, const Tensor& b);         ///< `b <= a`.
+/// Elementwise AND: of the truth values for two bool tensors (logical_and), bitwise for integer
+/// tensors (in their result_type, bools as 0 and 1), as PyTorch's `&`; floating tensors throw.
+///
+/// ```cpp
+/// auto in_range = (x >= 0) & (x < 10);   // bool
+/// auto low = bytes & xgrad::tensor(15.0, xgrad::kUInt8);   // uint8
+/// ```
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);  ///< Elementwise OR, logical or bitwise as `&`.
+Tensor operator^(const Tensor& a, const Tensor& b);  ///< Elementwise XOR, logical or bitwise as `&`.
+Tensor operator~(const Tensor& a);                   ///< logical_not of a bool tensor, bitwise NOT of an integer one.
 
 }  // namespace xgrad

@@ -131,6 +131,10 @@ struct Backend {
     void (*avg_pool2d)(const Tensor& x, const Tensor& out, const Window2d& w);
     /// Its backward: each output's gradient divided by its divisor, added to its window (dx overwritten).
     void (*avg_pool2d_backward)(const Tensor& grad, const Tensor& dx, const Window2d& w);
+    // ---- comparisons and logical ops (compare.cpp / compare.cu) ----
+    /// out (bool, contiguous) = op(x, y) elementwise; x and y are views of out's shape of one
+    /// compute dtype (float32, float64 or int64). The unary tests (kIsNan ...) read x only.
+    void (*compare)(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out);
 };
 
 /// The kernels of `device`; throws when xgrad was built without that device.
@@ -255,6 +259,10 @@ inline void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w) {
 }
 inline void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w) {
     backend(dx.device()).avg_pool2d_backward(grad, dx, w);
+}
+
+inline void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) {
+    backend(out.device()).compare(op, x, y, out);
 }
 
 }  // namespace xgrad::kernels

@@ -101,6 +101,29 @@ enum class BinaryOp : std::uint8_t {
     kHardsigmoidBackward,
     kHardswishBackward,
     kLogSigmoidBackward,
+    // ---- integer bitwise ops (issue 11, the & | ^ operators); int64 only ----
+    kBitAnd,
+    kBitOr,
+    kBitXor,
+};
+
+// ---- comparisons and logical ops (issue 11, the compare kernel) ----
+/// Tests of two operands that give a bool: out = op(x, y). The unary tests read x only.
+enum class CompareOp : std::uint8_t {
+    kEq,  // IEEE: a NaN compares false, except under kNe
+    kNe,
+    kLt,
+    kLe,
+    kGt,
+    kGe,
+    kLogicalAnd,  // nonzero is true (NaN too)
+    kLogicalOr,
+    kLogicalXor,
+    kIsNan,  // of x only
+    kIsInf,
+    kIsPosInf,
+    kIsNegInf,
+    kIsFinite,
 };
 
 /// The geometry of a 2-D sliding window (convolution or pooling) over planes of height × width:

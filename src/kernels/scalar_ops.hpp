@@ -59,6 +59,9 @@ template <typename T>
 XGRAD_HD inline T int_binary(BinaryOp op, T x, T y) {
     using U = std::make_unsigned_t<T>;
     if (op == BinaryOp::kPow) return int_pow(x, y);
+    if (op == BinaryOp::kBitAnd) return x & y;
+    if (op == BinaryOp::kBitOr) return x | y;
+    if (op == BinaryOp::kBitXor) return x ^ y;
     if (y == 0) return 0;  // a division by zero, refused on the tensor side
     switch (op) {
         case BinaryOp::kRemainder: {

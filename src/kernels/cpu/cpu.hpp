@@ -45,6 +45,8 @@ void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const
 void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w);
 void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w);
 void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w);
+// comparisons and logical ops
+void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out);
 
 /// The CPU's kernel table.
 const Backend& backend();

@@ -190,6 +190,9 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 case BinaryOp::kFmod:
                 case BinaryOp::kDivTrunc:
                 case BinaryOp::kDivFloor:
+                case BinaryOp::kBitAnd:
+                case BinaryOp::kBitOr:
+                case BinaryOp::kBitXor:
                     po[i] = scalar::int_binary(op, x, y);
                     break;
                 default:

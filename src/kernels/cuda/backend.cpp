@@ -28,7 +28,7 @@ bool int64_unary(UnaryOp op) {
 }
 bool int64_binary(BinaryOp op) {
     return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kMaximum ||
-           op == BinaryOp::kMinimum;
+           op == BinaryOp::kMinimum || op == BinaryOp::kBitAnd || op == BinaryOp::kBitOr || op == BinaryOp::kBitXor;
 }
 
 [[noreturn]] void unsupported(const char* kind, int op, DType dtype) {
@@ -341,6 +341,14 @@ void avg_pool2d_backward_entry(const Tensor& grad, const Tensor& dx, const Windo
     cuda::avg_pool2d_backward(scalar(dx.dtype()), ptr(grad), ptr(dx), g, count(dx, g.height * g.width));
 }
 
+// ---- comparisons and logical ops ------------------------------------------------------------------------
+
+void compare_entry(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) {
+    use_device(out, {&x, &y}, "compare kernel");
+    cuda::compare(op, scalar(x.dtype()), ptr(x), ptr(y), static_cast<bool*>(ptr(out)),
+                  walk_of<2>(out.shape(), {&x, &y}, "compare kernel"));
+}
+
 }  // namespace
 
 const Backend& backend() {
@@ -380,6 +388,7 @@ const Backend& backend() {
         .max_pool2d_backward = max_pool2d_backward_entry,
         .avg_pool2d = avg_pool2d_entry,
         .avg_pool2d_backward = avg_pool2d_backward_entry,
+        .compare = compare_entry,
     };
     return table;
 }

@@ -114,4 +114,7 @@ void max_pool2d_backward(Scalar t, const void* grad, const void* indices, void* 
 void avg_pool2d(Scalar t, const void* x, void* out, const Window2d& g, std::int64_t planes);
 void avg_pool2d_backward(Scalar t, const void* grad, void* dx, const Window2d& g, std::int64_t planes);
 
+// ---- compare.cu: out (bool, contiguous) = op(x, y), x and y of one compute type -----------------------
+void compare(CompareOp op, Scalar t, const void* x, const void* y, bool* out, const Walk<2>& walk);
+
 }  // namespace xgrad::kernels::cuda

@@ -1,0 +1,32 @@
+// CPU comparisons and logical ops: runs of the innermost dim read in place through their strides
+// (broadcast operands have stride 0), large outputs split between threads.
+#include "detail/dispatch.hpp"
+#include "kernels/compare_op.hpp"
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/cpu/loop.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace xgrad::kernels::cpu {
+
+void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) {
+    const std::int64_t n = out.numel();
+    if (n == 0) return;
+    bool* po = out.impl()->data<bool>();
+    detail::dispatch(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = static_cast<const T*>(x.impl()->storage->data);
+        const T* py = static_cast<const T*>(y.impl()->storage->data);
+        const StridedGeometry<2> geo(out.shape(), {&x, &y});
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            std::int64_t i = lo;
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                const T* a = px + off[0];
+                const T* b = py + off[1];
+                for (std::int64_t j = 0; j < count; ++j) po[i + j] = scalar::compare(op, a[j * st[0]], b[j * st[1]]);
+                i += count;
+            });
+        });
+    });
+}
+
+}  // namespace xgrad::kernels::cpu
