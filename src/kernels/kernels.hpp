@@ -114,6 +114,10 @@ struct Backend {
     void (*avg_pool2d)(const Tensor& x, const Tensor& out, const Window2d& w);
     /// Its backward: each output's gradient divided by its divisor, added to its window (dx overwritten).
     void (*avg_pool2d_backward)(const Tensor& grad, const Tensor& dx, const Window2d& w);
+    // ---- selection by a mask (mask.cpp / mask.cu) ----
+    /// out = cond ? x : y elementwise; cond is kBool, x, y and out of one dtype (any of the six),
+    /// cond, x and y strided views of out's shape (broadcast dims have stride 0).
+    void (*where)(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out);
 };
 
 /// The kernels of `device`; throws when xgrad was built without that device.
@@ -226,6 +230,10 @@ inline void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w) {
 }
 inline void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w) {
     backend(dx.device()).avg_pool2d_backward(grad, dx, w);
+}
+
+inline void where(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out) {
+    backend(out.device()).where(cond, x, y, out);
 }
 
 }  // namespace xgrad::kernels

@@ -37,6 +37,7 @@ const Backend& backend() {
         .max_pool2d_backward = max_pool2d_backward,
         .avg_pool2d = avg_pool2d,
         .avg_pool2d_backward = avg_pool2d_backward,
+        .where = where,
     };
     return table;
 }

@@ -40,6 +40,7 @@ void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const
 void max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Tensor& dx, const Window2d& w);
 void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w);
 void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w);
+void where(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out);
 
 /// The CPU's kernel table.
 const Backend& backend();

@@ -316,6 +316,14 @@ void avg_pool2d_backward_entry(const Tensor& grad, const Tensor& dx, const Windo
     cuda::avg_pool2d_backward(scalar(dx.dtype()), ptr(grad), ptr(dx), g, count(dx, g.height * g.width));
 }
 
+// ---- selection by a mask ------------------------------------------------------------------------------
+
+void where_entry(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out) {
+    use_device(out, {&cond, &x, &y}, "where");
+    cuda::where(scalar(out.dtype()), static_cast<const bool*>(ptr(cond)), ptr(x), ptr(y), ptr(out),
+                walk_of<4>(out.shape(), {&out, &cond, &x, &y}, "where"));
+}
+
 }  // namespace
 
 const Backend& backend() {
@@ -352,6 +360,7 @@ const Backend& backend() {
         .max_pool2d_backward = max_pool2d_backward_entry,
         .avg_pool2d = avg_pool2d_entry,
         .avg_pool2d_backward = avg_pool2d_backward_entry,
+        .where = where_entry,
     };
     return table;
 }

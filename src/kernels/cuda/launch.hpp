@@ -103,4 +103,8 @@ void max_pool2d_backward(Scalar t, const void* grad, const void* indices, void* 
 void avg_pool2d(Scalar t, const void* x, void* out, const Window2d& g, std::int64_t planes);
 void avg_pool2d_backward(Scalar t, const void* grad, void* dx, const Window2d& g, std::int64_t planes);
 
+// ---- mask.cu: operands of the walk are (out, cond, x, y), over out's shape ------------------------------
+/// out[i] = cond[i] ? x[i] : y[i] (kernels::Backend::where).
+void where(Scalar t, const bool* cond, const void* x, const void* y, void* out, const Walk<4>& walk);
+
 }  // namespace xgrad::kernels::cuda
