@@ -96,7 +96,7 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
     detail::check_defined(condition, op);
     detail::check_defined(x, op);
     detail::check_defined(y, op);
-    if (condition.dtype() != kBool)
+    if (condition.dtype() != kBool && condition.dtype() != kUInt8)  // uint8: PyTorch's deprecated masks
         fail(op, "where expected condition to be a boolean tensor, but got a tensor with dtype " +
                      torch_name(condition.dtype()));
     detail::check_same_device(condition, x, op);
@@ -104,16 +104,17 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
     const DType t = detail::result_type(x, y);
     const Shape shape =
         detail::broadcast_shapes(detail::broadcast_shapes(condition.shape(), x.shape(), op), y.shape(), op);
-    Tensor out = where_raw(condition, x.to(t), y.to(t), shape, op);
+    Tensor out = where_raw(condition.to(kBool), x.to(t), y.to(t), shape, op);
     if (detail::needs_grad({&x, &y}))
-        detail::record(out, "WhereBackward0", {&x, &y},
-                       [c = Saved(condition), sx = x.shape(), sy = y.shape()](const Tensor& g, const NeedsGrad& n) {
-                           // Each operand's gradient is g where it was picked, 0 elsewhere.
-                           Grads r(2);
-                           if (n[0]) r[0] = sum_to(where(c.get(), g, 0.0), sx);
-                           if (n[1]) r[1] = sum_to(where(c.get(), 0.0, g), sy);
-                           return r;
-                       });
+        detail::record(
+            out, "WhereBackward0", {&x, &y},
+            [c = Saved(condition.to(kBool)), sx = x.shape(), sy = y.shape()](const Tensor& g, const NeedsGrad& n) {
+                // Each operand's gradient is g where it was picked, 0 elsewhere.
+                Grads r(2);
+                if (n[0]) r[0] = sum_to(where(c.get(), g, 0.0), sx);
+                if (n[1]) r[1] = sum_to(where(c.get(), 0.0, g), sy);
+                return r;
+            });
     return out;
 }
 
@@ -322,8 +323,10 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     std::vector<std::int64_t> picked = rows;  // the indexing result's shape
     picked[0] = idx.numel();
     const Shape result_shape(picked);
-    if (values.dim() > result_shape.size() ||
-        (values.shape() != result_shape && detail::broadcast_shapes(values.shape(), result_shape, op) != result_shape))
+    bool fits = values.dim() <= result_shape.size();
+    for (std::int64_t d = 1; fits && d <= values.dim(); ++d)
+        fits = values.size(-d) == 1 || values.size(-d) == result_shape[result_shape.size() - d];
+    if (!fits)
         fail(op, "shape mismatch: value tensor of shape " + detail::size_list(values.shape()) +
                      " cannot be broadcast to indexing result of shape " + detail::size_list(result_shape));
     detail::check_same_device(*this, values, op);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/functional.hpp"
@@ -268,7 +269,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         if (!batched) pad_mask = pad_mask.unsqueeze(0);
         if (pad_mask.shape() != Shape{n, s})
             fail(op, "expecting key_padding_mask shape of (" + std::to_string(n) + ", " + std::to_string(s) +
-                         "), but got " + shape_of(pad_mask));
+                         "), but got torch.Size(" + detail::size_list(pad_mask.shape()) + ")");
         pad_mask = pad_mask.dtype() == kBool ? additive_mask(pad_mask, query, true) : pad_mask.to(query.dtype());
         detail::check_same_device(query, pad_mask, op);
     }
