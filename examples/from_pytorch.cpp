@@ -269,6 +269,15 @@ int main() {
               << pooled.shape() << " " << where.shape() << " " << cross.forward(qkv, keys, keys).second.shape() << "\n"
               << F::normalize(xgrad::tensor({{3.0, 1.0, 2.0}, {0.0, 5.0, 4.0}}), INFINITY, -1) << "\n";
 
+    // ---- selection by a mask ----
+    Tensor mask =
+        xgrad::tensor({{1.0, 0.0}, {0.0, 1.0}}, xgrad::kBool);  // torch.tensor([[True, False], [False, True]])
+    Tensor grid = xgrad::arange(4.0).view({2, 2});              // torch.arange(4.0).view(2, 2)
+    std::cout << xgrad::where(mask, grid, -1.0) << "\n"         // torch.where(mask, grid, -1.0)
+              << grid.masked_fill(mask, 0.0) << "\n"            // grid.masked_fill(mask, 0.0)
+              << mask.nonzero() << "\n"                         // mask.nonzero()
+              << grid.index({mask}) << "\n";                    // grid[mask]
+
     // ---- distributed (a world of one without mpirun) ----
     namespace dist = xgrad::distributed;
     dist::init();  // dist.init_process_group("mpi")

@@ -280,11 +280,17 @@ Tensor Tensor::index_add(std::int64_t dim, const Tensor& index, const Tensor& so
     return out;
 }
 
+namespace detail {
+Tensor index_by_mask(const Tensor& self, const Tensor& mask);  // masking.cpp: x[mask]
+}  // namespace detail
+
 Tensor Tensor::index(const std::vector<Tensor>& indices) const {
     detail::check_defined(*this, "index");
     if (indices.size() != 1)
         fail("index", "takes one index tensor (for dim 0) so far, got " + std::to_string(indices.size()));
     const Tensor& idx = indices.front();
+    detail::check_defined(idx, "index");
+    if (idx.dtype() == kBool || idx.dtype() == kUInt8) return detail::index_by_mask(*this, idx);
     check_int64(idx, "index",
                 "tensors used as indices must be long, byte or bool tensors (xgrad takes int64 index tensors)");
     detail::check_same_device(*this, idx, "index");

@@ -993,3 +993,33 @@ int main(int argc, char** argv) {
     doctest::Context context(argc, argv);
     return context.run();
 }
+
+// ---- selection by a mask (issue 11, branch mask) ------------------------------------------------------------
+TEST_CASE("selection by a mask: the where kernel, masked_fill, nonzero, masked_select, x[mask], attention masks") {
+    xgrad::manual_seed(12);
+    // Random bool masks without comparisons: relu leaves zeros (false) and positives (true).
+    const Tensor m = xgrad::randn({3, 4}).relu().to(xgrad::kBool), rows = xgrad::randn({3}).relu().to(xgrad::kBool);
+    for (auto dt : kDtypes) {
+        const Tensor x = randn({3, 4}, dt), y = randn({3, 4}, dt), col = randn({3, 1}, dt);
+        check_op("where", [](const Inputs& v) { return xgrad::where(v[2], v[0], v[1]); }, {x, y, m});
+        check_op("where broadcast strided", [](const Inputs& v) { return xgrad::where(v[2].t(), v[1], v[0].t()); },
+                 {x, col.t(), m});
+        check_op("where scalar", [](const Inputs& v) { return xgrad::where(v[1], -2.5, v[0]); }, {x, m});
+        check_op("masked_fill", [](const Inputs& v) { return v[0].masked_fill(v[1], 0.75); }, {x, m});
+        check_op("masked_fill tensor", [](const Inputs& v) { return v[0].masked_fill(v[2], v[1].sum()); }, {x, y, m});
+        check_op("masked_select", [](const Inputs& v) { return v[0].masked_select(v[1]); }, {x, m});
+        check_op("x[mask]", [](const Inputs& v) { return v[0].index({v[1]}); }, {x, rows});
+        check_op("sdpa bool mask",
+                 [](const Inputs& v) { return F::scaled_dot_product_attention(v[0], v[1], v[1], v[2].t()); },
+                 {x.t(), randn({3, 3}, dt), m});
+    }
+    // Every dtype goes through the kernel (dispatch_all), and nonzero finds its positions on the host.
+    for (auto dt : {xgrad::kInt64, xgrad::kInt32, xgrad::kUInt8, xgrad::kBool}) {
+        const Tensor a = (xgrad::randn({3, 4}) * 5.0).abs().to(dt), c = xgrad::ones({4}).to(dt);
+        check_match(xgrad::where(m.to(kGpu), a.to(kGpu), c.to(kGpu)), xgrad::where(m, a, c), "where int", 0);
+    }
+    check_match(m.to(kGpu).nonzero(), m.nonzero(), "nonzero", 0);
+    Tensor xg = xgrad::zeros({3, 4}, TensorOptions(kGpu));
+    xg.index_put_({m.to(kGpu)}, 2.0);
+    check_match(xg, m.to(xgrad::kFloat32) * 2.0, "index_put_", 0);
+}

@@ -455,5 +455,30 @@ inline bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-05, doub
                      bool equal_nan = false) {
     return a.allclose(b, rtol, atol, equal_nan);
 }
+// ---- selection by a mask (src/masking.cpp) -----------------------------------------------------------
+/// `torch.where(condition, x, y)`: x where the kBool `condition` is true, else y, all three
+/// broadcast together and x, y promoted as PyTorch (torch.result_type); differentiable in x and y.
+///
+/// ```cpp
+/// auto m = xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool);
+/// auto y = xgrad::where(m, x, 0.0);   // x where m, else 0
+/// ```
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
+/// `torch.where(condition, x, y)` with a number for x (a Python scalar in PyTorch's promotion).
+Tensor where(const Tensor& condition, double x, const Tensor& y);
+/// `torch.where(condition, x, y)` with a number for y.
+Tensor where(const Tensor& condition, const Tensor& x, double y);
+/// `torch.where(condition)`: `nonzero()` split into one int64 index tensor per dim.
+std::vector<Tensor> where(const Tensor& condition);
+/// `torch.masked_fill(input, mask, value)`.
+Tensor masked_fill(const Tensor& input, const Tensor& mask, double value);
+/// `torch.masked_fill(input, mask, value)` with a 0-d value tensor.
+Tensor masked_fill(const Tensor& input, const Tensor& mask, const Tensor& value);
+/// `torch.nonzero(input)`: int64 indices (n, input.dim()) of the nonzero elements, row-major.
+Tensor nonzero(const Tensor& input);
+/// `torch.argwhere(input)`, the same as nonzero.
+Tensor argwhere(const Tensor& input);
+/// `torch.masked_select(input, mask)`.
+Tensor masked_select(const Tensor& input, const Tensor& mask);
 
 }  // namespace xgrad

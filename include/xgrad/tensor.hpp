@@ -357,12 +357,14 @@ public:
     /// A copy of self with `alpha * source`'s slices along `dim` added to the slices that the 1-D
     /// `index` names (`torch.index_add`); repeated indices sum.
     Tensor index_add(std::int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
-    /// `x[idx]` for one int64 index tensor: the rows (along dim 0) that `idx` names, with idx's
-    /// shape in front of the remaining dims; negative indices count from the end. (Boolean masks
-    /// await a bool dtype.)
+    /// `x[idx]` for one index tensor. An int64 `idx` picks the rows (along dim 0) it names, with
+    /// idx's shape in front of the remaining dims; negative indices count from the end. A kBool
+    /// (or uint8) mask covering the leading dims picks the elements of those dims where it is true,
+    /// in row-major order, each with the remaining dims (PyTorch's `x[mask]`).
     ///
     /// ```cpp
     /// auto picked = x.index({xgrad::tensor({{0.0, 2.0}}, xgrad::kInt64)});   // shape (1, 2, ...)
+    /// auto rows = x.index({xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool)});   // rows 0 and 2
     /// ```
     Tensor index(const std::vector<Tensor>& indices) const;
 
@@ -467,6 +469,50 @@ public:
     /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor; `src` may
     /// overlap it (a view of the same storage), unlike in PyTorch.
     Tensor& copy_(const Tensor& src);
+
+    // ---- selection by a mask (src/masking.cpp) ------------------------------------------------------
+    /// A copy with `value` wherever the kBool `mask` (broadcast with self) is true, as
+    /// `torch.masked_fill`; the result has the broadcast shape and self's dtype. Its gradient is 0
+    /// at the filled places.
+    ///
+    /// ```cpp
+    /// auto m = xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool);
+    /// auto y = x.masked_fill(m, 0.0);   // x = [1, 2, 3] gives [0, 2, 0]
+    /// ```
+    Tensor masked_fill(const Tensor& mask, double value) const;
+    /// `masked_fill` with a 0-d `value` tensor (converted to self's dtype; a CPU one may fill a GPU
+    /// tensor): value's gradient is the sum of the output's gradient over the filled places.
+    Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+    /// In place: `self = self.masked_fill(mask, value)`; the mask must broadcast to self's shape.
+    Tensor& masked_fill_(const Tensor& mask, double value);
+    /// In place with a 0-d `value` tensor.
+    Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
+    /// The int64 indices (n, dim()) of the nonzero elements in row-major order, as
+    /// `torch.nonzero`. A CUDA tensor's positions are found on the host (PyTorch synchronises too).
+    ///
+    /// ```cpp
+    /// auto at = xgrad::tensor({{0.0, 1.0}, {2.0, 0.0}}).nonzero();   // [[0, 1], [1, 0]]
+    /// ```
+    Tensor nonzero() const;
+    /// `nonzero()`, as `torch.argwhere`.
+    Tensor argwhere() const;
+    /// The 1-D tensor of self's elements where the bool (or uint8) `mask` is true, self and mask
+    /// broadcast together, as `torch.masked_select`; the gradient goes back to the selected places.
+    ///
+    /// ```cpp
+    /// auto picked = x.masked_select(xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool));   // x[0], x[2]
+    /// ```
+    Tensor masked_select(const Tensor& mask) const;
+    /// `x[idx] = values` in place, as `torch.Tensor.index_put_`: `indices` holds one bool mask
+    /// covering self's leading dims, or one int64 index of dim 0; `values` broadcasts to the shape
+    /// of `x[idx]` and is converted to self's dtype.
+    ///
+    /// ```cpp
+    /// x.index_put_({mask}, xgrad::tensor({1.0, 2.0, 3.0}));   // every selected row = [1, 2, 3]
+    /// ```
+    Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values);
+    /// `x[idx] = value` in place for a number.
+    Tensor& index_put_(const std::vector<Tensor>& indices, double value);
 
     /// The implementation, for xgrad's own operations.
     const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }

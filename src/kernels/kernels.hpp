@@ -135,6 +135,10 @@ struct Backend {
     /// out (bool, contiguous) = op(x, y) elementwise; x and y are views of out's shape of one
     /// compute dtype (float32, float64 or int64). The unary tests (kIsNan ...) read x only.
     void (*compare)(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out);
+    // ---- selection by a mask (mask.cpp / mask.cu) ----
+    /// out = cond ? x : y elementwise; cond is kBool, x, y and out of one dtype (any of the six),
+    /// cond, x and y strided views of out's shape (broadcast dims have stride 0).
+    void (*where)(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out);
 };
 
 /// The kernels of `device`; throws when xgrad was built without that device.
@@ -263,6 +267,9 @@ inline void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Wind
 
 inline void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) {
     backend(out.device()).compare(op, x, y, out);
+}
+inline void where(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out) {
+    backend(out.device()).where(cond, x, y, out);
 }
 
 }  // namespace xgrad::kernels

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/functional.hpp"
@@ -50,6 +51,14 @@ void check_float_mask(const Tensor& mask, const Tensor& query, const char* op) {
     detail::check_same_device(query, mask, op);
 }
 
+/// A bool mask as an additive one of `query`'s dtype: -inf where `hide_where_true` says a key is
+/// hidden (True for MultiheadAttention's masks, False for scaled_dot_product_attention's), else 0.
+Tensor additive_mask(const Tensor& mask, const Tensor& query, bool hide_where_true) {
+    const TensorOptions o = TensorOptions(query.dtype()).device(mask.device());
+    const Tensor zero = zeros({}, o), hidden = full({}, -std::numeric_limits<double>::infinity(), o);
+    return hide_where_true ? where(mask, hidden, zero) : where(mask, zero, hidden);
+}
+
 }  // namespace
 
 }  // namespace xgrad::nn
@@ -78,6 +87,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     const std::int64_t l = query.size(-2), s = key.size(-2);
     Tensor mask = attn_mask;
     if (mask.defined()) {
+        if (mask.dtype() == kBool) mask = additive_mask(mask, query, false);  // True takes part (PyTorch 2.x)
         check_float_mask(mask, query, op);
         // The mask must broadcast to the scores (..., L, S).
         auto with_ls = [l, s](const Shape& shape) {
@@ -166,7 +176,7 @@ void MultiheadAttention::reset_parameters() {
 
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                       const Tensor& attn_mask, bool need_weights,
-                                                      bool average_attn_weights) {
+                                                      bool average_attn_weights, const Tensor& key_padding_mask) {
     const char* op = "MultiheadAttention";
     detail::check_defined(query, op);
     detail::check_defined(key, op);
@@ -223,8 +233,13 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         vp = functional::linear(v, w_part(2), b_part(2));
     }
 
+    // Bool (and, deprecated, uint8) masks hide where True: -inf there, as PyTorch 1.13's masked_fill_.
     Tensor mask = attn_mask;
     if (mask.defined()) {
+        if (mask.dtype() == kBool || mask.dtype() == kUInt8)
+            mask = additive_mask(mask.to(kBool), query, true);
+        else if (!mask.is_floating_point())
+            fail(op, "Only float, byte, and bool types are supported for attn_mask, not " + to_string(mask.dtype()));
         check_float_mask(mask, query, op);
         if (mask.dim() == 2) {
             if (mask.shape() != Shape{l, s})
@@ -240,12 +255,32 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         }
     }
 
-    // add_bias_kv: one more key and value, (1, N, E), the same for every batch element; the mask
-    // gets a zero column for it.
+    // key_padding_mask (N, S) ((S) unbatched): bool hides the keys where True, float is added.
+    Tensor pad_mask = key_padding_mask;
+    if (pad_mask.defined()) {
+        if (pad_mask.dtype() != kBool && !pad_mask.is_floating_point())
+            fail(op, "only bool and floating types of key_padding_mask are supported");
+        const std::int64_t want = batched ? 2 : 1;
+        if (pad_mask.dim() != want)
+            fail(op,
+                 std::string(batched ? "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D"
+                                     : "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D") +
+                     " but found " + std::to_string(pad_mask.dim()) + "-D tensor instead");
+        if (!batched) pad_mask = pad_mask.unsqueeze(0);
+        if (pad_mask.shape() != Shape{n, s})
+            fail(op, "expecting key_padding_mask shape of (" + std::to_string(n) + ", " + std::to_string(s) +
+                         "), but got torch.Size(" + detail::size_list(pad_mask.shape()) + ")");
+        pad_mask = pad_mask.dtype() == kBool ? additive_mask(pad_mask, query, true) : pad_mask.to(query.dtype());
+        detail::check_same_device(query, pad_mask, op);
+    }
+
+    // add_bias_kv: one more key and value, (1, N, E), the same for every batch element; the masks
+    // get a zero column for it.
     if (bias_k.defined()) {
         kp = cat({kp, bias_k.repeat({1, n, 1})});
         vp = cat({vp, bias_v.repeat({1, n, 1})});
         if (mask.defined()) mask = functional::pad(mask, {0, 1});
+        if (pad_mask.defined()) pad_mask = functional::pad(pad_mask, {0, 1});
         ++s;
     }
 
@@ -260,7 +295,14 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
         kh = cat({kh, zero}, 1);
         vh = cat({vh, zero}, 1);
         if (mask.defined()) mask = functional::pad(mask, {0, 1});
+        if (pad_mask.defined()) pad_mask = functional::pad(pad_mask, {0, 1});
         ++s;
+    }
+    // The padding mask joins the attention mask per batch element: (N, S) → (N·H, 1, S). Added, which
+    // is PyTorch's logical_or / masked_fill for bool masks (-inf either way).
+    if (pad_mask.defined()) {
+        pad_mask = pad_mask.view({n, 1, 1, s}).expand({n, h, 1, s}).reshape({n * h, 1, s});
+        mask = mask.defined() ? mask + pad_mask : pad_mask;
     }
     const double p = is_training() ? options_.dropout : 0.0;
     Tensor weights = attention_weights(heads(qp, l), kh, mask, p, nullptr);  // (N·H, L, S)

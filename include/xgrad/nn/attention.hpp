@@ -54,11 +54,20 @@ public:
     /// (N, S, ·) with batch_first; (L, E) and (S, ·) unbatched). Returns the output, shaped as the
     /// query, and with `need_weights` the attention weights (N, L, S') ((L, S') unbatched), averaged
     /// over the heads when `average_attn_weights`, else per head (N, num_heads, L, S'); undefined
-    /// otherwise. S' is S plus one for `add_bias_kv` and one for `add_zero_attn`. `attn_mask` is an
-    /// additive float mask, (L, S) or (N·num_heads, L, S), padded with zero columns for the added keys.
+    /// otherwise. S' is S plus one for `add_bias_kv` and one for `add_zero_attn`. `attn_mask`, (L, S)
+    /// or (N·num_heads, L, S), is an additive float mask or a kBool one that hides a key where True
+    /// (PyTorch 1.13's MultiheadAttention); `key_padding_mask` (N, S) ((S) unbatched) hides key j of
+    /// batch element b where True, or is added when floating. Both get zero columns for the added
+    /// keys; a query whose keys are all hidden gives NaN, as PyTorch. (A float key_padding_mask
+    /// with an attn_mask is added to it; PyTorch 1.13 reads it as bool there.)
+    ///
+    /// ```cpp
+    /// auto pad = xgrad::tensor({{0.0, 0.0, 1.0}}, xgrad::kBool);   // batch element 0 ignores key 2
+    /// auto [y, w] = attn.forward(x, x, x, Tensor(), true, true, pad);
+    /// ```
     std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const Tensor& attn_mask = Tensor(), bool need_weights = true,
-                                      bool average_attn_weights = true);
+                                      bool average_attn_weights = true, const Tensor& key_padding_mask = Tensor());
     /// Self-attention `forward(x, x, x, Tensor(), false).first`, so the module can sit in a Sequential.
     Tensor forward(const Tensor& x) override;
     /// Redraws `in_proj_weight` (xavier_uniform_) and zeroes the biases, as PyTorch's `_reset_parameters`

@@ -112,7 +112,8 @@ Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1, doub
 /// values (..., S, Ev), giving (..., L, Ev), computed as PyTorch 1.13's MultiheadAttention does
 /// (q divided by √E, then the product, then the mask added).
 ///
-/// `attn_mask` is an additive float mask broadcasting to (..., L, S) (`-inf` hides a key).
+/// `attn_mask` broadcasts to (..., L, S): an additive float mask (`-inf` hides a key) or a kBool
+/// one in which True lets the query attend to the key (PyTorch 2.x: False becomes `-inf`).
 /// `is_causal` hides every key after the query's position (an upper triangle of `-inf`, built
 /// internally); it cannot be combined with `attn_mask`. With `dropout_p` > 0 the attention weights
 /// go through dropout (drawn from `gen`, or the default generator). A row whose keys are all hidden

@@ -41,6 +41,7 @@ const Backend& backend() {
         .avg_pool2d = avg_pool2d,
         .avg_pool2d_backward = avg_pool2d_backward,
         .compare = compare,
+        .where = where,
     };
     return table;
 }

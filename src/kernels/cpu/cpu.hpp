@@ -47,6 +47,7 @@ void avg_pool2d(const Tensor& x, const Tensor& out, const Window2d& w);
 void avg_pool2d_backward(const Tensor& grad, const Tensor& dx, const Window2d& w);
 // comparisons and logical ops
 void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out);
+void where(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out);
 
 /// The CPU's kernel table.
 const Backend& backend();

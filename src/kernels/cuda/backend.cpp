@@ -349,6 +349,14 @@ void compare_entry(CompareOp op, const Tensor& x, const Tensor& y, const Tensor&
                   walk_of<2>(out.shape(), {&x, &y}, "compare kernel"));
 }
 
+// ---- selection by a mask ------------------------------------------------------------------------------
+
+void where_entry(const Tensor& cond, const Tensor& x, const Tensor& y, const Tensor& out) {
+    use_device(out, {&cond, &x, &y}, "where");
+    cuda::where(scalar(out.dtype()), static_cast<const bool*>(ptr(cond)), ptr(x), ptr(y), ptr(out),
+                walk_of<4>(out.shape(), {&out, &cond, &x, &y}, "where"));
+}
+
 }  // namespace
 
 const Backend& backend() {
@@ -389,6 +397,7 @@ const Backend& backend() {
         .avg_pool2d = avg_pool2d_entry,
         .avg_pool2d_backward = avg_pool2d_backward_entry,
         .compare = compare_entry,
+        .where = where_entry,
     };
     return table;
 }

@@ -116,5 +116,8 @@ void avg_pool2d_backward(Scalar t, const void* grad, void* dx, const Window2d& g
 
 // ---- compare.cu: out (bool, contiguous) = op(x, y), x and y of one compute type -----------------------
 void compare(CompareOp op, Scalar t, const void* x, const void* y, bool* out, const Walk<2>& walk);
+// ---- mask.cu: operands of the walk are (out, cond, x, y), over out's shape ------------------------------
+/// out[i] = cond[i] ? x[i] : y[i] (kernels::Backend::where).
+void where(Scalar t, const bool* cond, const void* x, const void* y, void* out, const Walk<4>& walk);
 
 }  // namespace xgrad::kernels::cuda
