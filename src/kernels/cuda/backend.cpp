@@ -24,11 +24,14 @@ namespace {
 /// The int64 maps the CPU kernels define; others are refused as the CPU refuses them.
 bool int64_unary(UnaryOp op) {
     return op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kAdd || op == UnaryOp::kSub ||
-           op == UnaryOp::kRsub || op == UnaryOp::kMul || op == UnaryOp::kClamp;
+           op == UnaryOp::kRsub || op == UnaryOp::kMul || op == UnaryOp::kClamp || op == UnaryOp::kSign ||
+           op == UnaryOp::kPowInt;
 }
 bool int64_binary(BinaryOp op) {
     return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kMaximum ||
-           op == BinaryOp::kMinimum || op == BinaryOp::kBitAnd || op == BinaryOp::kBitOr || op == BinaryOp::kBitXor;
+           op == BinaryOp::kMinimum || op == BinaryOp::kBitAnd || op == BinaryOp::kBitOr || op == BinaryOp::kBitXor ||
+           op == BinaryOp::kPow || op == BinaryOp::kRemainder || op == BinaryOp::kFmod || op == BinaryOp::kDivTrunc ||
+           op == BinaryOp::kDivFloor;
 }
 
 [[noreturn]] void unsupported(const char* kind, int op, DType dtype) {
