@@ -17,25 +17,6 @@ using kernels::CompareOp;
 
 namespace {
 
-/// PyTorch's name of a dtype in isclose's "did not match" message.
-std::string scalar_type_name(DType t) {
-    switch (t) {
-        case kFloat32:
-            return "Float";
-        case kFloat64:
-            return "Double";
-        case kInt64:
-            return "Long";
-        case kInt32:
-            return "Int";
-        case kUInt8:
-            return "Byte";
-        case kBool:
-            return "Bool";
-    }
-    return to_string(t);
-}
-
 /// The shortest text that reads back as `v` ("-1", "-0.5"), as Python prints a number.
 std::string number(double v) {
     char buf[32];
@@ -94,7 +75,7 @@ Tensor test(const Tensor& x, const char* name, CompareOp op) {
 /// PyTorch's error for a bitwise op on a floating tensor: `"bitwise_and_cpu" not implemented for 'Float'`.
 [[noreturn]] void refuse_floating(const char* name, DType t, Device device) {
     detail::fail(name, std::string("\"") + name + (device.is_cpu() ? "_cpu" : "_cuda") + "\" not implemented for '" +
-                           scalar_type_name(t) + "'");
+                           detail::scalar_type_name(t) + "'");
 }
 
 /// PyTorch's bitwise operators: on bool tensors the logical ops (a bool result), on integer tensors
@@ -301,7 +282,8 @@ Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal
     detail::check_defined(*this, "isclose");
     detail::check_defined(other, "isclose");
     if (dtype() != other.dtype())
-        detail::fail("isclose", scalar_type_name(dtype()) + " did not match " + scalar_type_name(other.dtype()));
+        detail::fail("isclose",
+                     detail::scalar_type_name(dtype()) + " did not match " + detail::scalar_type_name(other.dtype()));
     if (!(rtol >= 0)) detail::fail("isclose", "rtol must be greater than or equal to zero, but got " + number(rtol));
     if (!(atol >= 0)) detail::fail("isclose", "atol must be greater than or equal to zero, but got " + number(atol));
     detail::broadcast_shapes(shape(), other.shape(), "isclose");  // names isclose in the error

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/tensor_impl.hpp"
 #include "xgrad/ops.hpp"
 #include "xgrad/tensor.hpp"
 
@@ -39,25 +40,6 @@ char label_char(int l) {
 void invalid_subscript(std::size_t at) {
     bad("invalid subscript given at index " + std::to_string(at) +
         " in the equation string, subscripts must be in [a-zA-Z]");
-}
-
-// PyTorch's name of a dtype in its "expected scalar type" message.
-std::string scalar_type_name(DType t) {
-    switch (t) {
-        case kFloat32:
-            return "Float";
-        case kFloat64:
-            return "Double";
-        case kInt64:
-            return "Long";
-        case kInt32:
-            return "Int";
-        case kUInt8:
-            return "Byte";
-        case kBool:
-            return "Bool";
-    }
-    return to_string(t);
 }
 
 // Sums `t` over `dims` keeping them (as size 1); no-op for none.
@@ -173,8 +155,8 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     const DType dtype = operands[0].dtype();
     for (std::size_t i = 1; i < operands.size(); ++i) {
         if (operands[i].dtype() != dtype)
-            bad("expected scalar type " + scalar_type_name(dtype) + " but found " +
-                scalar_type_name(operands[i].dtype()) + " (operand " + std::to_string(i) + ")");
+            bad("expected scalar type " + detail::scalar_type_name(dtype) + " but found " +
+                detail::scalar_type_name(operands[i].dtype()) + " (operand " + std::to_string(i) + ")");
         if (operands[i].device() != operands[0].device())
             bad("expected all operands on one device, but operand 0 is on " + to_string(operands[0].device()) +
                 " and operand " + std::to_string(i) + " on " + to_string(operands[i].device()));

@@ -21,25 +21,6 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
-/// PyTorch's name of a dtype in its messages ("Long", "Bool").
-std::string torch_name(DType t) {
-    switch (t) {
-        case kFloat32:
-            return "Float";
-        case kFloat64:
-            return "Double";
-        case kInt64:
-            return "Long";
-        case kInt32:
-            return "Int";
-        case kUInt8:
-            return "Byte";
-        case kBool:
-            return "Bool";
-    }
-    return to_string(t);
-}
-
 /// A 0-d tensor holding `value` as `like`'s dtype, on its device.
 Tensor scalar_like(double value, const Tensor& like) {
     return full({}, value, TensorOptions(like.dtype()).device(like.device()));
@@ -76,7 +57,8 @@ Shape check_masked_fill(const Tensor& self, const Tensor& mask, const char* op) 
     detail::check_defined(self, op);
     detail::check_defined(mask, op);
     if (mask.dtype() != kBool)
-        fail(op, "masked_fill_ only supports boolean masks, but got mask with dtype " + torch_name(mask.dtype()));
+        fail(op, "masked_fill_ only supports boolean masks, but got mask with dtype " +
+                     detail::scalar_type_name(mask.dtype()));
     detail::check_same_device(self, mask, op);
     return self.shape() == mask.shape() ? self.shape() : detail::broadcast_shapes(self.shape(), mask.shape(), op);
 }
@@ -98,7 +80,7 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
     detail::check_defined(y, op);
     if (condition.dtype() != kBool && condition.dtype() != kUInt8)  // uint8: PyTorch's deprecated masks
         fail(op, "where expected condition to be a boolean tensor, but got a tensor with dtype " +
-                     torch_name(condition.dtype()));
+                     detail::scalar_type_name(condition.dtype()));
     detail::check_same_device(condition, x, op);
     detail::check_same_device(condition, y, op);
     const DType t = detail::result_type(x, y);

@@ -365,6 +365,24 @@ DType promote(DType a, DType b) {
     return promote_types(a, b);
 }
 
+std::string scalar_type_name(DType dtype) {
+    switch (dtype) {
+        case kFloat32:
+            return "Float";
+        case kFloat64:
+            return "Double";
+        case kInt64:
+            return "Long";
+        case kInt32:
+            return "Int";
+        case kUInt8:
+            return "Byte";
+        case kBool:
+            return "Bool";
+    }
+    return to_string(dtype);
+}
+
 void check_scalar_fits(double value, DType dtype, const char* op) {
     // c10's checked_convert: unsigned types also take negative values down to -max (they wrap).
     const char* name = nullptr;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "xgrad/xgrad.hpp"
@@ -158,6 +159,30 @@ std::string printed(const T& x) {
     std::ostringstream os;
     os << x;
     return os.str();
+}
+
+/// Checks every `=== name` text of `file` against its xgrad twin in `cases` (a function returning a
+/// Tensor, printed, or the text itself): a text starting "!! " is PyTorch's error, which the
+/// std::invalid_argument's message must contain, or the xgrad wording `wording` gives for the name.
+template <typename Make>
+void check_reprs(const std::string& file, const std::map<std::string, Make>& cases,
+                 const std::map<std::string, std::string>& wording = {}) {
+    const auto expected = reprs(file);
+    REQUIRE(expected.size() == cases.size());
+    for (const auto& [name, want] : expected) {
+        INFO(name);
+        REQUIRE(cases.count(name) == 1);
+        const auto& make = cases.at(name);
+        if (want.rfind("!! ", 0) == 0) {
+            const std::string msg = invalid_argument_of(make);
+            const std::string part = wording.count(name) ? wording.at(name) : want.substr(3);
+            CHECK_MESSAGE(msg.find(part) != std::string::npos, msg);
+        } else if constexpr (std::is_same_v<decltype(make()), std::string>) {
+            CHECK(make() == want);
+        } else {
+            CHECK(printed(make()) == want);
+        }
+    }
 }
 
 /// The options of a `# <tag> <key> k=v ...` line of a golden file.

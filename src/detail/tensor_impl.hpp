@@ -283,6 +283,8 @@ Device resolve_device(Device device, const char* op);
 /// Throws naming `op` and both devices (PyTorch's words) unless `a` and `b` live on one device.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
+/// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
+std::string scalar_type_name(DType dtype);
 /// Throws PyTorch's "value cannot be converted to type int64_t without overflow" (naming `op`) when
 /// the scalar `value` does not fit an integer `dtype` (NaN and inf never do); bool and floating
 /// types take any value.
