@@ -17,6 +17,30 @@
 
 namespace xgrad::kernels::scalar {
 
+/// One element of PyTorch 1.13's _single_tensor_sgd, in its order and its dtype (the CPU and CUDA
+/// sgd_step kernels share it):
+///   d_p = grad (or -grad when maximize); d_p = d_p.add(param, alpha=weight_decay)
+///   buf = clone(d_p) on the first step, else buf.mul_(momentum).add_(d_p, alpha=1-dampening)
+///   d_p = d_p.add(buf, alpha=momentum) when nesterov, else buf; param.add_(d_p, alpha=-lr)
+/// (x.add(y, alpha=a) is x + a·y, rounded after the product: no fused multiply-add.) `buf` is null
+/// without momentum.
+template <typename T>
+XGRAD_HD inline void sgd_element(T& p, T g, T* buf, T wd, T m, T one_minus_damp, T neg_lr, bool maximize, bool decay,
+                                 bool first, bool nesterov) {
+    T d = maximize ? -g : g;
+    if (decay) d = d + p * wd;
+    if (buf) {
+        T b = d;
+        if (!first) {
+            b = *buf * m;
+            b = b + one_minus_damp * d;
+        }
+        *buf = b;
+        d = nesterov ? d + b * m : b;
+    }
+    p = p + neg_lr * d;
+}
+
 // SELU's constants, as PyTorch writes them.
 inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 inline constexpr double kSeluScale = 1.0507009873554804934193349852946;

@@ -4,6 +4,7 @@
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -56,26 +57,10 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
         const T wd = static_cast<T>(s.weight_decay), m = static_cast<T>(s.momentum);
         const T one_minus_damp = static_cast<T>(1.0 - s.dampening), neg_lr = static_cast<T>(-s.lr);
         const bool maximize = s.maximize, decay = s.weight_decay != 0.0, first = s.first, nesterov = s.nesterov;
-        // PyTorch 1.13's _single_tensor_sgd, element by element, in its order and its dtype:
-        //   d_p = grad (or -grad when maximize); d_p = d_p.add(param, alpha=weight_decay)
-        //   buf = clone(d_p) on the first step, else buf.mul_(momentum).add_(d_p, alpha=1-dampening)
-        //   d_p = d_p.add(buf, alpha=momentum) when nesterov, else buf; param.add_(d_p, alpha=-lr)
-        // (x.add(y, alpha=a) is x + a·y, rounded after the product: no fused multiply-add.)
         parallel_for(0, param.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t i = lo; i < hi; ++i) {
-                T d = maximize ? -g[i] : g[i];
-                if (decay) d = d + p[i] * wd;
-                if (buf) {
-                    T b = d;
-                    if (!first) {
-                        b = buf[i] * m;
-                        b = b + one_minus_damp * d;
-                    }
-                    buf[i] = b;
-                    d = nesterov ? d + b * m : b;
-                }
-                p[i] = p[i] + neg_lr * d;
-            }
+            for (std::int64_t i = lo; i < hi; ++i)
+                scalar::sgd_element(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay,
+                                    first, nesterov);
         });
     });
 }

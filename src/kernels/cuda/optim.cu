@@ -2,6 +2,7 @@
 // kernel's operations and order (cpu/optim.cpp), so that with --fmad=false each element's update is
 // the CPU's, bit for bit.
 #include "kernels/cuda/common.cuh"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cuda {
 
@@ -36,19 +37,8 @@ template <typename T>
 __global__ void sgd_kernel(T* p, const T* g, T* buf, i64 n, T wd, T m, T one_minus_damp, T neg_lr, bool maximize,
                            bool decay, bool first, bool nesterov) {
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x) {
-        // PyTorch 1.13's _single_tensor_sgd, as the CPU kernel writes it (cpu/optim.cpp).
-        T d = maximize ? -g[i] : g[i];
-        if (decay) d = d + p[i] * wd;
-        if (buf) {
-            T b = d;
-            if (!first) {
-                b = buf[i] * m;
-                b = b + one_minus_damp * d;
-            }
-            buf[i] = b;
-            d = nesterov ? d + b * m : b;
-        }
-        p[i] = p[i] + neg_lr * d;
+        scalar::sgd_element(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay, first,
+                            nesterov);  // PyTorch 1.13's _single_tensor_sgd, as on the CPU
     }
 }
 
