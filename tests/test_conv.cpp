@@ -46,7 +46,7 @@ const Case kCases[] = {
      }},
     {"max_pool2d.overlap", 1, [](const Ins& in) { return F::max_pool2d(in[0], 3, 1); }},
     {"avg_pool2d.k3s2p1", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1); }},
-    {"avg_pool2d.no_pad_count", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false); }},
+    {"avg_pool2d.no_pad_count", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, false); }},
     {"avg_pool2d.k2", 1,
      [](const Ins& in) {
          return F::avg_pool2d(in[0], {2, 3}, 1);
@@ -139,7 +139,8 @@ TEST_CASE("gradcheck: conv1d, conv2d and pooling") {
     golden::check_gradcheck([](const Ins& in) { return F::conv1d(in[0], in[1], Tensor(), 2, 2, 2); }, {x1, w1},
                             "conv1d");
     golden::check_gradcheck([](const Ins& in) { return F::max_pool2d(in[0], 3, 2, 1); }, {x}, "max_pool2d");
-    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false); }, {x}, "avg_pool2d");
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, false); }, {x},
+                            "avg_pool2d");
     golden::check_gradcheck([](const Ins& in) { return F::adaptive_avg_pool2d(in[0], {4, 3}); }, {x}, "adaptive");
 }
 
@@ -165,7 +166,7 @@ TEST_CASE("modules print as PyTorch's") {
     CHECK(printed(nn::MaxPool2d(2)) == r.at("maxpool"));
     CHECK(printed(nn::MaxPool2d({2, 3}, 1, 1)) == r.at("maxpool_tuple"));
     CHECK(printed(nn::AvgPool2d(3)) == r.at("avgpool"));
-    CHECK(printed(nn::AvgPool2d(2, 1, 1, false)) == r.at("avgpool_all"));
+    CHECK(printed(nn::AvgPool2d(2, 1, 1, false, false)) == r.at("avgpool_all"));
     CHECK(printed(nn::AdaptiveAvgPool2d({5, 7})) == r.at("adaptive"));
     CHECK(printed(nn::AdaptiveAvgPool2d(3)) == r.at("adaptive1"));
 }

@@ -717,15 +717,15 @@ TEST_CASE("convolution, pooling and batch/group norm: im2col/col2im and pooling 
                  },
                  {x});
         check_op("avg_pool2d", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1); }, {x});
-        check_op("avg_pool2d without padded zeros", [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 1, 1, false); },
-                 {x});
+        check_op("avg_pool2d without padded zeros",
+                 [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 1, 1, false, false); }, {x});
         check_op("max_pool2d, dilation and ceil_mode",
                  [](const Inputs& v) {
                      return F::max_pool2d(v[0], {3, 2}, 2, 1, {2, 1}, true);
                  },
                  {x});
         check_op("avg_pool2d, ceil_mode without padded zeros",
-                 [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1, false, true); }, {x});
+                 [](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1, true, false); }, {x});
         check_op("avg_pool2d, ceil_mode and divisor_override",
                  [](const Inputs& v) { return F::avg_pool2d(v[0], 2, 2, 0, true, true, 3); }, {x});
         check_op(

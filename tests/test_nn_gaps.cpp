@@ -63,15 +63,15 @@ const Case kCases[] = {
      }},
     {"max_pool2d.unbatched_ceil", 1, [](const Ins& in) { return F::max_pool2d(in[0], 2, std::nullopt, 0, 1, true); }},
     {"avg_pool2d.ceil", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, true, true); }},
-    {"avg_pool2d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, true); }},
+    {"avg_pool2d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, true, false); }},
     {"avg_pool2d.divisor", 1,
      [](const Ins& in) {
-         return F::avg_pool2d(in[0], {2, 3}, 1, {1, 1}, true, false, 4);
+         return F::avg_pool2d(in[0], {2, 3}, 1, {1, 1}, false, true, 4);
      }},
     {"avg_pool2d.ceil_divisor", 1, [](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }},
     {"max_pool1d.all", 1, [](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }},
     {"max_pool1d.unbatched", 1, [](const Ins& in) { return F::max_pool1d(in[0], 2); }},
-    {"avg_pool1d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }},
+    {"avg_pool1d.ceil_nocount", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, true, false); }},
     {"avg_pool1d.unbatched", 1, [](const Ins& in) { return F::avg_pool1d(in[0], 2, 1, 1); }},
     {"normalize.p05", 1, [](const Ins& in) { return F::normalize(in[0], 0.5, 1); }},
     {"normalize.inf", 1, [](const Ins& in) { return F::normalize(in[0], kInf, -1); }},
@@ -212,13 +212,13 @@ TEST_CASE("gradcheck: padding strings and modes, circular pad, pooling options, 
             return F::max_pool2d(in[0], {2, 3}, 2, 1, {2, 1}, true);
         },
         {x}, "max_pool2d dilation ceil");
-    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, false, true); }, {x},
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 3, 2, 1, true, false); }, {x},
                             "avg_pool2d ceil");
     golden::check_gradcheck([](const Ins& in) { return F::avg_pool2d(in[0], 2, 2, 0, true, true, 3); }, {x},
                             "avg_pool2d ceil divisor");
     Tensor x3 = xgrad::randn({2, 3, 10}, d).requires_grad_();
     golden::check_gradcheck([](const Ins& in) { return F::max_pool1d(in[0], 3, 2, 1, 2, true); }, {x3}, "max_pool1d");
-    golden::check_gradcheck([](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, false, true); }, {x3},
+    golden::check_gradcheck([](const Ins& in) { return F::avg_pool1d(in[0], 3, 2, 1, true, false); }, {x3},
                             "avg_pool1d");
     Tensor v = xgrad::randn({3, 5}, d).requires_grad_();
     for (double p : {0.5, -1.5, kInf, -kInf, 3.0}) {
@@ -240,7 +240,7 @@ TEST_CASE("modules with the new options print as PyTorch's") {
     CHECK(printed(nn::AvgPool2d(2, std::nullopt, 0, true, true, 3)) == r.at("avgpool_ceil"));
     CHECK(printed(nn::MaxPool1d(3, 2, 1, 2, false, true)) == r.at("maxpool1d"));
     CHECK(printed(nn::MaxPool1d(2)) == r.at("maxpool1d_default"));
-    CHECK(printed(nn::AvgPool1d(3, 2, 1, false, true)) == r.at("avgpool1d"));
+    CHECK(printed(nn::AvgPool1d(3, 2, 1, true, false)) == r.at("avgpool1d"));
 }
 
 TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch's messages") {
@@ -304,7 +304,7 @@ TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch'
         {"avg_pool1d",
          "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' "
          "(while checking arguments for avg_pool1d)"});
-    check_throws([&] { F::avg_pool2d(x, 3, std::nullopt, 0, true, false, 0); },
+    check_throws([&] { F::avg_pool2d(x, 3, std::nullopt, 0, false, true, 0); },
                  {"avg_pool2d", "divisor must be not zero"});
     // The circular pad of an unbatched input fails as in PyTorch 1.13, so does the module's forward.
     nn::Conv2d ring(2, 3, 3, 1, 1, 1, 1, true, "circular");

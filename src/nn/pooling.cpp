@@ -145,8 +145,8 @@ Tensor max_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> str
     return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
 }
 
-Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride, Pair padding,
-                  bool count_include_pad, bool ceil_mode, std::optional<std::int64_t> divisor_override) {
+Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride, Pair padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<std::int64_t> divisor_override) {
     if (divisor_override && *divisor_override == 0) fail("avg_pool2d", "divisor must be not zero");
     Planes p = window_planes(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d");
     p.g.count_include_pad = count_include_pad;
@@ -173,7 +173,7 @@ Tensor max_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<s
 }
 
 Tensor avg_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride,
-                  std::int64_t padding, bool count_include_pad, bool ceil_mode) {
+                  std::int64_t padding, bool ceil_mode, bool count_include_pad) {
     detail::check_defined(input, "avg_pool1d");
     if (input.dim() != 2 && input.dim() != 3)
         fail("avg_pool1d", "Expected 2 to 3 dimensions, but got " + std::to_string(input.dim()) +
@@ -238,7 +238,7 @@ std::string MaxPool2d::extra_repr() const {
            ", dilation=" + repr(dilation_) + ", ceil_mode=" + (ceil_mode_ ? "True" : "False");
 }
 
-AvgPool2d::AvgPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding, bool count_include_pad, bool ceil_mode,
+AvgPool2d::AvgPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding, bool ceil_mode, bool count_include_pad,
                      std::optional<std::int64_t> divisor_override)
     : kernel_(kernel_size),
       stride_(stride.value_or(kernel_size)),
@@ -248,7 +248,7 @@ AvgPool2d::AvgPool2d(Pair kernel_size, std::optional<Pair> stride, Pair padding,
       divisor_override_(divisor_override) {}
 
 Tensor AvgPool2d::forward(const Tensor& input) {
-    return functional::avg_pool2d(input, kernel_, stride_, padding_, count_include_pad_, ceil_mode_, divisor_override_);
+    return functional::avg_pool2d(input, kernel_, stride_, padding_, ceil_mode_, count_include_pad_, divisor_override_);
 }
 
 std::string AvgPool2d::extra_repr() const {
@@ -278,8 +278,8 @@ std::string MaxPool1d::extra_repr() const {
            ", ceil_mode=" + (ceil_mode_ ? "True" : "False");
 }
 
-AvgPool1d::AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride, std::int64_t padding,
-                     bool count_include_pad, bool ceil_mode)
+AvgPool1d::AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride, std::int64_t padding, bool ceil_mode,
+                     bool count_include_pad)
     : kernel_(kernel_size),
       stride_(stride.value_or(kernel_size)),
       padding_(padding),
@@ -287,7 +287,7 @@ AvgPool1d::AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> strid
       ceil_mode_(ceil_mode) {}
 
 Tensor AvgPool1d::forward(const Tensor& input) {
-    return functional::avg_pool1d(input, kernel_, stride_, padding_, count_include_pad_, ceil_mode_);
+    return functional::avg_pool1d(input, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
 }
 
 std::string AvgPool1d::extra_repr() const {

@@ -33,11 +33,9 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Pair kern
 /// Average pooling, as `torch.nn.functional.avg_pool2d`: padded zeros count in the divisor unless
 /// `count_include_pad` is false, `ceil_mode` rounds the output size up as max_pool2d's, and
 /// `divisor_override` (when given, non-zero) replaces the divisor.
-///
-/// The order of the flags differs from PyTorch's (ceil_mode, count_include_pad, divisor_override):
-/// `count_include_pad` comes first because xgrad's earlier signature ended with it.
+/// The flags come in PyTorch's order: ceil_mode, count_include_pad, divisor_override.
 Tensor avg_pool2d(const Tensor& input, Pair kernel_size, std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                  bool count_include_pad = true, bool ceil_mode = false,
+                  bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<std::int64_t> divisor_override = std::nullopt);
 /// 1-D max pooling of input (N, C, L) or (C, L), as `torch.nn.functional.max_pool1d` (the 2-D kernel
 /// on a height of 1).
@@ -50,9 +48,9 @@ std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, std::int6
                                                   std::int64_t padding = 0, std::int64_t dilation = 1,
                                                   bool ceil_mode = false);
 /// 1-D average pooling of input (N, C, L) or (C, L), as `torch.nn.functional.avg_pool1d` (flags in
-/// avg_pool2d's order: count_include_pad, then ceil_mode).
+/// PyTorch's order: ceil_mode, then count_include_pad).
 Tensor avg_pool1d(const Tensor& input, std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
-                  std::int64_t padding = 0, bool count_include_pad = true, bool ceil_mode = false);
+                  std::int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
 /// Average pooling to a fixed output size (PyTorch's windows [⌊i·H/out⌋, ⌈(i+1)·H/out⌉)), as
 /// `torch.nn.functional.adaptive_avg_pool2d`.
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size);
@@ -90,18 +88,18 @@ private:
 
 /// `torch.nn.AvgPool2d`: mean over `kernel_size` windows every `stride` (default: the kernel size).
 ///
-/// The flags after `padding` are in F::avg_pool2d's order (count_include_pad first, unlike PyTorch).
+/// The flags after `padding` are in PyTorch's order: ceil_mode, count_include_pad, divisor_override.
 ///
 /// ```cpp
-/// xgrad::nn::AvgPool2d pool(3, 1, 1, /*count_include_pad=*/false);
+/// xgrad::nn::AvgPool2d pool(3, 1, 1, /*ceil_mode=*/false, /*count_include_pad=*/false);
 /// std::cout << pool;   // AvgPool2d(kernel_size=3, stride=1, padding=1)
-/// xgrad::nn::AvgPool2d sum_pool(2, 2, 0, true, /*ceil_mode=*/true, /*divisor_override=*/1);
+/// xgrad::nn::AvgPool2d sum_pool(2, 2, 0, /*ceil_mode=*/true, /*count_include_pad=*/true, /*divisor_override=*/1);
 /// ```
 class AvgPool2d : public Module {
 public:
     /// Pools over `kernel_size` windows.
     explicit AvgPool2d(Pair kernel_size, std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                       bool count_include_pad = true, bool ceil_mode = false,
+                       bool ceil_mode = false, bool count_include_pad = true,
                        std::optional<std::int64_t> divisor_override = std::nullopt);
     /// Applies the pooling to (N, C, H, W) or (C, H, W).
     Tensor forward(const Tensor& input) override;
@@ -150,7 +148,7 @@ class AvgPool1d : public Module {
 public:
     /// Pools over `kernel_size` windows.
     explicit AvgPool1d(std::int64_t kernel_size, std::optional<std::int64_t> stride = std::nullopt,
-                       std::int64_t padding = 0, bool count_include_pad = true, bool ceil_mode = false);
+                       std::int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
     /// Applies the pooling to (N, C, L) or (C, L).
     Tensor forward(const Tensor& input) override;
     /// `kernel_size=(3,), stride=(2,), padding=(1,)`, as PyTorch prints it.
