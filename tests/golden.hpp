@@ -169,7 +169,10 @@ void check_reprs(const std::string& file, const std::map<std::string, Make>& cas
                  const std::map<std::string, std::string>& wording = {}) {
     const auto expected = reprs(file);
     REQUIRE(expected.size() == cases.size());
-    for (const auto& [name, want] : expected) {
+    for (const auto& entry : expected) {
+        // Named copies, not a structured binding: clang 14 cannot capture those in INFO's lambda.
+        const std::string& name = entry.first;
+        const std::string& want = entry.second;
         INFO(name);
         REQUIRE(cases.count(name) == 1);
         const auto& make = cases.at(name);

@@ -972,7 +972,8 @@ TEST_CASE("comparisons, logical ops, isnan family, any/all and isclose: the comp
         Tensor at = xgrad::cat({(xgrad::randn({6, 5}) * 2.0).round(), special.reshape({6, 1})}, 1).to(dt).t();
         for (const auto& [name, f] : ops)
             for (const auto& [left, what] : {std::pair{a, "contiguous"}, std::pair{at, "transposed"}}) {
-                INFO(name << ", " << what);
+                const std::string label = std::string(name) + ", " + what;  // clang 14: no bindings in INFO
+                INFO(label);
                 Tensor c = f(left, b), g = f(left.to(kGpu), b.to(kGpu));
                 CHECK(g.device() == kGpu);
                 CHECK(g.dtype() == c.dtype());

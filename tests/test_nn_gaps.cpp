@@ -177,7 +177,8 @@ TEST_CASE("max_pool2d_with_indices returns PyTorch's int64 indices") {
 
 TEST_CASE("normalize with p = ±inf shares the gradient among ties; p < 1 gives 0 where x is 0") {
     const std::vector<std::pair<double, std::string>> ps{{kInf, "inf"}, {-kInf, "ninf"}, {0.5, "p05"}};
-    for (const auto& [p, key] : ps) {
+    for (const auto& [p, key_] : ps) {
+        const std::string& key = key_;  // clang 14 cannot capture a structured binding in INFO
         INFO(key);
         Tensor x = xgrad::tensor({{1.0, -3.0, 3.0, 2.0}, {0.0, 0.0, 0.0, 0.0}, {0.0, 2.0, -0.5, 2.0}}, xgrad::kFloat64)
                        .requires_grad_();

@@ -145,7 +145,9 @@ TEST_CASE("bool, uint8 and int32 tensors load from PyTorch's file, save and load
     TempDir dir;
     std::string path = dir / "narrow.safetensors";
     xgrad::save_tensors({{"mask", by_name["mask"]}, {"bytes", by_name["bytes"]}, {"ints", by_name["ints"]}}, path);
-    for (const auto& [name, t] : xgrad::load_tensors(path)) {
+    for (const auto& entry : xgrad::load_tensors(path)) {
+        const std::string& name = entry.first;  // clang 14 cannot capture a structured binding in INFO
+        const Tensor& t = entry.second;
         INFO(name);
         CHECK(t.dtype() == by_name[name].dtype());
         CHECK(xgrad::to_string(t) == xgrad::to_string(by_name[name]));
