@@ -1,6 +1,7 @@
 // Tensor printing: a line-for-line port of the rules in PyTorch 1.13's torch/_tensor_str.py.
 #include "xgrad/print.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -139,14 +140,13 @@ struct Printer {
     std::vector<double> values;
     std::vector<std::int64_t> ints;  // for integer and bool tensors
     bool floating = true;
-    bool boolean = false;
-    std::int64_t bool_width = 4;  // "True", or 5 when a shown value is False
+    bool boolean = false;  // printed as True/False, in the formatter's width
     bool summarize = false;
     std::int64_t edge = 3;
 
     std::string at(std::int64_t i, const Formatter& f) const {
         auto k = static_cast<std::size_t>(i);
-        if (boolean) return pad_left(ints[k] ? "True" : "False", bool_width);
+        if (boolean) return pad_left(ints[k] ? "True" : "False", f.width());
         return floating ? f.format(values[k]) : f.format(ints[k]);
     }
 
@@ -316,10 +316,11 @@ std::string to_string(const Tensor& tensor) {
         };
         Formatter f = p.floating ? measure(p.values) : measure(p.ints);
         p.boolean = tensor.dtype() == kBool;
-        if (p.boolean)
-            for (auto i : shown)
-                if (p.ints[static_cast<std::size_t>(i)] == 0) p.bool_width = 5;
-        if (p.boolean) f.set_width(p.bool_width);
+        if (p.boolean)  // "True", or "False" when a shown value is false
+            f.set_width(std::any_of(shown.begin(), shown.end(),
+                                    [&](std::int64_t i) { return p.ints[static_cast<std::size_t>(i)] == 0; })
+                            ? 5
+                            : 4);
         body = p.tensor_str(0, 0, indent, f);
     }
 

@@ -9,6 +9,8 @@ import os
 
 import torch
 
+from golden_writer import repr_lines
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 nan, inf = float("nan"), float("inf")
 T = torch.tensor
@@ -149,13 +151,7 @@ CASES = {
     "err_xor_int_float": lambda: T([1]) ^ T([1.0]),
 }
 
-lines = []
-for name, fn in CASES.items():
-    lines.append("=== " + name)
-    try:
-        lines.append(repr(fn()))
-    except (RuntimeError, IndexError) as e:
-        lines.append("!! " + str(e).split("\n")[0])
+lines = repr_lines(CASES)
 
 with open(os.path.join(HERE, "compare.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -8,6 +8,8 @@ import os
 
 import torch
 
+from golden_writer import repr_lines
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 nan, inf = float("nan"), float("inf")
 T = torch.tensor
@@ -93,13 +95,7 @@ CASES = {
     "err_requires_grad_int32": lambda: T([1, 2], dtype=i32).requires_grad_(),
 }
 
-lines = []
-for name, fn in CASES.items():
-    lines.append("=== " + name)
-    try:
-        lines.append(repr(fn()))
-    except RuntimeError as e:
-        lines.append("!! " + str(e).split("\n")[0])
+lines = repr_lines(CASES)
 
 with open(os.path.join(HERE, "dtypes.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")

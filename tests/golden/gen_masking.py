@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from golden_writer import record_case, tensor_line
+from golden_writer import record_case, repr_lines, tensor_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 T = torch.tensor
@@ -91,13 +91,7 @@ CASES = {
     "err_put_values": lambda: put(torch.zeros(2, 3), M23, T([1.0, 2.0])),
 }
 
-lines = []
-for name, fn in CASES.items():
-    lines.append("=== " + name)
-    try:
-        lines.append(repr(fn()))
-    except (RuntimeError, IndexError) as e:
-        lines.append("!! " + str(e).split("\n")[0])
+lines = repr_lines(CASES)
 # PyTorch 1.13 fills with an int64 mask without a word (it reads the mask's bytes as bools); xgrad
 # throws the message PyTorch 2.x gives for a non-bool mask:
 #     masked_fill_ only supports boolean masks, but got mask with dtype Long

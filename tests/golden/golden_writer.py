@@ -40,6 +40,19 @@ def record_case(lines, name, fn, shapes, dtypes=("float32",)):
                 lines.append(tensor_line(f"{key}.g{i}", t.grad))
 
 
+def repr_lines(cases):
+    """The `=== name` blocks of golden.hpp's reprs(): for each case, what PyTorch prints for fn(), or
+    "!! " and the first line of the error it raises (RuntimeError, IndexError)."""
+    lines = []
+    for name, fn in cases.items():
+        lines.append("=== " + name)
+        try:
+            lines.append(repr(fn()))
+        except (RuntimeError, IndexError) as e:
+            lines.append("!! " + str(e).split("\n")[0])
+    return lines
+
+
 # The replay format (tests/replay.hpp) of gen_random.py and gen_print.py.
 
 
