@@ -19,6 +19,18 @@
 #              VM where every 4 KiB page fault costs µs (see fresh_pages_1t), a library that returns its
 #              large blocks to the system (PyTorch 1.13 on CPU) otherwise spends most of its time
 #              faulting memory back in, and the comparison measures the VM more than the library.
+#              XGRAD_BENCH_BLAS: "auto" (the default) exports OPENBLAS_CORETYPE=SkylakeX to both sides
+#              when the CPU has AVX-512 (avx512f in /proc/cpuinfo) and OPENBLAS_CORETYPE is not set
+#              already; a value set before is kept (with a note on stderr when it names a core without
+#              AVX-512 on a CPU with it). "default" leaves the environment alone. OpenBLAS reads the
+#              variable when it loads, and PyTorch's matmuls run on the same OpenBLAS, so both sides run
+#              the same kernels and xgrad's products stay bit-identical to PyTorch's (cores differ in
+#              their summation order: SkylakeX's and Cooperlake's 2048³ products differ in low bits).
+#              Measured on the 2-core AMD Zen 4 VM, 2048³ sgemm on one thread: OpenBLAS 0.3.21's Haswell
+#              (AVX2) kernels ~100 GFLOP/s, 45 % of the FMA peak; its SkylakeX (AVX-512) kernels ~190
+#              (85 %). The Haswell ones ran because OPENBLAS_CORETYPE=Haswell was in the environment:
+#              unset, Debian 12's OpenBLAS picks its Cooperlake (AVX-512) kernels on that CPU, as fast.
+#              "auto" names SkylakeX so that every AVX-512 machine runs (and the page names) one core.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +54,26 @@ case $malloc in
     default) ;;
     *) echo "run_bench.sh: XGRAD_BENCH_MALLOC is hugepages or default, not $malloc" >&2; exit 2 ;;
 esac
+blas=${XGRAD_BENCH_BLAS:-auto}
+case $blas in
+    auto)
+        if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
+            export OPENBLAS_CORETYPE=SkylakeX
+        fi
+        ;;
+    default) ;;
+    *) echo "run_bench.sh: XGRAD_BENCH_BLAS is auto or default, not $blas" >&2; exit 2 ;;
+esac
+blas_note="$blas, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+# A core of the environment's is kept, but one without AVX-512 on a CPU with it halves the GEMM rows.
+if [ -n "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
+    case ${OPENBLAS_CORETYPE,,} in
+        skylakex | cooperlake | sapphirerapids) ;;
+        *) echo "run_bench.sh: note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE, set before the bench, runs" \
+                "OpenBLAS's kernels for that core on both sides; this CPU has AVX-512, whose kernels" \
+                "(OPENBLAS_CORETYPE=SkylakeX, or unset for OpenBLAS's own pick) run GEMM about twice as fast" >&2 ;;
+    esac
+fi
 if [ -n "$keep" ]; then
     out=$keep
     mkdir -p "$out"
@@ -59,7 +91,7 @@ for g in "${@:-tiny norm linear mm ew mlp mem}"; do
     done
 done
 
-echo "== xgrad ($exe, groups: ${groups[*]}; threads $XGRAD_BENCH_THREADS; malloc: $malloc${GLIBC_TUNABLES:+, GLIBC_TUNABLES=$GLIBC_TUNABLES})"
+echo "== xgrad ($exe, groups: ${groups[*]}; threads $XGRAD_BENCH_THREADS; malloc: $malloc${GLIBC_TUNABLES:+, GLIBC_TUNABLES=$GLIBC_TUNABLES}; BLAS: $blas_note)"
 : > "$out/xgrad.txt"
 for g in "${groups[@]}"; do
     "$exe" "$g" | tee -a "$out/xgrad.txt"
@@ -69,7 +101,7 @@ threads=$(awk '$1 == "RESULT" && $2 == "threads" { print $3; exit }' "$out/xgrad
 echo
 : > "$out/torch.txt"
 if "$python" -c 'import torch' 2>/dev/null; then
-    echo "== PyTorch ($python, torch.set_num_threads($threads))"
+    echo "== PyTorch ($python, torch.set_num_threads($threads); BLAS: $blas_note)"
     for g in "${groups[@]}"; do
         [ "$g" = limits ] || "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
     done
@@ -79,4 +111,5 @@ fi
 
 echo
 echo "MALLOC $malloc ${GLIBC_TUNABLES:-}" >> "$out/xgrad.txt"
+echo "BLASENV $blas_note" >> "$out/xgrad.txt"
 awk -v x="$out/xgrad.txt" -v t="$out/torch.txt" -f "$here/join_results.awk"
