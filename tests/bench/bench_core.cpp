@@ -8,6 +8,8 @@
 //   GOAL name limit|ratio|scaling X    the target for row `name`: at least X % of the machine's
 //                                      limit, X times PyTorch, X times faster at 2 threads than at 1
 //   SWEEP series size seconds          one point of the docs' time-against-size plot (median time)
+//   blas: OpenBLAS's CORE kernels (...) the kernels OpenBLAS runs in this process (limits group; bench_core.py
+//                                      prints PyTorch's): join_results.awk and bench_docs.sh name them
 // The "% limit" column compares GFLOP/s rows with `limit_gflops` (the single-core FMA peak × threads)
 // and GB/s rows with `limit_gbs` (the triad bandwidth at the run's thread count or fewer), both the
 // fast end (p90) of their measurements.
@@ -18,6 +20,7 @@
 // Accounting (bench_core.py counts the same): a GFLOP/s row counts 2 flops per multiply-add of the
 // mathematical product; a GB/s row counts the logical traffic of one pass: every input tensor read
 // once, every output written once, whatever the implementation really moves.
+#include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
 #include <spawn.h>
@@ -284,6 +287,14 @@ double fast_rate(const std::vector<double>& seconds, double work, double scale) 
     return work / stats_of(seconds).p10 / scale;
 }
 
+/// Which kernels OpenBLAS runs in this process: its pick for the CPU, or the one OPENBLAS_CORETYPE names
+/// (read when the library loads; run_bench.sh's XGRAD_BENCH_BLAS sets it). Every GEMM row measures them.
+void print_blas() {
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    std::printf("blas: OpenBLAS's %s kernels (OPENBLAS_CORETYPE=%s; %s)\n", openblas_get_corename(),
+                forced != nullptr && *forced != '\0' ? forced : "unset", openblas_get_config());
+}
+
 void bench_limits() {
     group("machine limits, measured; % limit compares with limit_* (the fast end, p90, of the rates)");
     const FmaKernel k = best_fma_kernel();
@@ -292,6 +303,7 @@ void bench_limits() {
     const double flops = 2.0 * k.lanes * k.chains * static_cast<double>(iters);
     auto seconds = measure([&] { g_sink = k.loop(iters, m, a); }, {1, 15, 0.3, 200}, Timer::kThreadCpu);
     std::printf("fma: %s, %d chains of %d lanes\n", k.isa, k.chains, k.lanes);
+    print_blas();
     report_rate("fma_peak_1t", seconds, flops, 1e9, "GFLOP/s");
     const double fma_fast = fast_rate(seconds, flops, 1e9);
 

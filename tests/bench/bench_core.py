@@ -5,6 +5,7 @@
 # bench_core.cpp does (which also measures the machine's limits and states the goals). RMSNorm is
 # PyTorch 1.13's composite, x * rsqrt(mean(x^2) + eps) * w: 1.13 has no F.rms_norm.
 import argparse
+import ctypes
 import os
 import resource
 import subprocess
@@ -319,6 +320,23 @@ def bench_mlp(threads):
                    check=False)
 
 
+def print_blas():
+    """Which kernels PyTorch's BLAS runs, as bench_core.cpp's `blas:` line: Debian's PyTorch links OpenBLAS,
+    whose openblas_get_corename() the library already loaded in this process answers (torch.__config__
+    only says BLAS_INFO=generic). Where no OpenBLAS is loaded, the OPENBLAS_CORETYPE value alone."""
+    forced = os.environ.get("OPENBLAS_CORETYPE") or "unset"
+    with open("/proc/self/maps") as maps:
+        libs = sorted({line.split()[-1] for line in maps if "/libopenblas" in line})
+    try:
+        lib = ctypes.CDLL(libs[0])
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        print("blas: OpenBLAS's %s kernels (OPENBLAS_CORETYPE=%s; %s)"
+              % (lib.openblas_get_corename().decode(), forced, lib.openblas_get_config().decode()))
+    except (IndexError, OSError, AttributeError):
+        print("blas: not OpenBLAS, or not found in the process (OPENBLAS_CORETYPE=%s)" % forced)
+
+
 def main():
     parser = argparse.ArgumentParser(description="PyTorch twin of xgrad's bench_core")
     parser.add_argument("--threads", type=int, default=None,
@@ -335,6 +353,7 @@ def main():
         return
     print("PyTorch %s bench: float32, %d intra-op thread(s), timed by %s"
           % (torch.__version__, threads, "process CPU time" if threads == 1 else "wall time"))
+    print_blas()
     result("threads", threads, "count")
     wanted = lambda what: what in args.which if args.which else what != "sweep"  # noqa: E731
     # The inputs of the forward-only rows do not require grad, so no graph is recorded, as in bench_core.cpp.

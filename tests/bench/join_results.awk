@@ -1,4 +1,6 @@
-# Joins bench_core's and bench_core.py's outputs (RESULT, GROUP and GOAL lines) into one table.
+# Joins bench_core's and bench_core.py's outputs (RESULT, GROUP and GOAL lines) into one table; the
+# terminal table ends with the run's heap (run_bench.sh's MALLOC line) and the BLAS kernels each side ran
+# (the `blas:` lines of both outputs, run_bench.sh's BLASENV line).
 #
 #   awk -v x=XGRAD.txt -v t=TORCH.txt -f join_results.awk               the terminal table, one run
 #   awk -v fmt=md -v x=X1.txt -v t=T1.txt -v x2=X2.txt -v t2=T2.txt -f join_results.awk
@@ -27,6 +29,12 @@ function load(file, run, is_xgrad,    line, f, n, key) {
             title[++groups] = substr(line, 7)
         } else if (is_xgrad && run == 1 && f[1] == "MALLOC") {
             malloc_note = substr(line, 8)
+        } else if (is_xgrad && run == 1 && f[1] == "BLASENV") {
+            blas_env = substr(line, 9)
+        } else if (run == 1 && f[1] == "blas:" && n >= 3) {
+            # "blas: OpenBLAS's CORE kernels (...)": the first one of each side
+            if (is_xgrad && xblas == "") xblas = f[3]
+            else if (!is_xgrad && tblas == "") tblas = f[3]
         } else if (is_xgrad && run == 1 && n >= 4 && f[1] == "GOAL") {
             ngoal[f[2]]++
             gkind[f[2], ngoal[f[2]]] = f[3]; gval[f[2], ngoal[f[2]]] = f[4]
@@ -112,6 +120,10 @@ function text_table(    i, k, g, r, x, p, pt, lim, gl) {
         printf "%-27s %-8s %26s %26s %8s %14s  %s\n", k, unit[k], x, pt, r == "" ? "-" : sprintf("%.2f", r), lim, gl
     }
     if (malloc_note != "") printf "(heap: %s)\n", malloc_note
+    if (xblas != "" || blas_env != "")
+        printf "(BLAS: OpenBLAS's %s kernels for xgrad, %s for PyTorch; XGRAD_BENCH_BLAS=%s)%s\n",
+               xblas == "" ? "?" : xblas, tblas == "" ? "-" : tblas, blas_env == "" ? "?" : blas_env,
+               (tblas != "" && xblas != tblas) ? " DIFFERENT KERNELS: the GEMM rows compare them, not the libraries" : ""
 }
 
 function md_table(    i, k, g, r, cells, lim, p) {
