@@ -5,7 +5,8 @@
 # `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` markers is replaced; the prose around it stays.
 #
 # Usage: bench_docs.sh BENCH_CORE_EXE BENCH_CORE_PY DOCS_DIR   (`meson compile -C build bench-docs`)
-# Environment: XGRAD_BENCH_PYTHON and XGRAD_BENCH_MALLOC, as for run_bench.sh. XGRAD_BENCH_RAW=DIR
+# Environment: XGRAD_BENCH_PYTHON, XGRAD_BENCH_MALLOC and XGRAD_BENCH_BLAS, as for run_bench.sh (which
+# reads them itself; the page names the heap and the OpenBLAS kernels each side ran). XGRAD_BENCH_RAW=DIR
 # keeps the raw outputs in DIR/t1 and DIR/t2; when they are there already, the benchmark is not run
 # again and only the page and the plot are rebuilt from them. Takes about 6 minutes on 2 idle cores.
 set -euo pipefail
@@ -51,6 +52,9 @@ torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/nul
 compiler=$(readelf -p .comment "$exe" 2>/dev/null | sed -n 's/.*GCC: \(.*\)/GCC \1/p' | head -1)
 build=$(sed -n 's/^xgrad bench: .*code built for \(.*\)$/\1/p' "$raw/t1/xgrad.txt" | head -1)
 commit=$(cat "$raw/commit")
+# The kernels OpenBLAS ran on one side (its `blas:` line), and OpenBLAS's version from xgrad's.
+blas_core() { awk '$1 == "blas:" { print $3; found = 1; exit } END { if (!found) print "?" }' "$1"; }
+blas_version() { sed -n 's/^blas: .*; OpenBLAS \([^ ]*\) .*/OpenBLAS \1/p' "$raw/t1/xgrad.txt" | head -1; }
 os=$(. /etc/os-release && echo "$PRETTY_NAME")
 {
     echo "- **Measured** $(cat "$raw/date"), xgrad at commit \`$commit\`."
@@ -61,6 +65,9 @@ os=$(. /etc/os-release && echo "$PRETTY_NAME")
          "non-temporal stores), $(limit 2 dram_triad_2t) GB/s on 2 ($(limit 2 dram_triad_nt_2t))."
     echo "- **Software:** xgrad built by $compiler for $build; PyTorch $torch_version ($python)."
     echo "- **Heap:** $(sed -n 's/^MALLOC //p' "$raw/t1/xgrad.txt") (run_bench.sh's XGRAD_BENCH_MALLOC; see below)."
+    echo "- **BLAS:** OpenBLAS's $(blas_core "$raw/t1/xgrad.txt") kernels for xgrad, $(blas_core "$raw/t1/torch.txt")" \
+         "for PyTorch ($(blas_version)); run_bench.sh's XGRAD_BENCH_BLAS=$(sed -n 's/^BLASENV //p' "$raw/t1/xgrad.txt")" \
+         "(see below)."
     echo "- **Load:** the cores are shared with other jobs (load average $load_start at the start," \
          "$load_end at the end), so figures move by 10 to 30 % between runs; the medians are quoted."
 } > "$work/machine.md"
