@@ -19,18 +19,19 @@
 #              VM where every 4 KiB page fault costs µs (see fresh_pages_1t), a library that returns its
 #              large blocks to the system (PyTorch 1.13 on CPU) otherwise spends most of its time
 #              faulting memory back in, and the comparison measures the VM more than the library.
-#              XGRAD_BENCH_BLAS: "auto" (the default) exports OPENBLAS_CORETYPE=SkylakeX to both sides
-#              when the CPU has AVX-512 (avx512f in /proc/cpuinfo) and OPENBLAS_CORETYPE is not set
-#              already; a value set before is kept (with a note on stderr when it names a core without
-#              AVX-512 on a CPU with it). "default" leaves the environment alone. OpenBLAS reads the
-#              variable when it loads, and PyTorch's matmuls run on the same OpenBLAS, so both sides run
-#              the same kernels and xgrad's products stay bit-identical to PyTorch's (cores differ in
-#              their summation order: SkylakeX's and Cooperlake's 2048³ products differ in low bits).
+#              XGRAD_BENCH_BLAS: "auto" (the default) runs both sides on OpenBLAS's AVX-512 kernels when
+#              the CPU has AVX-512 (avx512f in /proc/cpuinfo): it exports OPENBLAS_CORETYPE=SkylakeX,
+#              unless OPENBLAS_CORETYPE names an AVX-512 core already (SkylakeX, Cooperlake,
+#              SapphireRapids); a core without AVX-512 set before is replaced, with a note on stderr.
+#              "default" leaves the environment alone. OpenBLAS reads the variable when it loads, and
+#              PyTorch's matmuls run on the same OpenBLAS, so both sides run the same kernels and xgrad's
+#              products stay bit-identical to PyTorch's (cores differ in their summation order:
+#              SkylakeX's and Cooperlake's 2048³ products differ in low bits).
 #              Measured on the 2-core AMD Zen 4 VM, 2048³ sgemm on one thread: OpenBLAS 0.3.21's Haswell
 #              (AVX2) kernels ~100 GFLOP/s, 45 % of the FMA peak; its SkylakeX (AVX-512) kernels ~190
-#              (85 %). The Haswell ones ran because OPENBLAS_CORETYPE=Haswell was in the environment:
-#              unset, Debian 12's OpenBLAS picks its Cooperlake (AVX-512) kernels on that CPU, as fast.
-#              "auto" names SkylakeX so that every AVX-512 machine runs (and the page names) one core.
+#              (85 %). That VM's shell sets OPENBLAS_CORETYPE=Haswell; unset, Debian 12's OpenBLAS picks
+#              its Cooperlake (AVX-512) kernels there, as fast. "auto" names SkylakeX so that every
+#              AVX-512 machine runs (and the page names) one core.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,23 +58,22 @@ esac
 blas=${XGRAD_BENCH_BLAS:-auto}
 case $blas in
     auto)
-        if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
-            export OPENBLAS_CORETYPE=SkylakeX
+        if grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
+            case ${OPENBLAS_CORETYPE:-} in
+                [Ss]kylake[Xx] | [Cc]ooperlake | [Ss]apphire[Rr]apids) ;;
+                *)
+                    [ -z "${OPENBLAS_CORETYPE:-}" ] ||
+                        echo "run_bench.sh: note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (a core without AVX-512) is" \
+                             "replaced by SkylakeX on both sides; XGRAD_BENCH_BLAS=default keeps it" >&2
+                    export OPENBLAS_CORETYPE=SkylakeX
+                    ;;
+            esac
         fi
         ;;
     default) ;;
     *) echo "run_bench.sh: XGRAD_BENCH_BLAS is auto or default, not $blas" >&2; exit 2 ;;
 esac
 blas_note="$blas, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
-# A core of the environment's is kept, but one without AVX-512 on a CPU with it halves the GEMM rows.
-if [ -n "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo 2> /dev/null; then
-    case ${OPENBLAS_CORETYPE,,} in
-        skylakex | cooperlake | sapphirerapids) ;;
-        *) echo "run_bench.sh: note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE, set before the bench, runs" \
-                "OpenBLAS's kernels for that core on both sides; this CPU has AVX-512, whose kernels" \
-                "(OPENBLAS_CORETYPE=SkylakeX, or unset for OpenBLAS's own pick) run GEMM about twice as fast" >&2 ;;
-    esac
-fi
 if [ -n "$keep" ]; then
     out=$keep
     mkdir -p "$out"
