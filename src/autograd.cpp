@@ -49,24 +49,29 @@ static Edge edge_to(const Tensor& t) {
 /// the next node, and so on: down a chain of 10^5 ops, nested destructors would overflow the stack.
 /// Nodes freed while one is being deleted are queued and deleted by the outermost call instead.
 static void delete_node(Node* node) {
-    thread_local std::vector<Node*>* queue = nullptr;  // a raw pointer: nothing to destroy at thread exit
-    if (queue) {
-        queue->push_back(node);
-        return;
-    }
-    std::vector<Node*> pending{node};
-    queue = &pending;
-    while (!pending.empty()) {
-        Node* n = pending.back();
-        pending.pop_back();
+    // One queue per thread, kept with its capacity (freeing a graph then allocates nothing); never
+    // destroyed, since nodes may be freed by static destructors after thread-local ones have run.
+    thread_local auto* queue = new std::vector<Node*>;
+    thread_local bool draining = false;
+    queue->push_back(node);
+    if (draining) return;
+    draining = true;
+    while (!queue->empty()) {
+        Node* n = queue->back();
+        queue->pop_back();
         n->~Node();
         pool_free(n, sizeof(Node));
     }
-    queue = nullptr;
+    draining = false;
 }
 
+// A tensor that requires grad already (a leaf, or the output of an earlier op) is kept as it is, as
+// PyTorch's SavedVariable keeps an input: its graph lies upstream of the saving node, so holding it
+// makes no cycle, and backward functions run under NoGradGuard, so nothing they compute records.
+// Any other tensor may be the saving op's own output, about to get this node as its grad_fn: that
+// one is kept detached, or the node would own itself.
 Saved::Saved(const Tensor& t)
-    : tensor_(t.defined() ? t.detach() : t),
+    : tensor_(!t.defined() || t.requires_grad() ? t : t.detach()),
       version_(t.defined() ? t.impl()->storage->version.load(std::memory_order_relaxed) : 0) {}
 
 const char*& current_backward_node() {
@@ -87,7 +92,7 @@ void Saved::modified() const {
              std::to_string(version_) + " instead");
 }
 
-static void attach(Tensor& out, const char* name, decltype(Node::next) next, BackwardFn backward) {
+static void attach(Tensor& out, const char* name, decltype(Node::next)&& next, BackwardFn&& backward) {
     std::shared_ptr<Node> node(new (pool_alloc(sizeof(Node))) Node, delete_node, PoolAllocator<Node>());
     node->name = name;
     for (const Edge& e : next) node->needs.push_back(e.defined());
@@ -112,12 +117,19 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 }
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
-    if (grad.shape() == shape) return grad;
-    const std::int64_t lead = grad.dim() - shape.size();
+    const Shape& from = grad.shape();
+    if (from == shape) return grad;
+    const std::int64_t lead = from.size() - shape.size();
     std::vector<std::int64_t> dims;
-    for (std::int64_t i = 0; i < grad.dim(); ++i)
-        if (i < lead || (shape[i - lead] == 1 && grad.size(i) != 1)) dims.push_back(i);
-    Tensor r = dims.empty() ? grad : grad.sum(Dims(dims), /*keepdim=*/true);
+    bool inner = false;  // some size-1 dim of `shape` is summed (kept as 1), not only the leading dims
+    for (std::int64_t i = 0; i < from.size(); ++i)
+        if (i < lead || (shape[i - lead] == 1 && from[i] != 1)) {
+            dims.push_back(i);
+            inner = inner || i >= lead;
+        }
+    if (dims.empty()) return grad.reshape(shape);
+    // Only leading dims summed (a bias gradient): the sum without keepdim has `shape` already.
+    Tensor r = grad.sum(Dims(std::move(dims)), /*keepdim=*/inner);
     return r.shape() == shape ? r : r.reshape(shape);
 }
 
@@ -200,8 +212,24 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     // no hash maps, which are most of the engine's cost on small graphs.
     static std::atomic<std::uint64_t> epochs{0};
     const std::uint64_t epoch = ++epochs;
-    std::vector<Node*> order;
-    std::vector<std::pair<Node*, std::size_t>> stack{{impl_->grad_fn.get(), 0}};
+    // The walk's two lists borrow this thread's spare ones (their capacity stays from one backward to
+    // the next, so a training step allocates nothing here); a nested backward finds none and allocates.
+    thread_local std::vector<Node*> spare_order;
+    thread_local std::vector<std::pair<Node*, std::size_t>> spare_stack;
+    struct Borrowed {
+        std::vector<Node*> order = std::move(spare_order);
+        std::vector<std::pair<Node*, std::size_t>> stack = std::move(spare_stack);
+        ~Borrowed() {
+            order.clear();
+            stack.clear();
+            spare_order = std::move(order);
+            spare_stack = std::move(stack);
+        }
+    } lists;
+    std::vector<Node*>& order = lists.order;
+    auto& stack = lists.stack;
+    order.clear();
+    stack.assign(1, {impl_->grad_fn.get(), 0});
     impl_->grad_fn->visit_epoch = epoch;
     while (!stack.empty()) {
         auto& [node, i] = stack.back();

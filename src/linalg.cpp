@@ -146,19 +146,32 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
     return out;
 }
 
+namespace {
+
+/// A fresh 2-D product transposed in place (its handle is the only one): the column-major result
+/// PyTorch returns, without a view over it.
+Tensor transposed(Tensor t) {
+    TensorImpl& v = *t.impl();
+    std::swap(v.shape[0], v.shape[1]);
+    std::swap(v.strides[0], v.strides[1]);
+    return t;
+}
+
+}  // namespace
+
 Grads mm_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b) {
     // g·bᵀ and aᵀ·g; for an operand stored column-major PyTorch computes its gradient transposed
     // (b·gᵀ)ᵀ or (gᵀ·a)ᵀ, which swaps the operands' roles in BLAS, and so some roundings.
     auto column_major = [](const Tensor& t) { return t.strides()[0] == 1 && t.strides()[1] == t.size(0); };
     Grads r(2);
-    if (need_a) r[0] = column_major(a) ? mm(b, g.t()).t() : mm(g, b.t());
-    if (need_b) r[1] = column_major(b) ? mm(g.t(), a).t() : mm(a.t(), g);
+    if (need_a) r[0] = column_major(a) ? transposed(mm(b, g.t())) : mm(g, b.t());
+    if (need_b) r[1] = column_major(b) ? transposed(mm(g.t(), a)) : mm(a.t(), g);
     return r;
 }
 
 Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
-    NoGradGuard no_grad;
-    const Tensor a = a_in.detach(), b = b_in.detach();
+    NoGradGuard no_grad;  // nothing below records; the saved operands are detached by Saved
+    const Tensor &a = a_in, &b = b_in;
     const std::int64_t da = a.dim(), db = b.dim();
     if (da == 1 && db == 1)
         return {dot(a, b), [sa = Saved(a), sb = Saved(b)](const Tensor& g, const NeedsGrad& n) {

@@ -68,10 +68,9 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     p.out_shape = keepdim ? p.kept_shape : Shape(out.begin(), out.end());
     const bool leading =
         std::all_of(p.reduced.begin(), p.reduced.begin() + n_reduced, [](std::int64_t r) { return r; });
-    Tensor base = a.detach();
+    NoGradGuard no_grad;  // the rows are read, never recorded
     p.outer = allow_outer && leading && !trailing && a.is_contiguous();
-    p.rows_view =
-        trailing || p.outer ? base.contiguous() : base.permute(Dims(std::vector<std::int64_t>(perm))).contiguous();
+    p.rows_view = trailing || p.outer ? a.contiguous() : a.permute(Dims(std::vector<std::int64_t>(perm))).contiguous();
     return p;
 }
 

@@ -89,8 +89,9 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, con
 /// A view of `self` with the given geometry whose gradient is `backward(g)`. `backward` is any
 /// closure, kept as it is inside the node (no std::function: recording a view allocates nothing).
 template <typename F>
-Tensor view_op(const Tensor& self, Shape shape, Strides strides, std::int64_t offset, const char* name, F backward) {
-    Tensor out = detail::make_view(self, std::move(shape), std::move(strides), offset);
+Tensor view_op(const Tensor& self, const Shape& shape, const Strides& strides, std::int64_t offset, const char* name,
+               F backward) {
+    Tensor out = detail::make_view(self, shape, strides, offset);
     if (detail::needs_grad({&self}))
         detail::record(out, name, {&self},
                        [bw = std::move(backward)](const Tensor& g, const NeedsGrad&) { return Grads{bw(g)}; });
@@ -114,12 +115,15 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
     if (dim() == 0)
         return view_op(*this, shape(), strides(), storage_offset(), "TransposeBackward0",
                        [](const Tensor& g) { return g; });
-    Shape sizes = shape();
-    Strides st = strides();
-    std::swap(sizes[static_cast<std::int64_t>(a)], sizes[static_cast<std::int64_t>(b)]);
-    std::swap(st[a], st[b]);
-    return view_op(*this, std::move(sizes), std::move(st), storage_offset(), "TransposeBackward0",
-                   [dim0, dim1](const Tensor& g) { return g.transpose(dim0, dim1); });
+    // The view takes this tensor's geometry, then swaps two dims in place (no copies of it in between).
+    Tensor out = detail::make_view(*this, shape(), strides(), storage_offset());
+    detail::TensorImpl& v = *out.impl();
+    std::swap(v.shape[static_cast<std::int64_t>(a)], v.shape[static_cast<std::int64_t>(b)]);
+    std::swap(v.strides[a], v.strides[b]);
+    if (detail::needs_grad({this}))
+        detail::record(out, "TransposeBackward0", {this},
+                       [dim0, dim1](const Tensor& g, const NeedsGrad&) { return Grads{g.transpose(dim0, dim1)}; });
+    return out;
 }
 
 Tensor Tensor::t() const {
@@ -166,7 +170,9 @@ Tensor Tensor::view(const Shape& shape_) const {
 Tensor Tensor::reshape(const Shape& shape_) const {
     detail::check_defined(*this, "reshape");
     Shape target = infer_shape(shape_, numel(), shape(), "reshape");
-    if (view_strides(shape(), strides(), target)) return view(target);
+    if (auto st = view_strides(shape(), strides(), target))  // a view, as view() would make it
+        return view_op(*this, target, *st, storage_offset(), "ViewBackward0",
+                       [s = shape()](const Tensor& g) { return g.reshape(s); });
     return clone().view(target);
 }
 
@@ -232,13 +238,12 @@ Tensor Tensor::expand(const Shape& target) const {
         fail("expand",
              "the shape " + to_string(target) + " has fewer dimensions than the tensor of shape " + to_string(shape()));
     const std::int64_t lead = target.size() - dim();
-    std::vector<std::int64_t> sizes(static_cast<std::size_t>(target.size())), st(sizes.size());
+    Shape sizes = target;
+    Strides st(static_cast<std::size_t>(target.size()), 0);
     for (std::int64_t i = 0; i < target.size(); ++i) {
         auto iu = static_cast<std::size_t>(i);
         if (i < lead) {
             if (target[i] < 0) fail("expand", "-1 is not allowed for a new leading dimension in " + to_string(target));
-            sizes[iu] = target[i];
-            st[iu] = 0;
             continue;
         }
         std::int64_t have = shape()[i - lead], want = target[i] == -1 ? have : target[i];
@@ -247,12 +252,12 @@ Tensor Tensor::expand(const Shape& target) const {
                                " (" + std::to_string(have) + " != " + std::to_string(want) + " at dimension " +
                                std::to_string(i) + ")");
         if (want < 0) fail("expand", "invalid size " + std::to_string(want) + " in " + to_string(target));
-        sizes[iu] = want;
+        sizes[i] = want;
         st[iu] = have == want ? strides()[static_cast<std::size_t>(i - lead)] : 0;
     }
-    detail::checked_numel(Shape(sizes), "expand");
+    detail::checked_numel(sizes, "expand");
     // Even to the same shape this is a new recorded view, as in PyTorch (callers skip the call instead).
-    return view_op(*this, Shape(sizes), st, storage_offset(), "ExpandBackward0",
+    return view_op(*this, sizes, st, storage_offset(), "ExpandBackward0",
                    [s = shape()](const Tensor& g) { return detail::sum_to(g, s); });
 }
 

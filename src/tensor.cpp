@@ -297,11 +297,11 @@ Tensor make_empty(const Shape& shape, DType dtype, Device device, const char* op
     return Tensor(std::move(impl));
 }
 
-Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset) {
+Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides, std::int64_t offset) {
     auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
     impl->storage = base.impl()->storage;
-    impl->shape = std::move(shape);
-    impl->strides = std::move(strides);
+    impl->shape = shape;
+    impl->strides = strides;
     impl->offset = offset;
     impl->dtype = base.dtype();
     return Tensor(std::move(impl));
@@ -347,16 +347,15 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     std::int64_t n = std::max(a.size(), b.size());
-    std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+    Shape result;
     for (std::int64_t i = 0; i < n; ++i) {
         std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
         std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
         if (da != db && da != 1 && db != 1)
             fail(op, "shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together (" +
                          std::to_string(da) + " != " + std::to_string(db) + " at dimension " + std::to_string(i) + ")");
-        out[static_cast<std::size_t>(i)] = da == 1 ? db : da;
+        result.push_back(da == 1 ? db : da);
     }
-    Shape result(std::move(out));
     checked_numel(result, op);
     return result;
 }

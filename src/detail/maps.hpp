@@ -11,10 +11,10 @@ namespace xgrad::detail {
 inline Tensor broadcast_view(const Tensor& t, const Shape& shape) {
     if (t.shape() == shape) return t;
     const std::int64_t nd = shape.size(), off = nd - t.dim();
-    std::vector<std::int64_t> strides(static_cast<std::size_t>(nd), 0);
+    Strides strides(static_cast<std::size_t>(nd), 0);
     for (std::int64_t d = 0; d < t.dim(); ++d)
         if (t.size(d) != 1) strides[static_cast<std::size_t>(d + off)] = t.strides()[static_cast<std::size_t>(d)];
-    return make_view(t, shape, std::move(strides), t.storage_offset());
+    return make_view(t, shape, strides, t.storage_offset());
 }
 
 /// A new tensor of x's shape and dtype holding `op` applied to x.

@@ -249,7 +249,7 @@ Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU, const c
 /// A new view of `base`'s storage with the given geometry (no autograd record). The shape comes
 /// from an existing tensor or was checked by the caller (expand, view/reshape): no count here, as
 /// detach() and every saved tensor pass through.
-Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
+Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides, std::int64_t offset);
 
 /// Makes every handle to `t` see `src`'s contents, shape and dtype (modules converting or
 /// materialising parameters in place, so optimizers holding handles follow).
