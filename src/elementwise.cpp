@@ -221,7 +221,8 @@ Tensor Tensor::pow(double e) const {
                              : map_unary(x, UnaryOp::kPow, e);
     if (detail::needs_grad({this}))
         detail::record(out, "PowBackward0", {this}, [x = detail::Saved(*this), e](const Tensor& g, const NeedsGrad&) {
-            return Grads{e == 0.0 ? zeros_like(g) : g * x->pow(e - 1.0) * e};
+            // PyTorch's order, g * (e * x^(e-1)): (g * x^(e-1)) * e rounds differently.
+            return Grads{e == 0.0 ? zeros_like(g) : g * (x->pow(e - 1.0) * e)};
         });
     return out;
 }
@@ -245,7 +246,7 @@ Tensor Tensor::pow(const Tensor& exponent) const {
                                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention).
                                Tensor ln =
                                    map_binary(a->to(o->dtype()), b->to(o->dtype()), "pow", BinaryOp::kPowLogBase);
-                               r[1] = sum_to(g * o * ln, b->shape());
+                               r[1] = sum_to(g * (o * ln), b->shape());  // PyTorch's order
                            }
                            return r;
                        });

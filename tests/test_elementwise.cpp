@@ -107,6 +107,15 @@ TEST_CASE("a scalar on either side") {
     });
 }
 
+TEST_CASE("pow's gradient multiplies in PyTorch's order, bit for bit") {
+    for (const std::string dtype : {"float32", "float64"}) {
+        const std::string key = "pow_3_order." + dtype;
+        std::vector<Tensor> ins = leaves(key);
+        (xgrad::pow(ins[0], 3.0) * golden::get(kFile, key + ".w")).sum().backward();
+        golden::check_close(ins[0].grad(), golden::get(kFile, key + ".g0"), key + " gradient", 0.0, 0.0);
+    }
+}
+
 TEST_CASE("powers, roots, exponentials, logarithms, abs") {
     check_cases({
         {"pow_2", [](auto& in) { return in[0].pow(2.0); }},

@@ -105,6 +105,9 @@ case("neg_transposed", lambda x: -x.t(), inputs(randn(2, 3)))
 # ---- powers, roots, exponentials ---------------------------------------------------------------------
 case("pow_2", lambda x: x.pow(2.0), inputs(randn(2, 3)))
 case("pow_3", lambda x: x.pow(3.0), inputs(randn(2, 3)))
+# PyTorch's gradient is g * (e * x.pow(e - 1)): with e = 3 every step is exact or one rounding, so the
+# C++ test compares it bit for bit ((g * x.pow(2)) * 3 differs in the last bit for about a third of them).
+case("pow_3_order", lambda x: x.pow(3.0), inputs(positive(8, 8)))
 case("pow_half", lambda x: x.pow(0.5), inputs(positive(2, 3)))
 case("pow_minus1", lambda x: x.pow(-1.0), inputs(positive(2, 3)))
 case("pow_tensor", lambda a, b: a.pow(b), inputs(positive(2, 3), randn(3)))
