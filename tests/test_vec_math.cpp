@@ -275,3 +275,71 @@ TEST_CASE("vec_math: every length, any alignment, and in place give the same bit
         }
     }
 }
+
+namespace {
+
+/// Adam's update written out in scalar code, in PyTorch 1.13's order (the reference for adam_update).
+template <typename T>
+void adam_reference(std::vector<T>& p, const std::vector<T>& g, std::vector<T>& m, std::vector<T>& v,
+                    std::vector<T>* vmax, const vm::AdamCoefficients<T>& c) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        T mi = m[i] * c.beta1;
+        mi = mi + c.one_minus_beta1 * g[i];
+        T vi = v[i] * c.beta2;
+        vi = vi + g[i] * c.one_minus_beta2 * g[i];
+        m[i] = mi;
+        v[i] = vi;
+        T vd = vi;
+        if (vmax) {
+            const T old = (*vmax)[i];
+            vd = std::isnan(old) ? old : std::isnan(vi) ? vi : std::max(old, vi);
+            (*vmax)[i] = vd;
+        }
+        p[i] = p[i] + mi * c.neg_step_size / (std::sqrt(vd) / c.bias_correction2_sqrt + c.eps);
+    }
+}
+
+template <typename T>
+void check_adam(SimdArch arch, bool amsgrad, std::size_t n) {
+    std::mt19937 rng(static_cast<unsigned>(n * 2 + amsgrad));
+    std::normal_distribution<double> normal;
+    auto random = [&](double scale) {
+        std::vector<T> x(n);
+        for (auto& e : x) e = static_cast<T>(normal(rng) * scale);
+        return x;
+    };
+    std::vector<T> p = random(1.0), g = random(0.1), m = random(0.01), v = random(0.001), vmax = random(0.001);
+    for (auto& e : v) e = std::abs(e);
+    for (auto& e : vmax) e = std::abs(e);
+    if (n > 3) {
+        g[1] = std::numeric_limits<T>::quiet_NaN();     // NaN through m, v and the max
+        vmax[2] = std::numeric_limits<T>::quiet_NaN();  // a NaN already in vmax stays
+        vmax[3] = v[3] * T(0.99999);                    // ties and near ties of the max
+    }
+    const vm::AdamCoefficients<T> c{T(0.9), T(1 - 0.9), T(0.999), T(1 - 0.999), T(0.0316), T(1e-8), T(-0.00123)};
+    std::vector<T> p2 = p, m2 = m, v2 = v, vmax2 = vmax;
+    vm::adam_update(p.data(), g.data(), m.data(), v.data(), amsgrad ? vmax.data() : nullptr, c,
+                    static_cast<std::int64_t>(n));
+    adam_reference(p2, g, m2, v2, amsgrad ? &vmax2 : nullptr, c);
+    const std::string what = arch_name(arch) + (sizeof(T) == 4 ? " float32" : " float64") +
+                             (amsgrad ? " amsgrad" : "") + " n=" + std::to_string(n);
+    INFO(what);
+    CHECK(std::memcmp(p.data(), p2.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(m.data(), m2.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(v.data(), v2.data(), n * sizeof(T)) == 0);
+    if (amsgrad) CHECK(std::memcmp(vmax.data(), vmax2.data(), n * sizeof(T)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("adam_update gives the scalar formula's bits on every instruction set, tails and NaNs included") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (bool amsgrad : {false, true})
+            for (std::size_t n : {1, 5, 16, 33, 1000}) {
+                check_adam<float>(arch, amsgrad, n);
+                check_adam<double>(arch, amsgrad, n);
+            }
+    }
+}

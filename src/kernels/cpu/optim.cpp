@@ -4,6 +4,7 @@
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 #include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu {
@@ -18,32 +19,17 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
         T* m = exp_avg.impl()->data<T>();
         T* v = exp_avg_sq.impl()->data<T>();
         T* vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.impl()->data<T>() : nullptr;
-        const T b1 = static_cast<T>(beta1), one_minus_b1 = static_cast<T>(1.0 - beta1);
-        const T b2 = static_cast<T>(beta2), one_minus_b2 = static_cast<T>(1.0 - beta2);
-        const T bc2 = static_cast<T>(bias_correction2_sqrt), e = static_cast<T>(eps);
-        const T neg_step = static_cast<T>(-step_size);
         // PyTorch 1.13's _single_tensor_adam, element by element, in its order and its dtype:
         //   exp_avg.mul_(β1).add_(grad, alpha=1-β1); exp_avg_sq.mul_(β2).addcmul_(grad, grad, value=1-β2)
         //   denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
         //   param.addcdiv_(exp_avg, denom, value=-step_size)
+        // vectorised at run time (vec_math), each lane giving the scalar formula's bits.
+        const AdamCoefficients<T> c{
+            static_cast<T>(beta1),       static_cast<T>(1.0 - beta1),           static_cast<T>(beta2),
+            static_cast<T>(1.0 - beta2), static_cast<T>(bias_correction2_sqrt), static_cast<T>(eps),
+            static_cast<T>(-step_size)};
         parallel_for(0, param.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t i = lo; i < hi; ++i) {
-                const T gi = g[i];
-                T mi = m[i] * b1;
-                mi = mi + one_minus_b1 * gi;
-                T vi = v[i] * b2;
-                vi = vi + gi * one_minus_b2 * gi;
-                m[i] = mi;
-                v[i] = vi;
-                T vd = vi;
-                if (vmax) {
-                    const T old = vmax[i];
-                    vd = old != old ? old : vi != vi ? vi : std::max(old, vi);  // maximum, NaN propagating
-                    vmax[i] = vd;
-                }
-                const T denom = std::sqrt(vd) / bc2 + e;
-                p[i] = p[i] + mi * neg_step / denom;
-            }
+            adam_update(p + lo, g + lo, m + lo, v + lo, vmax ? vmax + lo : nullptr, c, hi - lo);
         });
     });
 }

@@ -194,6 +194,14 @@ void norm_apply(const double* x, double scale, double shift, const double* w, co
                 std::int64_t n) {
     kernels<double>().norm_apply(x, scale, shift, w, b, y, n);
 }
+void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
+                 std::int64_t n) {
+    if (n > 0) kernels<float>().adam(p, g, m, v, vmax, c, n);
+}
+void adam_update(double* p, const double* g, double* m, double* v, double* vmax, const AdamCoefficients<double>& c,
+                 std::int64_t n) {
+    if (n > 0) kernels<double>().adam(p, g, m, v, vmax, c, n);
+}
 void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
                    float* acc_w, float* acc_b, std::int64_t n) {
     kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);

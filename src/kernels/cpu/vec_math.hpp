@@ -91,6 +91,21 @@ void norm_backward(const float* g, const float* x, const float* w, float scale, 
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
                    double* dx, double* acc_w, double* acc_b, std::int64_t n);
 
+/// The per-step constants of one Adam update (adam_update), in the parameter's dtype.
+template <typename T>
+struct AdamCoefficients {
+    T beta1, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size;
+};
+
+/// Adam's update of n elements, in PyTorch 1.13's _single_tensor_adam order and dtype:
+/// m = m * β1 + (1 - β1) * g; v = v * β2 + g * (1 - β2) * g; vmax = maximum(vmax, v) when vmax is not
+/// null (amsgrad); p = p + m * -step_size / (sqrt(v or vmax) / bias_correction2_sqrt + eps).
+void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
+                 std::int64_t n);
+/// As the float overload.
+void adam_update(double* p, const double* g, double* m, double* v, double* vmax, const AdamCoefficients<double>& c,
+                 std::int64_t n);
+
 /// The instruction sets vec_math has kernels for.
 enum class SimdArch { kSse2, kAvx2, kAvx512 };
 

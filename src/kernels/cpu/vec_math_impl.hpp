@@ -927,6 +927,51 @@ template <class B, bool kHasW, bool kHasB>
     }
 }
 
+/// Adam's update, element by element in PyTorch 1.13's _single_tensor_adam order (see adam_update in
+/// vec_math.hpp). Every step is one IEEE operation (multiply, add, sqrt, divide, max), correctly
+/// rounded in a vector lane as in a scalar: the lanes give the scalar loop's bits.
+template <class B, bool kAmsgrad>
+[[gnu::flatten]] void adam_(typename B::value_type* p, const typename B::value_type* g, typename B::value_type* m,
+                            typename B::value_type* v, typename B::value_type* vmax,
+                            const AdamCoefficients<typename B::value_type>& c, std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const B b1(c.beta1), omb1(c.one_minus_beta1), b2(c.beta2), omb2(c.one_minus_beta2);
+    const B bc2(c.bias_correction2_sqrt), eps(c.eps), neg_step(c.neg_step_size);
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) {
+        const B gi = B::load_unaligned(g + i);
+        const B mi = B::load_unaligned(m + i) * b1 + omb1 * gi;
+        const B vi = B::load_unaligned(v + i) * b2 + gi * omb2 * gi;
+        mi.store_unaligned(m + i);
+        vi.store_unaligned(v + i);
+        B vd = vi;
+        if constexpr (kAmsgrad) {
+            const B old = B::load_unaligned(vmax + i);  // maximum, NaN propagating
+            vd = xsimd::select(xsimd::isnan(old), old,
+                               xsimd::select(xsimd::isnan(vi), vi, xsimd::select(old < vi, vi, old)));
+            vd.store_unaligned(vmax + i);
+        }
+        const B denom = xsimd::sqrt(vd) / bc2 + eps;
+        (B::load_unaligned(p + i) + mi * neg_step / denom).store_unaligned(p + i);
+    }
+    for (; i < n; ++i) {
+        const T gi = g[i];
+        const T mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
+        const T vi = v[i] * c.beta2 + gi * c.one_minus_beta2 * gi;
+        m[i] = mi;
+        v[i] = vi;
+        T vd = vi;
+        if constexpr (kAmsgrad) {
+            const T old = vmax[i];
+            vd = old != old ? old : vi != vi ? vi : std::max(old, vi);
+            vmax[i] = vd;
+        }
+        const T denom = std::sqrt(vd) / c.bias_correction2_sqrt + c.eps;
+        p[i] = p[i] + mi * c.neg_step_size / denom;
+    }
+}
+
 /// One row of the norms' backward (vec_math.hpp's norm_backward), the weight compiled in or out:
 /// the first pass reads g and x and accumulates, the second finds them in cache and writes dx.
 template <class B, bool kHasW>
@@ -1060,6 +1105,12 @@ VecMathKernels<T> kernels_for() {
             norm_backward_<B, true>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
         else
             norm_backward_<B, false>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+    };
+    k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {
+        if (vmax)
+            adam_<B, true>(p, g, m, v, vmax, c, n);
+        else
+            adam_<B, false>(p, g, m, v, vmax, c, n);
     };
     return k;
 }

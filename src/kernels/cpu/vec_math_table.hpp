@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/vec_math.hpp"  // AdamCoefficients
+
 namespace xgrad::kernels::cpu::detail {
 
 /// The one-input kernels, in the order of VecMathKernels::unary.
@@ -23,6 +25,8 @@ struct VecMathKernels {
     void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
                           std::int64_t n);
+    // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
+    void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
 };
 
 /// One instruction set's kernels for both element types.
