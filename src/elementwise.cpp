@@ -221,8 +221,10 @@ Tensor Tensor::pow(double e) const {
                              : map_unary(x, UnaryOp::kPow, e);
     if (detail::needs_grad({this}))
         detail::record(out, "PowBackward0", {this}, [x = detail::Saved(*this), e](const Tensor& g, const NeedsGrad&) {
-            // PyTorch's order, g * (e * x^(e-1)): (g * x^(e-1)) * e rounds differently.
-            return Grads{e == 0.0 ? zeros_like(g) : g * (x->pow(e - 1.0) * e)};
+            // PyTorch's order, g * (e * x^(e-1)): (g * x^(e-1)) * e rounds differently. x^1 is x
+            // exactly (PyTorch copies it), so the square's gradient skips that copy.
+            if (e == 0.0) return Grads{zeros_like(g)};
+            return Grads{g * ((e == 2.0 ? x.get() : x->pow(e - 1.0)) * e)};
         });
     return out;
 }
