@@ -49,20 +49,37 @@ static Edge edge_to(const Tensor& t) {
 /// the next node, and so on: down a chain of 10^5 ops, nested destructors would overflow the stack.
 /// Nodes freed while one is being deleted are queued and deleted by the outermost call instead.
 static void delete_node(Node* node) {
-    // One queue per thread, kept with its capacity (freeing a graph then allocates nothing); never
-    // destroyed, since nodes may be freed by static destructors after thread-local ones have run.
-    thread_local auto* queue = new std::vector<Node*>;
-    thread_local bool draining = false;
-    queue->push_back(node);
-    if (draining) return;
-    draining = true;
-    while (!queue->empty()) {
-        Node* n = queue->back();
-        queue->pop_back();
+    // The queue is per thread: a fixed array first, trivially destructible so that it stays valid
+    // while static destructors run after thread-local ones, then a list owned by the outermost call
+    // for deeper graphs. Freeing a training step's graph then allocates nothing.
+    constexpr int kInline = 64;
+    thread_local Node* inline_queue[kInline];
+    thread_local int inline_count = 0;
+    thread_local std::vector<Node*>* spill = nullptr;
+    if (spill) {  // inside the outermost call
+        if (inline_count < kInline)
+            inline_queue[inline_count++] = node;
+        else
+            spill->push_back(node);
+        return;
+    }
+    std::vector<Node*> overflow;
+    spill = &overflow;
+    inline_queue[inline_count++] = node;
+    for (;;) {
+        Node* n = nullptr;
+        if (!overflow.empty()) {
+            n = overflow.back();
+            overflow.pop_back();
+        } else if (inline_count > 0) {
+            n = inline_queue[--inline_count];
+        } else {
+            break;
+        }
         n->~Node();
         pool_free(n, sizeof(Node));
     }
-    draining = false;
+    spill = nullptr;
 }
 
 // A tensor that requires grad already (a leaf, or the output of an earlier op) is kept as it is, as
