@@ -27,7 +27,9 @@ struct Lists {
 };
 
 Lists& lists() {
-    thread_local Lists* mine = new Lists;
+    thread_local Lists* mine = nullptr;  // a plain pointer: no guard or init call on each access
+    if (!mine) [[unlikely]]
+        mine = new Lists;
     return *mine;
 }
 

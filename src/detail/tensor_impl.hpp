@@ -58,6 +58,9 @@ void queue_backward_callback(std::function<void(bool completed)> fn);
 
 /// What a Tensor handle points to: a strided view of a storage plus its autograd state.
 struct TensorImpl {
+    // User-provided, so that allocate_shared's value-initialisation does not zero the whole object
+    // before the members initialise themselves (every op makes a few of these).
+    TensorImpl() {}  // NOLINT(modernize-use-equals-default): `= default` would bring the zeroing back
     std::shared_ptr<Storage> storage;
     Shape shape;
     Strides strides;
