@@ -90,6 +90,9 @@ bool is_utf8(const std::string& s) {
 // More dimensions than any real tensor has; the bound keeps a hostile shape list from costing memory.
 constexpr std::size_t kMaxDims = 1024;
 
+/// Every dtype, for the readers' reverse lookups of the format codes below.
+constexpr DType kAllDTypes[] = {kFloat32, kFloat64, kInt64, kBool, kInt32, kUInt8};
+
 const char* dtype_code(DType dtype) {
     switch (dtype) {
         case kFloat32:
@@ -279,18 +282,10 @@ private:
         if (!has_offsets_) fail(tensor + " has no \"data_offsets\"");
 
         Entry e{name_, kFloat32, Shape(), offsets_[0], offsets_[1]};
-        if (code_ == "F32")
-            e.dtype = kFloat32;
-        else if (code_ == "F64")
-            e.dtype = kFloat64;
-        else if (code_ == "I64")
-            e.dtype = kInt64;
-        else if (code_ == "BOOL")
-            e.dtype = kBool;
-        else if (code_ == "I32")
-            e.dtype = kInt32;
-        else if (code_ == "U8")
-            e.dtype = kUInt8;
+        const DType* known =
+            std::find_if(std::begin(kAllDTypes), std::end(kAllDTypes), [&](DType d) { return code_ == dtype_code(d); });
+        if (known != std::end(kAllDTypes))
+            e.dtype = *known;
         else if (is_known_dtype(code_))
             fail(tensor + " has dtype " + code_ +
                  ", which xgrad does not support (only F32, F64, I64, I32, U8 and BOOL); "
@@ -730,6 +725,25 @@ constexpr std::uint64_t kMaxNpyHeaderBytes = 10000;
 constexpr std::size_t kNpyAlign = 64;
 constexpr std::size_t kNpyGrowthDigits = 21;
 
+/// The 'descr' xgrad writes for `dtype`: little-endian, or '|' where the byte order does not matter.
+const char* npy_code(DType dtype) {
+    switch (dtype) {
+        case kFloat32:
+            return "<f4";
+        case kFloat64:
+            return "<f8";
+        case kInt64:
+            return "<i8";
+        case kInt32:
+            return "<i4";
+        case kUInt8:
+            return "|u1";
+        case kBool:
+            return "|b1";
+    }
+    return "?";
+}
+
 /// What a .npy header says.
 struct NpyHeader {
     std::string descr;
@@ -852,18 +866,10 @@ private:
         char order = code.empty() ? '?' : code[0];
         if (order == '<' || order == '>' || order == '=' || order == '|') code.remove_prefix(1);
         h.big_endian = order == '>' || (order != '<' && std::endian::native == std::endian::big);
-        if (code == "f4")
-            h.dtype = kFloat32;
-        else if (code == "f8")
-            h.dtype = kFloat64;
-        else if (code == "i8")
-            h.dtype = kInt64;
-        else if (code == "i4")
-            h.dtype = kInt32;
-        else if (code == "u1")
-            h.dtype = kUInt8;
-        else if (code == "b1")
-            h.dtype = kBool;
+        const DType* known = std::find_if(std::begin(kAllDTypes), std::end(kAllDTypes),
+                                          [&](DType d) { return code == std::string_view(npy_code(d)).substr(1); });
+        if (known != std::end(kAllDTypes))
+            h.dtype = *known;
         else
             fail("dtype " + quoted(descr) +
                  " is not one xgrad reads (float32 '<f4', float64 '<f8', int64 '<i8', int32 '<i4', uint8 '|u1' or "
@@ -975,12 +981,7 @@ void write_npy(const Tensor& tensor, const std::string& path, bool fortran_order
 
     // numpy.lib.format's header, space for space: keys sorted, then room for the growth axis (the
     // first, or the last in Fortran order) to grow to 21 digits, then padding to 64 bytes and '\n'.
-    const char* descr = data.dtype() == kFloat32   ? "<f4"
-                        : data.dtype() == kFloat64 ? "<f8"
-                        : data.dtype() == kInt32   ? "<i4"
-                        : data.dtype() == kUInt8   ? "|u1"
-                        : data.dtype() == kBool    ? "|b1"
-                                                   : "<i8";
+    const char* descr = npy_code(data.dtype());
     std::string shape = "(";
     for (std::int64_t d = 0; d < tensor.dim(); ++d) shape += (d > 0 ? ", " : "") + std::to_string(tensor.size(d));
     shape += tensor.dim() == 1 ? ",)" : ")";

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +21,18 @@
 #include "xgrad/xgrad.hpp"
 
 namespace golden {
+
+/// Short names of the dtypes and of NaN and infinity, for the case tables of the dtype, comparison and
+/// masking tests (`using namespace golden::names;`).
+namespace names {
+constexpr auto b = xgrad::kBool;
+constexpr auto u8 = xgrad::kUInt8;
+constexpr auto i32 = xgrad::kInt32;
+constexpr auto i64 = xgrad::kInt64;
+constexpr auto f64 = xgrad::kFloat64;
+inline const double nan = std::numeric_limits<double>::quiet_NaN();
+inline const double inf = std::numeric_limits<double>::infinity();
+}  // namespace names
 
 /// The folder holding the golden files: $XGRAD_GOLDEN_DIR (set by meson test), else next to this file.
 inline std::string dir() {

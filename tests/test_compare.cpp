@@ -16,13 +16,9 @@ using xgrad::tensor;
 
 namespace {
 
-constexpr auto b = xgrad::kBool;
-constexpr auto u8 = xgrad::kUInt8;
-constexpr auto i32 = xgrad::kInt32;
-constexpr auto i64 = xgrad::kInt64;
-constexpr auto f64 = xgrad::kFloat64;
-const double nan = std::numeric_limits<double>::quiet_NaN();
-const double inf = std::numeric_limits<double>::infinity();
+using namespace golden::names;  // b, u8, i32, i64, f64
+using golden::names::inf;       // declared here, so that they hide the C library's ::nan
+using golden::names::nan;
 
 Tensor X() {
     return tensor({1.0, nan, -inf, inf, 2.0, -0.0});

@@ -20,13 +20,9 @@ namespace F = xgrad::nn::functional;
 namespace {
 
 const char* kFile = "masking.txt";
-constexpr auto b = xgrad::kBool;
-constexpr auto u8 = xgrad::kUInt8;
-constexpr auto i32 = xgrad::kInt32;
-constexpr auto i64 = xgrad::kInt64;
-constexpr auto f64 = xgrad::kFloat64;
-const double inf = std::numeric_limits<double>::infinity();
-const double nan = std::numeric_limits<double>::quiet_NaN();
+using namespace golden::names;  // b, u8, i32, i64, f64
+using golden::names::inf;       // declared here, so that they hide the C library's ::nan
+using golden::names::nan;
 
 Tensor m3() {
     return tensor({1.0, 0.0, 1.0}, b);
