@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <xgrad/parallel.hpp>
+
+#include "../src/kernels/cpu/sum_order.hpp"
 #include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 
@@ -342,4 +345,75 @@ TEST_CASE("adam_update gives the scalar formula's bits on every instruction set,
                 check_adam<double>(arch, amsgrad, n);
             }
     }
+}
+
+namespace {
+
+/// sum_cascade and quad_cascade against sum_order.hpp's scalar cascade_sum, bit for bit.
+template <typename T>
+void check_cascade(SimdArch arch, std::int64_t rows, std::int64_t stride, int power) {
+    constexpr int W = vm::kLanes<T>;
+    using L = vm::Lanes<T, W>;
+    std::mt19937 gen(static_cast<unsigned>(rows * 31 + stride + power));
+    std::uniform_real_distribution<double> mag(-20, 20);
+    std::bernoulli_distribution neg(0.5);
+    // Magnitudes over 2^-20 .. 2^20, so that every change of order changes the bits.
+    std::vector<T> x(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * stride)));
+    for (T& v : x) v = static_cast<T>(std::exp2(mag(gen)) * (neg(gen) ? -1 : 1));
+    auto want =
+        vm::cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) { return L::load(x.data() + i * stride + k * W); });
+    std::vector<T> got(4 * W, T(-1));
+    vm::sum_cascade(x.data(), rows, stride, power, got.data());
+    for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < W; ++l) {
+            INFO(arch_name(arch) << " " << (sizeof(T) == 4 ? "float32" : "float64") << " rows " << rows << " stride "
+                                 << stride << " power " << power << " lane " << k * W + l);
+            // cascade_sum computes its own power; the explicit one must match it for this comparison.
+            REQUIRE(power == std::max<std::int64_t>(4, vm::ceil_log2(rows) / 4));
+            CHECK(ordinal(got[k * W + l]) == ordinal(want[k].v[l]));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("sum_cascade gives the scalar cascade's bits on every instruction set") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (std::int64_t rows : {0, 1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 9000}) {
+            const int power = static_cast<int>(std::max<std::int64_t>(4, vm::ceil_log2(rows) / 4));
+            check_cascade<float>(arch, rows, 32, power);
+            check_cascade<float>(arch, rows, 45, power);  // rows apart, unaligned
+            check_cascade<double>(arch, rows, 16, power);
+            check_cascade<double>(arch, rows, 19, power);
+        }
+        check_cascade<float>(arch, 70000, 32, 4);  // up to 2^19 rows: power 4 still
+    }
+    vm::set_simd_arch(supported_archs().front());
+    check_cascade<float>(supported_archs().front(), (1 << 19) + 5, 32, 5);  // power 5 (64 MiB)
+}
+
+TEST_CASE("quad_cascade splits between threads without changing a bit") {
+    constexpr int W = vm::kLanes<float>;
+    using L = vm::Lanes<float, W>;
+    const int saved = xgrad::get_num_threads();
+    // Blocks of 4096 rows (power 4), with and without a remainder.
+    for (std::int64_t rows : {3 * 4096 + 100, 2 * 4096, 5 * 4096 + 1}) {
+        std::mt19937 gen(static_cast<unsigned>(rows));
+        std::uniform_real_distribution<double> mag(-20, 20);
+        std::vector<float> x(static_cast<std::size_t>(rows * 4 * W));
+        for (float& v : x) v = static_cast<float>(std::exp2(mag(gen)) * (gen() % 2 ? -1 : 1));
+        auto want =
+            vm::cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) { return L::load(x.data() + (i * 4 + k) * W); });
+        for (int threads : {1, 2, 3}) {
+            xgrad::set_num_threads(threads);
+            float got[4 * W];
+            vm::quad_cascade(x.data(), rows, 4 * W, got);
+            for (int k = 0; k < 4 * W; ++k) {
+                INFO("rows " << rows << " threads " << threads << " lane " << k);
+                CHECK(ordinal(got[k]) == ordinal(want[k / W].v[k % W]));
+            }
+        }
+    }
+    xgrad::set_num_threads(saved);
 }

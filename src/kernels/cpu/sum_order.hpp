@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -78,23 +82,59 @@ Acc interleaved_sum(std::int64_t size, Get&& get) {
     return part[0];
 }
 
+/// cascade_sum<Lanes<T, W>, 4> over `rows` rows of four registers (128 bytes) at x + i * stride, into
+/// out (4 * W values), by vec_math's vectorised kernel. Large inputs are split between threads at the
+/// top level of the cascade (whole blocks of 2^(3 power) rows, which start and end with the lower
+/// levels empty); the blocks' sums are then added in order, as the serial loop adds them, so the bits
+/// do not depend on the number of threads.
+template <typename T>
+void quad_cascade(const T* x, std::int64_t rows, std::int64_t stride, T* out) {
+    constexpr int kQuad = 4 * kLanes<T>;
+    const int power = static_cast<int>(std::max<std::int64_t>(4, ceil_log2(rows) / 4));
+    const std::int64_t block = std::int64_t{1} << (3 * power), blocks = rows / block;
+    if (blocks < 2 || num_threads() == 1 || in_parallel_region()) {
+        sum_cascade(x, rows, stride, power, out);
+        return;
+    }
+    std::vector<T> part(static_cast<std::size_t>(blocks * kQuad));
+    parallel_for(0, blocks, 1, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t b = lo; b < hi; ++b)
+            sum_cascade(x + b * block * stride, block, stride, power, &part[b * kQuad]);
+    });
+    T top[kQuad] = {};
+    for (std::int64_t b = 0; b < blocks; ++b)
+        for (int k = 0; k < kQuad; ++k) top[k] += part[b * kQuad + k];
+    // The rows after the last block never reach the top level: their cascade ends with its lower levels
+    // added together, and the top level comes last, as in the serial loop.
+    sum_cascade(x + blocks * block * stride, rows - blocks * block, stride, power, out);
+    for (int k = 0; k < kQuad; ++k) out[k] += top[k];
+}
+
 /// The sum of a contiguous row, in PyTorch's order: vector accumulators for rows of at least one
 /// register, the scalar tail first and then the lanes in order; a scalar cascade for shorter rows.
 template <typename T>
 T inner_sum(const T* x, std::int64_t n) {
     constexpr int W = kLanes<T>;
     if (n < W) return interleaved_sum<T>(n, [&](std::int64_t i) { return x[i]; });
-    const std::int64_t vectors = n / W;
-    auto lanes = interleaved_sum<Lanes<T, W>>(vectors, [&](std::int64_t i) { return Lanes<T, W>::load(x + i * W); });
+    // interleaved_sum over registers: four interleaved cascades, the registers after the last group
+    // of four added to the first, then the four combined in order.
+    const std::int64_t vectors = n / W, quads = vectors / 4;
+    T part[4 * W] = {};
+    if (quads > 0) quad_cascade(x, quads, 4 * W, part);
+    for (std::int64_t i = quads * 4; i < vectors; ++i)
+        for (int k = 0; k < W; ++k) part[k] += x[i * W + k];
+    for (int r = 1; r < 4; ++r)
+        for (int k = 0; k < W; ++k) part[k] += part[r * W + k];
     T total = 0;
     for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
-    for (int k = 0; k < W; ++k) total += lanes.v[k];
+    for (int k = 0; k < W; ++k) total += part[k];
     return total;
 }
 
 /// Column sums of a contiguous (rows × cols) block, in PyTorch's order for reductions over leading
 /// dimensions: blocks of four registers of columns share a cascade, then single registers, then
-/// single columns; with fewer columns than a register, groups of four scalar columns.
+/// single columns; with fewer columns than a register, groups of four scalar columns. Blocks of
+/// columns are split between threads.
 template <typename T>
 void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
     constexpr int W = kLanes<T>;
@@ -108,10 +148,13 @@ void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
         return interleaved_sum<T>(rows, [&](std::int64_t i) { return x[i * cols + c]; });
     };
     if (cols >= W) {
-        for (; j + 4 * W <= cols; j += 4 * W) {
-            auto s = cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) { return L::load(x + i * cols + j + k * W); });
-            for (int k = 0; k < 4; ++k) std::copy(s[k].v, s[k].v + W, out + j + k * W);
-        }
+        const std::int64_t quads = cols / (4 * W);
+        parallel_for(0, quads, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(1, rows * 4 * W)),
+                     [&](std::int64_t lo, std::int64_t hi) {
+                         for (std::int64_t q = lo; q < hi; ++q)
+                             quad_cascade(x + q * 4 * W, rows, cols, out + q * 4 * W);
+                     });
+        j = quads * 4 * W;
         for (; j + W <= cols; j += W) {
             L s = interleaved_sum<L>(rows, [&](std::int64_t i) { return L::load(x + i * cols + j); });
             std::copy(s.v, s.v + W, out + j);

@@ -194,6 +194,12 @@ void norm_apply(const double* x, double scale, double shift, const double* w, co
                 std::int64_t n) {
     kernels<double>().norm_apply(x, scale, shift, w, b, y, n);
 }
+void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out) {
+    kernels<float>().sum_cascade(x, rows, stride, power, out);
+}
+void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out) {
+    kernels<double>().sum_cascade(x, rows, stride, power, out);
+}
 void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
                  std::int64_t n) {
     if (n > 0) kernels<float>().adam(p, g, m, v, vmax, c, n);

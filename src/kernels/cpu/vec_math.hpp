@@ -91,6 +91,15 @@ void norm_backward(const float* g, const float* x, const float* w, float scale, 
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
                    double* dx, double* acc_w, double* acc_b, std::int64_t n);
 
+// ---- sums in PyTorch's order (kernels/cpu/sum_order.hpp) ----
+
+/// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4>, vectorised, with the same bits: `rows` rows of
+/// 128 bytes (four AVX2 registers) at x + i * stride are added lane by lane, the partial sums moving up
+/// one of four levels every 2^power rows; out gets the 128 / sizeof(T) sums.
+void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out);
+/// As the float overload.
+void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out);
+
 /// The per-step constants of one Adam update (adam_update), in the parameter's dtype.
 template <typename T>
 struct AdamCoefficients {

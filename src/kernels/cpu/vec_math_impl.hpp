@@ -1021,6 +1021,42 @@ template <class B, bool kHasW>
     for (; i < n; ++i) dx[i] = scale * ((d_one(i) - mean_d) - xhat_one(i) * mean_dx);
 }
 
+// ---- sums in PyTorch's order --------------------------------------------------------------------
+
+/// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4> over `rows` rows of 128 bytes (four AVX2
+/// registers) at x + i * stride, lane for lane: every lane gets the same additions in the same order,
+/// whatever the width of B, so the bits are the scalar cascade's on every instruction set.
+template <class B>
+void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64_t stride, int power,
+                  typename B::value_type* out) {
+    using T = typename B::value_type;
+    constexpr int kR = static_cast<int>(128 / sizeof(B));  // batches per row
+    constexpr int kLevels = 4;
+    B acc[kLevels][kR];
+    for (auto& level : acc)
+        for (auto& a : level) a = B(T(0));
+    const std::int64_t step = std::int64_t{1} << power, mask = step - 1;
+    auto add_row = [&](std::int64_t i) {
+        const T* p = x + i * stride;
+        for (int r = 0; r < kR; ++r) acc[0][r] += B::load_unaligned(p + r * B::size);
+    };
+    std::int64_t i = 0;
+    while (i + step <= rows) {
+        for (std::int64_t j = 0; j < step; ++j, ++i) add_row(i);
+        for (int l = 1; l < kLevels; ++l) {
+            for (int r = 0; r < kR; ++r) {
+                acc[l][r] += acc[l - 1][r];
+                acc[l - 1][r] = B(T(0));
+            }
+            if ((i & (mask << (l * power))) != 0) break;
+        }
+    }
+    for (; i < rows; ++i) add_row(i);
+    for (int l = 1; l < kLevels; ++l)
+        for (int r = 0; r < kR; ++r) acc[0][r] += acc[l][r];
+    for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
+}
+
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// y[i] = f(x[i]) a batch at a time; the tail goes through a zero-padded batch, so every element
@@ -1089,6 +1125,7 @@ VecMathKernels<T> kernels_for() {
     k.pow = [](const T* x, T e, T* y, std::int64_t n) { map1<B>(x, y, n, [e](const B& v) { return pow_(v, e); }); };
     k.norm_moments = norm_moments_<B>;
     k.sum_squares = sum_squares_<B>;
+    k.sum_cascade = sum_cascade_<B>;
     k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n) {
         if (w && b)
             norm_apply_<B, true, true>(x, scale, shift, w, b, y, n);

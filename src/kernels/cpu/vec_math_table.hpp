@@ -22,6 +22,8 @@ struct VecMathKernels {
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
+    // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
+    void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
     void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
                           std::int64_t n);
