@@ -417,3 +417,80 @@ TEST_CASE("quad_cascade splits between threads without changing a bit") {
     }
     xgrad::set_num_threads(saved);
 }
+
+namespace {
+
+/// varith against the scalar formula, with and without non-temporal stores, at every alignment.
+template <typename T>
+void check_arith(SimdArch arch, vm::Arith op, std::size_t n, std::size_t offset, bool stream) {
+    std::mt19937 gen(static_cast<unsigned>(n * 7 + offset));
+    std::normal_distribution<double> dist(0, 3);
+    std::vector<T> a(n + offset), b(n + offset), y(n + offset + 1, T(-7));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<T>(dist(gen));
+        b[i] = static_cast<T>(dist(gen));
+    }
+    if (n > 3) {  // relu's backward: NaN and -0 results pass their gradient, 0 blocks it
+        b[offset] = std::numeric_limits<T>::quiet_NaN();
+        b[offset + 1] = T(-0.0);
+        b[offset + 2] = T(0);
+    }
+    vm::varith(op, a.data() + offset, b.data() + offset, y.data() + offset, static_cast<std::int64_t>(n), stream);
+    for (std::size_t i = 0; i < offset; ++i) REQUIRE(y[i] == T(-7));  // nothing written outside
+    REQUIRE(y[offset + n] == T(-7));
+    for (std::size_t i = offset; i < offset + n; ++i) {
+        const T u = a[i], v = b[i];
+        const T want = op == vm::Arith::kAdd   ? u + v
+                       : op == vm::Arith::kSub ? u - v
+                       : op == vm::Arith::kMul ? u * v
+                       : op == vm::Arith::kDiv ? u / v
+                                               : (v <= T(0) ? T(0) : u);
+        INFO(arch_name(arch) << " op " << static_cast<int>(op) << " n " << n << " offset " << offset << " stream "
+                             << stream << " at " << i - offset);
+        CHECK(ordinal(y[i]) == ordinal(want));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("varith gives the scalar formula's bits with and without non-temporal stores") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (auto op : {vm::Arith::kAdd, vm::Arith::kSub, vm::Arith::kMul, vm::Arith::kDiv, vm::Arith::kReluBackward})
+            for (std::size_t n : {1, 3, 7, 16, 17, 100, 1000})
+                for (std::size_t offset : {0, 1, 3, 5})
+                    for (bool stream : {false, true}) {
+                        check_arith<float>(arch, op, n, offset, stream);
+                        check_arith<double>(arch, op, n, offset, stream);
+                    }
+    }
+}
+
+TEST_CASE("unary maps long enough for non-temporal stores give the same bits as short calls") {
+    ArchGuard guard;
+    // One call of kStreamBytes and more streams; the same elements in calls of 1000 do not.
+    const std::size_t n = static_cast<std::size_t>(vm::kStreamBytes) / sizeof(float) + 37;
+    std::vector<float> x(n + 1), big(n + 1), small(n + 1);
+    std::mt19937 gen(5);
+    std::normal_distribution<float> dist(0, 4);
+    for (float& v : x) v = dist(gen);
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (std::size_t offset : {0, 1}) {  // an output aligned, and one a float past it
+            const auto len = static_cast<std::int64_t>(n - offset);
+            using Map = void (*)(const float*, float*, std::int64_t);
+            for (Map map : {Map(&vm::vexp), Map(&vm::vrelu), Map(&vm::vsqrt)}) {
+                map(x.data() + offset, big.data() + offset, len);
+                for (std::int64_t i = 0; i < len; i += 1000)
+                    map(x.data() + offset + i, small.data() + offset + i, std::min<std::int64_t>(1000, len - i));
+                INFO(arch_name(arch) << " offset " << offset
+                                     << (map == Map(&vm::vexp)    ? " exp"
+                                         : map == Map(&vm::vrelu) ? " relu"
+                                                                  : " sqrt"));
+                CHECK(std::memcmp(big.data() + offset, small.data() + offset,
+                                  static_cast<std::size_t>(len) * sizeof(float)) == 0);
+            }
+        }
+    }
+}

@@ -93,9 +93,8 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
             case UnaryOp::kSigmoid:
                 vsigmoid(px, py, n);
                 break;
-            // Written with where, not xt::maximum, so that NaN stays NaN as in PyTorch.
             case UnaryOp::kRelu:
-                xt::noalias(y) = xt::where(x < T(0), T(0), x);
+                vrelu(px, py, n);
                 break;
             case UnaryOp::kGelu:
                 vgelu(px, py, n);
@@ -164,7 +163,7 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
 }
 
 template <typename T>
-void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, double a, double b) {
+void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, double a, double b, bool stream) {
     const auto un = static_cast<std::size_t>(n);
     if constexpr (std::is_integral_v<T>) {
         for (std::int64_t i = 0; i < n; ++i) {
@@ -206,17 +205,17 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
         auto o = flat(po, un);
         constexpr T inf = std::numeric_limits<T>::infinity();
         switch (op) {
-            case BinaryOp::kAdd:
-                xt::noalias(o) = x + y;
+            case BinaryOp::kAdd:  // vec_math: this CPU's vectors, non-temporal stores for large outputs
+                varith(Arith::kAdd, px, pq, po, n, stream);
                 break;
             case BinaryOp::kSub:
-                xt::noalias(o) = x - y;
+                varith(Arith::kSub, px, pq, po, n, stream);
                 break;
             case BinaryOp::kMul:
-                xt::noalias(o) = x * y;
+                varith(Arith::kMul, px, pq, po, n, stream);
                 break;
             case BinaryOp::kDiv:
-                xt::noalias(o) = x / y;
+                varith(Arith::kDiv, px, pq, po, n, stream);
                 break;
             case BinaryOp::kPow:
                 // xsimd's pow is exp(y log|x|): C's answers where that gives 0 or NaN.
@@ -244,7 +243,7 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 break;
             // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
             case BinaryOp::kReluBackward:
-                xt::noalias(o) = xt::where(y <= T(0), T(0), x);
+                varith(Arith::kReluBackward, px, pq, po, n, stream);
                 break;
             case BinaryOp::kGeluBackward:
                 vgelu_backward(px, pq, po, n);
@@ -354,11 +353,12 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
+        const bool stream = n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         if (x.is_contiguous() && y.is_contiguous() && x.shape() == out.shape() && y.shape() == out.shape()) {
             const T* px = x.impl()->data<T>();
             const T* py = y.impl()->data<T>();
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b);
+                binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b, stream);
             });
             return;
         }
@@ -373,7 +373,7 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
                 for (std::int64_t j = 0; j < count; j += block) {
                     const std::int64_t c = std::min(block, count - j);
                     binary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, bx),
-                                    contiguous_run(py, off[1] + j * st[1], st[1], c, by), po + i + j, c, a, b);
+                                    contiguous_run(py, off[1] + j * st[1], st[1], c, by), po + i + j, c, a, b, stream);
                 }
                 i += count;
             });

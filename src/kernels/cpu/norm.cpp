@@ -59,6 +59,13 @@ int row_chunks(std::int64_t rows, std::int64_t width) {
     return static_cast<int>(std::min(rows, kMaxChunks));
 }
 
+/// Whether an output of n elements of T is written with non-temporal stores (vec_math's kStreamBytes):
+/// the rows are written one by one, so the decision is the whole tensor's.
+template <typename T>
+bool streams(std::int64_t n) {
+    return n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
+}
+
 /// Rows narrower than this take the narrow-row code (one AVX2 register of T).
 template <typename T>
 constexpr std::int64_t kNarrow = 32 / static_cast<std::int64_t>(sizeof(T));
@@ -70,6 +77,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     const std::int64_t rows = mean.numel(), width = rows == 0 ? 0 : x.numel() / rows;
     detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = decltype(tag);
+        const bool stream = streams<T>(x.numel());
         const T* px = x.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         const T* pb = b.defined() ? b.impl()->data<T>() : nullptr;
@@ -107,7 +115,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
                 const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
                 pm[r] = m;
                 pr[r] = rs;
-                norm_apply(xr, rs, -rs * m, pw, pb, yr, width);
+                norm_apply(xr, rs, -rs * m, pw, pb, yr, width, stream);
             }
         });
     });
@@ -122,6 +130,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
                                                                    : 0;
     detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = decltype(tag);
+        const bool stream = streams<T>(x.numel());
         const T* px = x.impl()->data<T>();
         const T* pg = g.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
@@ -143,7 +152,8 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
                 const T rs = pr[r], shift = -pr[r] * pm[r];
                 if (width >= kNarrow<T>) {
                     norm_backward(gr, xr, pw, rs, shift, true,
-                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, acc_b, width);
+                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, acc_b, width,
+                                  stream);
                     continue;
                 }
                 for (std::int64_t j = 0; j < width; ++j) {
@@ -180,6 +190,7 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
     const std::int64_t rows = rstd.numel(), width = rows == 0 ? 0 : x.numel() / rows;
     detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
         using T = decltype(tag);
+        const bool stream = streams<T>(x.numel());
         using B = xsimd::batch<T>;
         constexpr auto vw = static_cast<std::int64_t>(B::size);
         const T* px = x.impl()->data<T>();
@@ -194,7 +205,7 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
                 if (width >= kNarrow<T>) {
                     const T rs = T(1) / std::sqrt(sum_squares(xr, width) / static_cast<T>(width) + static_cast<T>(eps));
                     pr[r] = rs;
-                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width);
+                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width, stream);
                     continue;
                 }
                 const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
@@ -217,6 +228,7 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
     const std::int64_t rows = rstd.numel(), width = rows > 0 ? x.numel() / rows : dw.defined() ? dw.numel() : 0;
     detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
         using T = decltype(tag);
+        const bool stream = streams<T>(x.numel());
         const T* px = x.impl()->data<T>();
         const T* pg = g.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
@@ -233,7 +245,8 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
                 const T rs = pr[r];
                 if (width >= kNarrow<T>) {
                     norm_backward(gr, xr, pw, rs, T(0), false,
-                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, nullptr, width);
+                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, nullptr, width,
+                                  stream);
                     continue;
                 }
                 for (std::int64_t j = 0; j < width; ++j) {

@@ -55,6 +55,12 @@ const VecMathTable& current() {
     return *current_slot().load(std::memory_order_relaxed);
 }
 
+static_assert(static_cast<int>(Arith::kAdd) == detail::kArithAdd &&
+              static_cast<int>(Arith::kSub) == detail::kArithSub &&
+              static_cast<int>(Arith::kMul) == detail::kArithMul &&
+              static_cast<int>(Arith::kDiv) == detail::kArithDiv &&
+              static_cast<int>(Arith::kReluBackward) == detail::kArithReluBackward);
+
 template <typename T>
 const detail::VecMathKernels<T>& kernels() {
     if constexpr (std::is_same_v<T, float>)
@@ -156,6 +162,18 @@ void vrsqrt(const float* x, float* y, std::int64_t n) {
 void vrsqrt(const double* x, double* y, std::int64_t n) {
     unary(detail::kRsqrt, x, y, n);
 }
+void vrelu(const float* x, float* y, std::int64_t n) {
+    unary(detail::kRelu, x, y, n);
+}
+void vrelu(const double* x, double* y, std::int64_t n) {
+    unary(detail::kRelu, x, y, n);
+}
+void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, bool stream) {
+    if (n > 0) kernels<float>().arith[static_cast<int>(op)](a, b, y, n, stream);
+}
+void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream) {
+    if (n > 0) kernels<double>().arith[static_cast<int>(op)](a, b, y, n, stream);
+}
 void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
     backward(detail::kGeluBackward, g, x, dx, n);
 }
@@ -187,12 +205,13 @@ float sum_squares(const float* x, std::int64_t n) {
 double sum_squares(const double* x, std::int64_t n) {
     return kernels<double>().sum_squares(x, n);
 }
-void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n) {
-    kernels<float>().norm_apply(x, scale, shift, w, b, y, n);
+void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
+                bool stream) {
+    kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream);
 }
 void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n) {
-    kernels<double>().norm_apply(x, scale, shift, w, b, y, n);
+                std::int64_t n, bool stream) {
+    kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream);
 }
 void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out) {
     kernels<float>().sum_cascade(x, rows, stride, power, out);
@@ -209,12 +228,12 @@ void adam_update(double* p, const double* g, double* m, double* v, double* vmax,
     if (n > 0) kernels<double>().adam(p, g, m, v, vmax, c, n);
 }
 void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n) {
-    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+                   float* acc_w, float* acc_b, std::int64_t n, bool stream) {
+    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
 }
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n) {
-    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n);
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream) {
+    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
 }
 
 const char* simd_arch_name() {

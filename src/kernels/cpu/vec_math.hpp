@@ -59,6 +59,28 @@ void vsqrt(const double* x, double* y, std::int64_t n);
 void vrsqrt(const float* x, float* y, std::int64_t n);
 /// y = 1 / sqrt(x) (two correctly rounded operations, as PyTorch).
 void vrsqrt(const double* x, double* y, std::int64_t n);
+/// y = max(x, 0), written as PyTorch's relu (NaN stays NaN, -0 stays -0).
+void vrelu(const float* x, float* y, std::int64_t n);
+/// y = max(x, 0), written as PyTorch's relu (NaN stays NaN, -0 stays -0).
+void vrelu(const double* x, double* y, std::int64_t n);
+
+/// Outputs of at least this many bytes are written with non-temporal stores, which skip reading the
+/// destination first and leave the caches to the inputs: a larger output would not stay in the caches
+/// for the next operation anyway. Only the maps that memory bandwidth limits stream: vrelu, vsqrt and
+/// vrsqrt, deciding by the length of one call (one thread's share), and varith, whose caller decides
+/// for the whole tensor. The transcendental maps compute more than they move, and ordinary stores
+/// are faster for them.
+constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
+
+/// The two-input maps of varith.
+enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward };
+
+/// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), or relu's backward
+/// (0 where b <= 0, else a), with non-temporal stores when `stream`.
+void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, bool stream);
+/// As the float overload.
+void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
+
 /// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases; the
 /// exponent is rounded to float first, as PyTorch's float32 kernel does.
 void vpow(const float* x, double e, float* y, std::int64_t n);
@@ -77,19 +99,22 @@ void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
 float sum_squares(const float* x, std::int64_t n);
 /// Σx².
 double sum_squares(const double* x, std::int64_t n);
-/// y = (x * scale + shift) * w + b; w and b may be null (then left out).
-void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n);
+/// y = (x * scale + shift) * w + b; w and b may be null (then left out). With `stream`, y is written
+/// with non-temporal stores (kStreamBytes).
+void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
+                bool stream);
 /// y = (x * scale + shift) * w + b; w and b may be null (then left out).
 void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n);
+                std::int64_t n, bool stream);
 /// One row of LayerNorm's (centre) or RMSNorm's backward, with xhat = x * scale + shift and d = g * w (g without
 /// w): acc_w += g * xhat, acc_b += g (each when not null), then, when dx is not null,
-/// dx = scale * (d - mean(d) - xhat * mean(d * xhat)), without the mean(d) term unless centre.
+/// dx = scale * (d - mean(d) - xhat * mean(d * xhat)), without the mean(d) term unless centre; with
+/// `stream`, dx is written with non-temporal stores.
 void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n);
+                   float* acc_w, float* acc_b, std::int64_t n, bool stream);
 /// As the float overload.
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n);
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream);
 
 // ---- sums in PyTorch's order (kernels/cpu/sum_order.hpp) ----
 

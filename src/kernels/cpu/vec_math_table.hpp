@@ -9,7 +9,9 @@
 namespace xgrad::kernels::cpu::detail {
 
 /// The one-input kernels, in the order of VecMathKernels::unary.
-enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kUnaryCount };
+enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kRelu, kUnaryCount };
+/// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
+enum ArithKernel : int { kArithAdd, kArithSub, kArithMul, kArithDiv, kArithReluBackward, kArithCount };
 /// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
 enum Backward : int { kGeluBackward, kGeluTanhBackward, kBackwardCount };
 
@@ -18,15 +20,16 @@ template <typename T>
 struct VecMathKernels {
     void (*unary[kUnaryCount])(const T* x, T* y, std::int64_t n);
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
+    void (*arith[kArithCount])(const T* a, const T* b, T* y, std::int64_t n, bool stream);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);  ///< general exponent (no special cases)
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
-    void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n);
+    void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
-                          std::int64_t n);
+                          std::int64_t n, bool stream);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
 };
