@@ -494,3 +494,46 @@ TEST_CASE("unary maps long enough for non-temporal stores give the same bits as 
         }
     }
 }
+
+namespace {
+
+/// var_row's order, one element at a time: 32 lanes, added in order, then the tail.
+template <typename T, typename F>
+double lane_sum(const std::vector<T>& x, F f) {
+    double lanes[32] = {};
+    std::size_t i = 0;
+    for (; i + 32 <= x.size(); i += 32)
+        for (std::size_t k = 0; k < 32; ++k) lanes[k] += f(static_cast<double>(x[i + k]));
+    double s = 0;
+    for (double v : lanes) s += v;
+    for (; i < x.size(); ++i) s += f(static_cast<double>(x[i]));
+    return s;
+}
+
+template <typename T>
+void check_var_row(SimdArch arch, std::size_t n) {
+    std::mt19937 gen(static_cast<unsigned>(n));
+    std::normal_distribution<double> dist(100, 30);  // a mean far from 0: cancellation shows
+    std::vector<T> x(n);
+    for (T& v : x) v = static_cast<T>(dist(gen));
+    const double want_mean = lane_sum(x, [](double v) { return v; }) / static_cast<double>(n);
+    const double want_m2 = lane_sum(x, [&](double v) { return (v - want_mean) * (v - want_mean); });
+    double mean = -1, m2 = -1;
+    vm::var_row(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
+    INFO(arch_name(arch) << (sizeof(T) == 4 ? " float32" : " float64") << " n " << n);
+    CHECK(ordinal(mean) == ordinal(want_mean));
+    CHECK(ordinal(m2) == ordinal(want_m2));
+}
+
+}  // namespace
+
+TEST_CASE("var_row adds in double in the same order on every instruction set") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (std::size_t n : {1, 2, 31, 32, 33, 100, 4096, 4099}) {
+            check_var_row<float>(arch, n);
+            check_var_row<double>(arch, n);
+        }
+    }
+}

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/sum_order.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -25,41 +26,6 @@ template <typename T>
 T row_sum(const T* x, std::int64_t n) {
     T s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += x[i];
-    return s;
-}
-
-/// Σ (x - mean)² over a row, in double with independent accumulators (a chain of dependent adds
-/// runs at a tenth of memory bandwidth).
-template <typename T>
-double row_sum_sq(const T* x, std::int64_t n, double mean) {
-    constexpr int kAcc = 8;
-    double acc[kAcc] = {};
-    std::int64_t i = 0;
-    for (; i + kAcc <= n; i += kAcc)
-        for (int k = 0; k < kAcc; ++k) {
-            const double d = static_cast<double>(x[i + k]) - mean;
-            acc[k] += d * d;
-        }
-    for (; i < n; ++i) {
-        const double d = static_cast<double>(x[i]) - mean;
-        acc[0] += d * d;
-    }
-    double s = 0;
-    for (double v : acc) s += v;
-    return s;
-}
-
-/// Σ x over a row in double, with independent accumulators.
-template <typename T>
-double row_sum_double(const T* x, std::int64_t n) {
-    constexpr int kAcc = 8;
-    double acc[kAcc] = {};
-    std::int64_t i = 0;
-    for (; i + kAcc <= n; i += kAcc)
-        for (int k = 0; k < kAcc; ++k) acc[k] += static_cast<double>(x[i + k]);
-    for (; i < n; ++i) acc[0] += static_cast<double>(x[i]);
-    double s = 0;
-    for (double v : acc) s += v;
     return s;
 }
 
@@ -102,8 +68,9 @@ void var_rows(const RowsView& v, const Tensor& out, double correction, bool take
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
-                const double m = row_sum_double(x, v.width) / n;
-                const double var = row_sum_sq(x, v.width, m) / std::max(0.0, n - correction);
+                double m = 0, m2 = 0;
+                var_row(x, v.width, &m, &m2);  // vec_math: in double, 32 accumulators
+                const double var = m2 / std::max(0.0, n - correction);
                 o[r] = static_cast<T>(take_sqrt ? std::sqrt(var) : var);
             }
         });

@@ -219,6 +219,12 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out) {
     kernels<double>().sum_cascade(x, rows, stride, power, out);
 }
+void var_row(const float* x, std::int64_t n, double* mean, double* m2) {
+    kernels<float>().var_row(x, n, mean, m2);
+}
+void var_row(const double* x, std::int64_t n, double* mean, double* m2) {
+    kernels<double>().var_row(x, n, mean, m2);
+}
 void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
                  std::int64_t n) {
     if (n > 0) kernels<float>().adam(p, g, m, v, vmax, c, n);

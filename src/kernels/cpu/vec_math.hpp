@@ -125,6 +125,12 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 /// As the float overload.
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out);
 
+/// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (two passes, n >= 1):
+/// 32 accumulators, the same order on every instruction set.
+void var_row(const float* x, std::int64_t n, double* mean, double* m2);
+/// As the float overload.
+void var_row(const double* x, std::int64_t n, double* mean, double* m2);
+
 /// The per-step constants of one Adam update (adam_update), in the parameter's dtype.
 template <typename T>
 struct AdamCoefficients {

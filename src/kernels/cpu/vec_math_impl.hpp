@@ -1114,6 +1114,69 @@ void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64
     for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
 }
 
+// ---- variance rows ---------------------------------------------------------------------------------
+
+/// Accumulators of the variance sums: 32 doubles, whatever the width of the batches, so that every
+/// instruction set adds in the same order and gives the same bits.
+constexpr int kVarLanes = 32;
+
+/// kVarLanes elements at p as doubles, in Bd batches (the float overload converts).
+template <class Bd, class T>
+Bd load_double(const T* p) {
+    if constexpr (std::is_same_v<T, double>) {
+        return Bd::load_unaligned(p);
+    } else if constexpr (sizeof(Bd) == 64) {
+#if defined(__AVX512F__)
+        return _mm512_cvtps_pd(_mm256_loadu_ps(p));
+#endif
+    } else if constexpr (sizeof(Bd) == 32) {
+#if defined(__AVX__)
+        return _mm256_cvtps_pd(_mm_loadu_ps(p));
+#endif
+    } else {
+        static_assert(sizeof(Bd) == 16);
+        return _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))));
+    }
+}
+
+/// Σ f(double(x[i])) over a row in double: lane k of the accumulators gets the elements i with
+/// i % kVarLanes == k, in order; then the lanes are added in order, then the tail.
+template <class A, class T, class V, class S>
+[[gnu::flatten]] double var_sum(const T* x, std::int64_t n, V vec, S one) {
+    using Bd = xsimd::batch<double, A>;
+    constexpr int kR = kVarLanes / static_cast<int>(Bd::size);
+    Bd acc[kR];
+    for (auto& a : acc) a = Bd(0.0);
+    std::int64_t i = 0;
+    for (; i + kVarLanes <= n; i += kVarLanes)
+        for (int r = 0; r < kR; ++r) acc[r] += vec(load_double<Bd>(x + i + r * static_cast<int>(Bd::size)));
+    alignas(64) double lanes[kVarLanes];
+    for (int r = 0; r < kR; ++r) acc[r].store_aligned(lanes + r * static_cast<int>(Bd::size));
+    double s = 0;
+    for (double v : lanes) s += v;
+    for (; i < n; ++i) s += one(static_cast<double>(x[i]));
+    return s;
+}
+
+/// A row's mean and Σ (x - mean)², both in double (two passes; the second finds the row in cache).
+template <class B>
+void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, double* m2) {
+    using A = typename B::arch_type;
+    using Bd = xsimd::batch<double, A>;
+    const double m = var_sum<A>(
+                         x, n, [](const Bd& v) { return v; }, [](double v) { return v; }) /
+                     static_cast<double>(n);
+    const Bd mb(m);
+    *mean = m;
+    *m2 = var_sum<A>(
+        x, n,
+        [mb](const Bd& v) {
+            const Bd d = v - mb;
+            return d * d;
+        },
+        [m](double v) { return (v - m) * (v - m); });
+}
+
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// y[i] = f(x[i]) for fewer than a batch of elements, through a zero-padded batch: every element gets
@@ -1258,6 +1321,7 @@ VecMathKernels<T> kernels_for() {
     k.norm_moments = norm_moments_<B>;
     k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;
+    k.var_row = var_row_<B>;
     k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream) {
         if (w && b)
             norm_apply_<B, true, true>(x, scale, shift, w, b, y, n, stream);

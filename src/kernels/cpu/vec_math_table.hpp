@@ -27,6 +27,8 @@ struct VecMathKernels {
     T (*sum_squares)(const T* x, std::int64_t n);
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
+    // A row's mean and squared deviations in double (vec_math.hpp's var_row).
+    void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2);
     void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
                           std::int64_t n, bool stream);
