@@ -14,6 +14,7 @@
 namespace {
 
 using xgrad::Dims;
+using xgrad::Shape;
 using xgrad::Tensor;
 using Fn = std::function<Tensor(const Tensor&)>;
 
@@ -247,4 +248,32 @@ TEST_CASE("sum and mean add in PyTorch's order: bit-identical results") {
         ++checked;
     }
     CHECK(checked == 2 * (25 + 9 + 1));
+}
+
+TEST_CASE("long sums keep PyTorch's one-thread bits at any number of threads") {
+    // Many top-level cascade blocks, which xgrad sums in parallel and then adds in order. The inputs
+    // are the global generator's (PyTorch's numbers for the same seed).
+    struct Long {
+        const char* name;
+        std::uint64_t seed;
+        Shape shape;
+        xgrad::DType dtype;
+        int dim;  // 99: the whole tensor
+    };
+    const Long cases[] = {{"long.f32.all", 7, {3 * (1 << 18) + 5}, xgrad::kFloat32, 99},
+                          {"long.f32.rows", 8, {3, (1 << 20) + 3}, xgrad::kFloat32, -1},
+                          {"long.f32.cols", 9, {4097, 96}, xgrad::kFloat32, 0},
+                          {"long.f64.all", 10, {(1 << 19) + 7}, xgrad::kFloat64, 99}};
+    const int saved = xgrad::get_num_threads();
+    for (const Long& c : cases) {
+        xgrad::manual_seed(c.seed);
+        const Tensor x = xgrad::randn(c.shape, c.dtype);
+        for (int threads : {1, 2, 3}) {
+            xgrad::set_num_threads(threads);
+            CAPTURE(threads);
+            const Tensor s = c.dim == 99 ? x.sum() : x.sum(c.dim);
+            golden::check_close(s, golden::get("sum_order.txt", std::string(c.name) + ".sum"), c.name, 0, 0);
+        }
+    }
+    xgrad::set_num_threads(saved);
 }
