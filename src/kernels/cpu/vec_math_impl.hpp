@@ -949,7 +949,6 @@ template <class B, bool kHasW, bool kHasB>
                                   const typename B::value_type* b, typename B::value_type* y, std::int64_t n,
                                   bool stream) {
     using T = typename B::value_type;
-    constexpr std::int64_t kW = B::size;
     const B sb(scale), hb(shift);
     auto at = [&](std::int64_t i) {
         B v = mla(B::load_unaligned(x + i), sb, hb);
@@ -963,15 +962,7 @@ template <class B, bool kHasW, bool kHasB>
         if constexpr (kHasB) v = v + b[i];
         y[i] = v;
     };
-    std::int64_t i = 0;
-    if (stream) {
-        for (const std::int64_t head = until_aligned<B>(y, n); i < head; ++i) one(i);
-        for (; i + kW <= n; i += kW) stream_store(at(i), y + i);
-        _mm_sfence();
-    } else {
-        for (; i + kW <= n; i += kW) at(i).store_unaligned(y + i);
-    }
-    for (; i < n; ++i) one(i);
+    write_row<B>(y, n, at, one, stream);
 }
 
 /// Adam's update, element by element in PyTorch 1.13's _single_tensor_adam order (see adam_update in
@@ -1067,15 +1058,7 @@ template <class B, bool kHasW>
     const B md(mean_d), mdx(mean_dx);
     auto dx_at = [&](std::int64_t j) { return sb * ((d_at(j) - md) - xhat_at(j) * mdx); };
     auto dx_one = [&](std::int64_t j) { dx[j] = scale * ((d_one(j) - mean_d) - xhat_one(j) * mean_dx); };
-    i = 0;
-    if (stream) {
-        for (const std::int64_t head = until_aligned<B>(dx, n); i < head; ++i) dx_one(i);
-        for (; i + kW <= n; i += kW) stream_store(dx_at(i), dx + i);
-        _mm_sfence();
-    } else {
-        for (; i + kW <= n; i += kW) dx_at(i).store_unaligned(dx + i);
-    }
-    for (; i < n; ++i) dx_one(i);
+    write_row<B>(dx, n, dx_at, dx_one, stream);
 }
 
 // ---- sums in PyTorch's order --------------------------------------------------------------------
@@ -1178,6 +1161,22 @@ void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, dou
 }
 
 // ---- loops and the table -----------------------------------------------------------------------
+
+/// Writes y[0, n): `at(i)` is the batch at i, `one(i)` writes y[i] alone (the scalar ends). With
+/// `stream`, the batches from the first aligned position on go out as non-temporal stores.
+template <class B, class V, class S>
+void write_row(typename B::value_type* y, std::int64_t n, V& at, S& one, bool stream) {
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    if (stream) {
+        for (const std::int64_t head = until_aligned<B>(y, n); i < head; ++i) one(i);
+        for (; i + kW <= n; i += kW) stream_store(at(i), y + i);
+        _mm_sfence();
+    } else {
+        for (; i + kW <= n; i += kW) at(i).store_unaligned(y + i);
+    }
+    for (; i < n; ++i) one(i);
+}
 
 /// y[i] = f(x[i]) for fewer than a batch of elements, through a zero-padded batch: every element gets
 /// the same arithmetic whatever its position.
