@@ -1103,7 +1103,7 @@ void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64
 /// instruction set adds in the same order and gives the same bits.
 constexpr int kVarLanes = 32;
 
-/// kVarLanes elements at p as doubles, in Bd batches (the float overload converts).
+/// One Bd batch of elements at p as doubles (floats are converted).
 template <class Bd, class T>
 Bd load_double(const T* p) {
     if constexpr (std::is_same_v<T, double>) {
