@@ -14,7 +14,9 @@
 #include <vector>
 
 #include <xgrad/parallel.hpp>
+#include <xgrad/xgrad.hpp>
 
+#include "../src/kernels/cpu/matmul.hpp"
 #include "../src/kernels/cpu/sum_order.hpp"
 #include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
@@ -536,4 +538,51 @@ TEST_CASE("var_row adds in double in the same order on every instruction set") {
             check_var_row<double>(arch, n);
         }
     }
+}
+
+TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
+    // With FMA, matmul sums products with k < 8 itself (matmul.cpp); on SSE2 it always calls BLAS. The
+    // two must agree bit for bit, for every operand layout, with and without a bias (beta = 1).
+    ArchGuard guard;
+    const SimdArch best = supported_archs().front();
+    vm::set_simd_arch(best);
+    if (!vm::small_products_in_use()) {
+        MESSAGE("small products go to BLAS here (", arch_name(best), ", OpenBLAS core not one of the known four)");
+        return;
+    }
+    xgrad::manual_seed(11);
+    std::int64_t compared = 0;
+    for (xgrad::DType dtype : {xgrad::kFloat32, xgrad::kFloat64})
+        for (std::int64_t n : {1, 2, 3, 8, 13, 32})
+            for (std::int64_t m : {1, 4, 6, 9, 32})
+                for (std::int64_t k = 1; k <= 7; ++k)
+                    for (int layout = 0; layout < 4; ++layout) {
+                        if (n * m * k > 512) continue;
+                        // a and b row-major or transposed views of column-major storage
+                        xgrad::Tensor a = layout & 1 ? xgrad::randn({k, n}, dtype).t() : xgrad::randn({n, k}, dtype);
+                        xgrad::Tensor b = layout & 2 ? xgrad::randn({m, k}, dtype).t() : xgrad::randn({k, m}, dtype);
+                        xgrad::Tensor bias = xgrad::randn({n, m}, dtype);
+                        xgrad::Tensor got[2], want[2];
+                        for (int pass = 0; pass < 2; ++pass) {
+                            vm::set_simd_arch(pass == 0 ? best : SimdArch::kSse2);
+                            xgrad::Tensor& plain = pass == 0 ? got[0] : want[0];
+                            xgrad::Tensor& biased = pass == 0 ? got[1] : want[1];
+                            plain = xgrad::empty({n, m}, dtype);
+                            vm::matmul(a, b, plain);
+                            biased = bias.clone();
+                            vm::matmul(a, b, biased, 1.0);
+                        }
+                        vm::set_simd_arch(best);
+                        for (int i = 0; i < 2; ++i) {
+                            INFO(xgrad::to_string(dtype), " n=", n, " m=", m, " k=", k, " layout=", layout,
+                                 " bias=", i);
+                            REQUIRE(got[i].dtype() == dtype);
+                            const bool same = dtype == xgrad::kFloat32
+                                                  ? got[i].to_vector<float>() == want[i].to_vector<float>()
+                                                  : got[i].to_vector<double>() == want[i].to_vector<double>();
+                            CHECK(same);
+                            ++compared;
+                        }
+                    }
+    CHECK(compared > 500);
 }

@@ -9,13 +9,16 @@
 // PyTorch's process (both read OMP_NUM_THREADS).
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <climits>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -45,9 +48,10 @@ struct Mat {
 
 template <typename T>
 Mat<T> matrix(const Tensor& t) {  // the last two dims of t, at its storage offset
-    const auto& st = t.strides();
-    const std::size_t d = st.size();
-    return {t.impl()->data<T>(), t.size(-2), t.size(-1), st[d - 2], st[d - 1]};
+    const detail::TensorImpl& impl = *t.impl();
+    const std::size_t d = impl.strides.size();
+    const std::int64_t nd = static_cast<std::int64_t>(d);
+    return {impl.data<T>(), impl.shape[nd - 2], impl.shape[nd - 1], impl.strides[d - 2], impl.strides[d - 1]};
 }
 
 bool fits_int(std::initializer_list<std::int64_t> v) {
@@ -114,11 +118,44 @@ Operand<T> blas_operand(Mat<T> x, bool copy_row_major, std::vector<T>& copy) {
     return {copy.data(), CblasNoTrans, std::max<std::int64_t>(1, x.rows)};
 }
 
+// ---- small products without the BLAS call ---------------------------------------------------------
+//
+// A BLAS call costs about a thousand instructions before it multiplies anything (argument checks, a
+// buffer taken under a lock, packing), more than a product of a small model's layers takes. For such
+// products xgrad sums itself, in the order OpenBLAS's kernels sum: measured with OpenBLAS 0.3.21, its
+// Haswell, Zen, SkylakeX and Cooperlake kernels (float and double, every transpose, m and n up to 40)
+// give each element of c as one fused multiply-add per term in order over k from +0, then
+// alpha·that + beta·c, as long as k < 8 (from k = 8 the Haswell kernel splits its sums).
+// tests/test_linalg.cpp checks that against the BLAS the tests run with.
+
+/// Largest k and largest n·m·k that take the small path.
+constexpr std::int64_t kSmallK = 7, kSmallWork = 512;
+
+/// True when OpenBLAS runs one of the kernels whose sums the small path reproduces.
+bool blas_sums_in_order() {
+    static const bool known = [] {
+        std::string core = openblas_get_corename();
+        for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return core == "haswell" || core == "zen" || core == "skylakex" || core == "cooperlake";
+    }();
+    return known;
+}
+
+/// c (n×m, contiguous) = a·b + beta·c without BLAS, when the product is small, beta is 0 or 1, and the
+/// bits are OpenBLAS's (see above); false when BLAS must do it.
+template <typename T>
+bool small_product(Mat<T> a, Mat<T> b, T* c, T beta) {
+    const std::int64_t n = a.rows, k = a.cols, m = b.cols;
+    if (k > kSmallK || n * m * k > kSmallWork || (beta != T(0) && beta != T(1)) || !blas_sums_in_order()) return false;
+    return small_gemm(a.p, a.rs, a.cs, b.p, b.rs, b.cs, c, n, m, k, beta != T(0));
+}
+
 /// c (n×m, contiguous) = a (n×k) · b (k×m) + beta·c in one BLAS gemm, operands in PyTorch's roles.
 /// BLAS is column-major: for a row-major c it computes cᵀ = bᵀ·aᵀ (b is BLAS's A); a single column
 /// (m == 1) is column-major already, and then a is BLAS's A.
 template <typename T>
 void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
+    if (small_product(a, b, c, beta)) return;
     const bool transpose_c = b.cols != 1;
     const Mat<T> x = transpose_c ? b.t() : a, y = transpose_c ? a.t() : b;  // c' (M×N) = x (M×K) · y (K×N)
     const std::int64_t M = x.rows, N = y.cols, K = x.cols;
@@ -132,19 +169,28 @@ void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
 
 template <typename T>
 void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta) {
-    const std::int64_t nd = out.dim(), n = out.size(-2), m = out.size(-1), k = a.size(-1);
-    if (out.numel() == 0) return;
+    const Shape& shape = out.impl()->shape;
+    const std::int64_t nd = shape.size(), n = shape[nd - 2], m = shape[nd - 1], k = a.impl()->shape[nd - 1];
+    const std::int64_t numel = shape.numel();
+    if (numel == 0) return;
     T* c = out.impl()->data<T>();
     if (k == 0) {  // empty sums
-        for (std::int64_t i = 0; i < out.numel(); ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
+        for (std::int64_t i = 0; i < numel; ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
         return;
     }
     const Mat<T> ma = matrix<T>(a), mb = matrix<T>(b);
+    if (nd == 2) {  // mm and addmm: one product
+        if constexpr (std::is_floating_point_v<T>)
+            blas_gemm(ma, mb, c, beta);
+        else
+            loop_gemm(ma, mb, c, beta);
+        return;
+    }
     // PyTorch's bmm sums small matrices (under 400 multiply-adds) in a plain loop; mm always calls BLAS.
     const bool loop = !std::is_floating_point_v<T> || (nd > 2 && n * k * m < 400);
     const auto& sa = a.strides();
     const auto& sb = b.strides();
-    const std::int64_t nbatch = out.numel() / (n * m);
+    const std::int64_t nbatch = numel / (n * m);
     std::vector<std::int64_t> idx(static_cast<std::size_t>(nd - 2), 0);
     std::int64_t off_a = 0, off_b = 0;
     for (std::int64_t bi = 0; bi < nbatch; ++bi) {
@@ -241,6 +287,12 @@ void dot_impl(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta) {
     detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta)); });
+}
+
+bool small_products_in_use() {
+    float c = 0.0f;
+    const float one = 1.0f;
+    return blas_sums_in_order() && small_gemm(&one, 1, 1, &one, 1, 1, &c, 1, 1, 1, false);
 }
 
 void mv(const Tensor& a, const Tensor& x, const Tensor& out) {

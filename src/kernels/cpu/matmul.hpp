@@ -14,6 +14,11 @@ namespace xgrad::kernels::cpu {
 /// multiply-adds, else a gemm). `beta` is 0 (`out` is only written) or 1 (addmm: `out` holds the bias).
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0);
 
+/// True when `matmul` sums small products (k < 8, at most 512 multiply-adds) itself, without calling
+/// BLAS: the instruction set in use has FMA and OpenBLAS runs a kernel whose sums xgrad knows to
+/// reproduce bit for bit (Haswell, Zen, SkylakeX, Cooperlake). Either way the results are the same.
+bool small_products_in_use();
+
 /// `out` (n, contiguous) = `a` (n, k) · `x` (k), as PyTorch's mv (BLAS gemv).
 void mv(const Tensor& a, const Tensor& x, const Tensor& out);
 

@@ -225,6 +225,20 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2) {
 void var_row(const double* x, std::int64_t n, double* mean, double* m2) {
     kernels<double>().var_row(x, n, mean, m2);
 }
+bool small_gemm(const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t brs, std::int64_t bcs,
+                float* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate) {
+    const auto f = kernels<float>().small_gemm;
+    if (!f) return false;
+    f(a, ars, acs, b, brs, bcs, c, n, m, k, accumulate);
+    return true;
+}
+bool small_gemm(const double* a, std::int64_t ars, std::int64_t acs, const double* b, std::int64_t brs,
+                std::int64_t bcs, double* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate) {
+    const auto f = kernels<double>().small_gemm;
+    if (!f) return false;
+    f(a, ars, acs, b, brs, bcs, c, n, m, k, accumulate);
+    return true;
+}
 void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
                  std::int64_t n) {
     if (n > 0) kernels<float>().adam(p, g, m, v, vmax, c, n);

@@ -131,6 +131,16 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2);
 /// As the float overload.
 void var_row(const double* x, std::int64_t n, double* mean, double* m2);
 
+/// c (n×m, contiguous, row-major) = a·b, or c += a·b when `accumulate`, where a(i, p) = a[i·ars + p·acs] and
+/// b(p, j) = b[p·brs + j·bcs]: each sum in order over p with fused multiply-adds, from +0. Returns false,
+/// computing nothing, where the instruction set in use has no FMA. For k < 8 these are the bits of
+/// OpenBLAS's FMA kernels (see matmul.cpp), which PyTorch's products call.
+bool small_gemm(const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t brs, std::int64_t bcs,
+                float* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate);
+/// As the float overload.
+bool small_gemm(const double* a, std::int64_t ars, std::int64_t acs, const double* b, std::int64_t brs,
+                std::int64_t bcs, double* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate);
+
 /// The per-step constants of one Adam update (adam_update), in the parameter's dtype.
 template <typename T>
 struct AdamCoefficients {

@@ -13,6 +13,7 @@
 // within 1 ulp of the FMA results, sigmoid within 4; the gelu forms differ more where their result nearly cancels.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -1264,6 +1265,43 @@ void map2(const typename B::value_type* a, const typename B::value_type* b, type
     map2<B>(a, b, out, n, f, false);
 }
 
+#if defined(__FMA__) || defined(__AVX512F__)
+/// c (n×m, row-major) = a·b (+ c when accumulating), a(i, p) = a[i·ars + p·acs], b(p, j) = b[p·brs + j·bcs]:
+/// each element one fused multiply-add per term, in order over p from +0, then added to c. That is what
+/// OpenBLAS's Haswell, Zen, SkylakeX and Cooperlake kernels compute for k < 8 (matmul.cpp's small path).
+template <typename T>
+void small_gemm_(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std::int64_t brs, std::int64_t bcs, T* c,
+                 std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate) {
+    const auto put = [accumulate](T& r, T acc) { r = accumulate ? r + acc : acc; };
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T* ai = a + i * ars;
+        T* ci = c + i * m;
+        std::int64_t j = 0;
+        for (; j + 4 <= m; j += 4) {  // four independent sums in flight, so the FMAs' latency overlaps
+            T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
+            const T* bj = b + j * bcs;
+            for (std::int64_t p = 0; p < k; ++p) {
+                const T x = ai[p * acs];
+                const T* bp = bj + p * brs;
+                s0 = std::fma(x, bp[0], s0);
+                s1 = std::fma(x, bp[bcs], s1);
+                s2 = std::fma(x, bp[2 * bcs], s2);
+                s3 = std::fma(x, bp[3 * bcs], s3);
+            }
+            put(ci[j], s0);
+            put(ci[j + 1], s1);
+            put(ci[j + 2], s2);
+            put(ci[j + 3], s3);
+        }
+        for (; j < m; ++j) {
+            T s = T(0);
+            for (std::int64_t p = 0; p < k; ++p) s = std::fma(ai[p * acs], b[p * brs + j * bcs], s);
+            put(ci[j], s);
+        }
+    }
+}
+#endif
+
 template <class T, class A>
 VecMathKernels<T> kernels_for() {
     using B = xsimd::batch<T, A>;
@@ -1321,6 +1359,11 @@ VecMathKernels<T> kernels_for() {
     k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
+#if defined(__FMA__) || defined(__AVX512F__)
+    k.small_gemm = small_gemm_<T>;
+#else
+    k.small_gemm = nullptr;  // without FMA, OpenBLAS's own kernels sum differently: matmul.cpp calls them
+#endif
     k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream) {
         if (w && b)
             norm_apply_<B, true, true>(x, scale, shift, w, b, y, n, stream);

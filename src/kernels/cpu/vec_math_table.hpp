@@ -29,6 +29,10 @@ struct VecMathKernels {
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
     // A row's mean and squared deviations in double (vec_math.hpp's var_row).
     void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2);
+    // A small matrix product, sums in order with fused multiply-adds (vec_math.hpp's small_gemm);
+    // null where the instruction set has no FMA.
+    void (*small_gemm)(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std::int64_t brs, std::int64_t bcs,
+                       T* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate);
     void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
                           std::int64_t n, bool stream);
