@@ -208,7 +208,8 @@ std::string format_bytes(std::size_t bytes) {
                            std::to_string(bytes) + " bytes) on the CPU");
 }
 
-Storage::Storage(std::size_t bytes, Device dev, const char* op) : nbytes(bytes), device(resolve_device(dev, op)) {
+Storage::Storage(std::size_t bytes, Device dev, const char* op)
+    : nbytes(bytes), device(dev.is_cpu() ? dev : resolve_device(dev, op)) {
     if (device.is_cuda()) {
 #ifdef XGRAD_WITH_CUDA
         data = kernels::cuda::allocate(bytes, device.index());
@@ -288,11 +289,25 @@ std::size_t checked_nbytes(const Shape& shape, DType dtype, const char* op) {
 }
 
 Tensor make_empty(const Shape& shape, DType dtype, Device device, const char* op) {
-    const std::size_t nbytes = checked_nbytes(shape, dtype, op);
+    // One pass computes the strides and the element count (every op makes a tensor here); any size
+    // that is negative, zero or overflows goes to checked_nbytes, which throws or handles it.
     auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
-    impl->storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), nbytes, device, op);
-    impl->strides = contiguous_strides(shape);
     impl->shape = shape;
+    impl->strides = Strides(shape.begin(), shape.end());  // the same length; overwritten below
+    std::int64_t n = 1;
+    bool plain = true;
+    for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+        const std::int64_t size = shape[d];
+        impl->strides[static_cast<std::size_t>(d)] = n;
+        plain = plain && size > 0 && !__builtin_mul_overflow(n, size, &n);
+    }
+    std::int64_t nbytes = 0;
+    if (!plain || __builtin_mul_overflow(n, static_cast<std::int64_t>(element_size(dtype)), &nbytes)) {
+        nbytes = static_cast<std::int64_t>(checked_nbytes(shape, dtype, op));  // throws, or an empty tensor
+        impl->strides = contiguous_strides(shape);
+    }
+    impl->storage =
+        std::allocate_shared<Storage>(PoolAllocator<Storage>(), static_cast<std::size_t>(nbytes), device, op);
     impl->dtype = dtype;
     return Tensor(std::move(impl));
 }

@@ -1,4 +1,4 @@
-// The per-thread small-block pool (see pool.hpp).
+// The per-thread small-block pool's slow paths (see pool.hpp).
 #include "detail/pool.hpp"
 
 #include "detail/tensor_impl.hpp"  // out_of_memory
@@ -8,73 +8,41 @@
 
 namespace xgrad::detail {
 
-namespace {
+namespace pool {
 
-constexpr std::size_t kGranule = 16;       // size classes are multiples of 16 bytes
-constexpr std::size_t kMaxBytes = 512;     // larger blocks go to malloc directly
-constexpr std::size_t kMaxKept = 1 << 12;  // blocks kept per class and thread at most
-constexpr std::size_t kClasses = kMaxBytes / kGranule;
-
-struct FreeBlock {
-    FreeBlock* next;
-};
-
-/// One thread's free lists. Deliberately never destroyed: tensors in static storage may be freed
-/// after thread-local destructors have run, and then still find their pool here.
-struct Lists {
-    FreeBlock* head[kClasses] = {};
-    std::size_t count[kClasses] = {};
-};
-
-Lists& lists() {
-    thread_local Lists* mine = nullptr;  // a plain pointer: no guard or init call on each access
-    if (!mine) [[unlikely]]
-        mine = new Lists;
-    return *mine;
+Lists* make_lists() {
+    this_thread = new Lists;
+    return this_thread;
 }
 
-std::size_t class_of(std::size_t bytes) {
-    return (bytes + kGranule - 1) / kGranule - 1;
-}
-
-constexpr bool kBypass = kAddressSanitizer;  // every block back to malloc, so ASan sees each use
-
-}  // namespace
-
-void* pool_alloc(std::size_t bytes) {
-    if (kBypass || bytes == 0 || bytes > kMaxBytes) {
-        void* p = std::malloc(bytes == 0 ? 1 : bytes);
-        if (!p) out_of_memory("autograd", bytes);
-        return p;
-    }
-    Lists& l = lists();
-    const std::size_t c = class_of(bytes);
-    if (FreeBlock* b = l.head[c]) {
-        l.head[c] = b->next;
-        --l.count[c];
-        return b;
-    }
-    void* p = std::malloc((c + 1) * kGranule);
+void* allocate(std::size_t bytes) {
+    // A pooled class gets a block of its whole class size, so that any request of the class can reuse it.
+    const bool pooled = !kAddressSanitizer && bytes > 0 && bytes <= kMaxBytes;
+    if (pooled && !this_thread) make_lists();
+    const std::size_t size = pooled ? (class_of(bytes) + 1) * kGranule : bytes == 0 ? 1 : bytes;
+    void* p = std::malloc(size);
     if (!p) out_of_memory("autograd", bytes);
     return p;
 }
 
-void pool_free(void* p, std::size_t bytes) noexcept {
+}  // namespace pool
+
+void pool_free_slow(void* p, std::size_t bytes) noexcept {
     if (!p) return;
-    if (kBypass || bytes == 0 || bytes > kMaxBytes) {
+    if (kAddressSanitizer || bytes == 0 || bytes > pool::kMaxBytes) {
         std::free(p);
         return;
     }
-    Lists& l = lists();
-    const std::size_t c = class_of(bytes);
-    if (l.count[c] >= kMaxKept) {
+    pool::Lists* l = pool::this_thread ? pool::this_thread : pool::make_lists();
+    const std::size_t c = pool::class_of(bytes);
+    if (l->count[c] >= pool::kMaxKept) {
         std::free(p);
         return;
     }
-    auto* b = static_cast<FreeBlock*>(p);
-    b->next = l.head[c];
-    l.head[c] = b;
-    ++l.count[c];
+    auto* b = static_cast<pool::FreeBlock*>(p);
+    b->next = l->head[c];
+    l->head[c] = b;
+    ++l->count[c];
 }
 
 }  // namespace xgrad::detail
