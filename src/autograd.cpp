@@ -300,7 +300,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
             explicit NodeScope(const char* name) { current_backward_node() = name; }
             ~NodeScope() { current_backward_node() = saved; }
         };
-        std::vector<Tensor> grads;
+        GradList grads;
         {
             NodeScope scope(node->name);
             grads = node->backward(g, node->needs);

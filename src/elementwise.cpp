@@ -18,7 +18,7 @@ using detail::NeedsGrad;
 using detail::sum_to;
 using kernels::BinaryOp;
 using kernels::UnaryOp;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

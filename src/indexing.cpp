@@ -17,7 +17,7 @@ using detail::fail;
 using detail::NeedsGrad;
 using detail::Saved;
 using detail::wrap_dim;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

@@ -15,7 +15,7 @@ namespace xgrad {
 using detail::fail;
 using detail::NeedsGrad;
 using detail::Saved;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace detail {
 

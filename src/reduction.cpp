@@ -15,7 +15,7 @@
 namespace xgrad {
 
 using detail::NeedsGrad;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

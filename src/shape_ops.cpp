@@ -21,7 +21,7 @@ namespace xgrad {
 using detail::fail;
 using detail::NeedsGrad;
 using detail::wrap_dim;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

@@ -9,7 +9,7 @@
 namespace xgrad {
 
 using detail::NeedsGrad;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
@@ -112,14 +113,22 @@ public:
         size_ = n;
     }
     /// Copies.
-    DimVector(const DimVector& other) { assign(other.data(), other.size_); }
+    DimVector(const DimVector& other) {
+        if (other.heap_)
+            assign(other.heap_, other.size_);
+        else
+            copy_inline(other);
+    }
     /// Moves; the source is left empty.
     DimVector(DimVector&& other) noexcept { take(other); }
     /// Copies.
     DimVector& operator=(const DimVector& other) {
         if (this != &other) {
             size_ = 0;
-            assign(other.data(), other.size_);
+            if (other.heap_ || heap_)
+                assign(other.data(), other.size_);
+            else
+                copy_inline(other);
         }
         return *this;
     }
@@ -199,9 +208,15 @@ private:
             other.heap_ = nullptr;
             other.capacity_ = kInline;
         } else {
-            for (std::size_t i = 0; i < size_; ++i) inline_[i] = other.inline_[i];
+            copy_inline(other);
         }
         other.size_ = 0;
+    }
+    // The whole inline buffer in one fixed-size copy (a few moves, no loop or memcpy call); slots
+    // past size_ carry whatever they held.
+    void copy_inline(const DimVector& other) {
+        std::memcpy(inline_, other.inline_, sizeof inline_);
+        size_ = other.size_;
     }
     void release() {
         delete[] heap_;

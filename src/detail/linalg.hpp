@@ -17,7 +17,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
 
 /// The gradients of mm(a, b) for the output gradient `g`, as PyTorch's mm_mat1_backward and
 /// mm_mat2_backward compute them (undefined where not needed).
-std::vector<Tensor> mm_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);
+GradList mm_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);
 
 /// torch.matmul(a, b) for operands of one dtype, unrecorded, and the function from its output's
 /// gradient to the gradients of `a` and `b` (inputs 0 and 1 of its NeedsGrad): both reduced to

@@ -106,6 +106,88 @@ struct NeedsGrad {
     std::size_t count = 0;
 };
 
+/// The gradients a backward function returns, one per input: a vector that keeps up to kInline of them
+/// in place, so that a node with one to three inputs allocates nothing for them.
+class GradList {
+public:
+    static constexpr std::size_t kInline = 3;
+
+    GradList() = default;
+    /// `n` undefined gradients.
+    explicit GradList(std::size_t n) { resize(n); }
+    GradList(std::initializer_list<Tensor> grads) {  // NOLINT: `return Grads{a, b}` and `return {a, b}`
+        reserve(grads.size());
+        for (const Tensor& g : grads) push_back(g);
+    }
+    GradList(std::vector<Tensor>&& grads) : heap_(std::move(grads)), size_(heap_.size()), on_heap_(true) {}  // NOLINT
+    GradList(GradList&& other) noexcept { take(other); }
+    GradList& operator=(GradList&& other) noexcept {
+        if (this != &other) {
+            clear();
+            take(other);
+        }
+        return *this;
+    }
+    GradList(const GradList&) = delete;
+    GradList& operator=(const GradList&) = delete;
+    ~GradList() = default;
+
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Tensor* data() { return on_heap_ ? heap_.data() : inline_; }
+    const Tensor* data() const { return on_heap_ ? heap_.data() : inline_; }
+    Tensor& operator[](std::size_t i) { return data()[i]; }
+    const Tensor& operator[](std::size_t i) const { return data()[i]; }
+    Tensor* begin() { return data(); }
+    Tensor* end() { return data() + size_; }
+    const Tensor* begin() const { return data(); }
+    const Tensor* end() const { return data() + size_; }
+    Tensor& back() { return data()[size_ - 1]; }
+
+    void push_back(Tensor g) {
+        reserve(size_ + 1);
+        data()[size_++] = std::move(g);
+    }
+    void resize(std::size_t n) {
+        reserve(n);
+        for (std::size_t i = n; i < size_; ++i) data()[i] = Tensor();
+        size_ = n;
+    }
+    void reserve(std::size_t n) {
+        if (on_heap_) {
+            if (heap_.size() < n) heap_.resize(n);
+            return;
+        }
+        if (n <= kInline) return;
+        heap_.resize(n);
+        for (std::size_t i = 0; i < size_; ++i) heap_[i] = std::move(inline_[i]);
+        on_heap_ = true;
+    }
+    void clear() {
+        for (Tensor& g : *this) g = Tensor();
+        size_ = 0;
+    }
+
+private:
+    void take(GradList& other) {
+        if (other.on_heap_) {
+            heap_ = std::move(other.heap_);
+            on_heap_ = true;
+        } else {
+            for (std::size_t i = 0; i < other.size_; ++i) inline_[i] = std::move(other.inline_[i]);
+        }
+        size_ = other.size_;
+        other.size_ = 0;
+        other.on_heap_ = false;
+        other.heap_.clear();
+    }
+
+    Tensor inline_[kInline];
+    std::vector<Tensor> heap_;  // all of them once more than kInline (its size is the capacity)
+    std::size_t size_ = 0;
+    bool on_heap_ = false;
+};
+
 /// Maps the gradient of a node's output to the gradients of its inputs (undefined where not needed).
 ///
 /// A move-only callable like std::function, but closures of up to kInline bytes (two saved tensors
@@ -146,19 +228,19 @@ public:
     ~BackwardFn() { reset(); }
 
     explicit operator bool() const { return ops_ != nullptr; }
-    std::vector<Tensor> operator()(const Tensor& grad, const NeedsGrad& needs) const {
+    GradList operator()(const Tensor& grad, const NeedsGrad& needs) const {
         return ops_->call(const_cast<unsigned char*>(buf_), grad, needs);
     }
 
 private:
     struct Ops {
-        std::vector<Tensor> (*call)(void*, const Tensor&, const NeedsGrad&);
+        GradList (*call)(void*, const Tensor&, const NeedsGrad&);
         void (*move)(void* from, void* to) noexcept;  // also destroys `from`
         void (*destroy)(void*) noexcept;
     };
     template <typename D>
     static constexpr Ops kInlineOps{
-        [](void* b, const Tensor& g, const NeedsGrad& n) { return (*static_cast<D*>(b))(g, n); },
+        [](void* b, const Tensor& g, const NeedsGrad& n) -> GradList { return (*static_cast<D*>(b))(g, n); },
         [](void* from, void* to) noexcept {
             new (to) D(std::move(*static_cast<D*>(from)));
             static_cast<D*>(from)->~D();
@@ -167,7 +249,7 @@ private:
     };
     template <typename D>
     static constexpr Ops kHeapOps{
-        [](void* b, const Tensor& g, const NeedsGrad& n) { return (**static_cast<D**>(b))(g, n); },
+        [](void* b, const Tensor& g, const NeedsGrad& n) -> GradList { return (**static_cast<D**>(b))(g, n); },
         [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
         [](void* b) noexcept {
             D* p = *static_cast<D**>(b);

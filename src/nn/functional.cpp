@@ -13,7 +13,7 @@
 namespace xgrad::nn::functional {
 
 using detail::fail;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     detail::check_defined(input, "linear");

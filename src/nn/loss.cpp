@@ -16,7 +16,7 @@ namespace xgrad::nn::functional {
 
 using detail::fail;
 using detail::NeedsGrad;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 LossReduction::LossReduction(const char* name) {
     std::string s = name ? name : "";

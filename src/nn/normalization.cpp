@@ -15,7 +15,7 @@
 namespace xgrad::nn {
 
 using detail::fail;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 

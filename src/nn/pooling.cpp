@@ -9,7 +9,7 @@
 namespace xgrad::nn {
 
 using detail::fail;
-using Grads = std::vector<Tensor>;
+using Grads = detail::GradList;
 
 namespace {
 
