@@ -300,11 +300,10 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
             explicit NodeScope(const char* name) { current_backward_node() = name; }
             ~NodeScope() { current_backward_node() = saved; }
         };
-        GradList grads;
-        {
+        GradList grads = [&] {
             NodeScope scope(node->name);
-            grads = node->backward(g, node->needs);
-        }
+            return node->backward(g, node->needs);
+        }();
         g = Tensor();  // a gradient passed through unchanged is then owned by `grads` alone
         for (std::size_t k = 0; k < node->next.size() && k < grads.size(); ++k) {
             const Edge& e = node->next[k];

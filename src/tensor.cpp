@@ -109,15 +109,10 @@ std::ostream& operator<<(std::ostream& os, Device device) {
     return os << to_string(device);
 }
 
-std::int64_t Shape::numel() const {
-    // Tensors only ever hold shapes that passed detail::checked_numel; this guards shapes built
-    // by hand, so that no product of sizes can wrap around silently.
-    std::int64_t n = 1;
-    for (auto d : dims_)
-        if (__builtin_mul_overflow(n, d, &n))
-            throw std::invalid_argument("numel: the number of elements of shape " + to_string(*this) +
-                                        " overflows int64");
-    return n;
+// Tensors only ever hold shapes that passed detail::checked_numel; Shape::numel's check guards shapes
+// built by hand, so that no product of sizes can wrap around silently.
+void Shape::numel_overflows() const {
+    throw std::invalid_argument("numel: the number of elements of shape " + to_string(*this) + " overflows int64");
 }
 
 std::string to_string(const Shape& shape) {
@@ -352,12 +347,10 @@ void check_defined(const Tensor& t, const char* op) {
     if (!t.defined()) fail(op, "the tensor is undefined");
 }
 
-std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
-    std::int64_t n = ndim == 0 ? 1 : ndim;  // a 0-d tensor accepts dim 0 and -1, as PyTorch
-    if (dim < -n || dim >= n)
-        fail(op, "dimension " + std::to_string(dim) + " is out of range for a tensor of " + std::to_string(ndim) +
-                     " dimensions (expected to be in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
-    return dim < 0 ? dim + n : dim;
+void dim_out_of_range(std::int64_t dim, std::int64_t ndim, const char* op) {
+    const std::int64_t n = ndim == 0 ? 1 : ndim;
+    fail(op, "dimension " + std::to_string(dim) + " is out of range for a tensor of " + std::to_string(ndim) +
+                 " dimensions (expected to be in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

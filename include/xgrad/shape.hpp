@@ -260,8 +260,13 @@ public:
     std::int64_t operator[](std::int64_t i) const { return dims_[static_cast<std::size_t>(i)]; }
     /// Mutable size of dimension `i`.
     std::int64_t& operator[](std::int64_t i) { return dims_[static_cast<std::size_t>(i)]; }
-    /// Product of the sizes (1 for a 0-d shape).
-    std::int64_t numel() const;
+    /// Product of the sizes (1 for a 0-d shape); throws std::invalid_argument when it overflows int64.
+    std::int64_t numel() const {
+        std::int64_t n = 1;
+        for (std::int64_t d : dims_)
+            if (__builtin_mul_overflow(n, d, &n)) numel_overflows();
+        return n;
+    }
     /// The sizes as a vector (a copy).
     std::vector<std::int64_t> vec() const { return dims_; }
     /// Iterators over the sizes.
@@ -274,6 +279,7 @@ public:
     friend bool operator==(const Shape&, const Shape&) = default;
 
 private:
+    [[noreturn]] void numel_overflows() const;
     // Inline for up to DimVector::kInline dims: making a tensor's shape allocates nothing.
     detail::DimVector dims_;
 };

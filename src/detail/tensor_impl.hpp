@@ -351,8 +351,15 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
 // ---- checks -------------------------------------------------------------------------------------
+/// Throws naming `op`: `dim` is out of range for `ndim` dimensions (wrap_dim's error).
+[[noreturn]] void dim_out_of_range(std::int64_t dim, std::int64_t ndim, const char* op);
 /// Wraps a possibly negative dim into [0, ndim); throws naming `op` when out of range.
-std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
+inline std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
+    const std::int64_t n = ndim == 0 ? 1 : ndim;  // a 0-d tensor accepts dim 0 and -1, as PyTorch
+    if (dim < -n || dim >= n) [[unlikely]]
+        dim_out_of_range(dim, ndim, op);
+    return dim < 0 ? dim + n : dim;
+}
 /// The broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// Throws unless `t` is defined; names `op`.

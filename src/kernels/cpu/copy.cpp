@@ -62,13 +62,14 @@ void axpy(const Tensor& dst, const Tensor& src, double alpha) {
         using T = decltype(tag);
         T* o = dst.impl()->data<T>();
         const T* x = src.impl()->data<T>();
+        const T a = static_cast<T>(alpha);
+        // o + a·x, a product then a sum (no contraction); plain loops, which the compiler vectorises
+        // (a small parameter's update is then a few instructions, not an expression template's setup).
         parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-            auto ov = detail::flat(o + lo, static_cast<std::size_t>(hi - lo));
-            auto xv = detail::flat(x + lo, static_cast<std::size_t>(hi - lo));
             if (alpha == 1.0)
-                xt::noalias(ov) += xv;
+                for (std::int64_t i = lo; i < hi; ++i) o[i] = o[i] + x[i];
             else
-                xt::noalias(ov) += static_cast<T>(alpha) * xv;
+                for (std::int64_t i = lo; i < hi; ++i) o[i] = o[i] + a * x[i];
         });
     });
 }

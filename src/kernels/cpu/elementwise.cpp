@@ -348,6 +348,23 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
     });
 }
 
+namespace {
+
+/// For a view whose leading dims have stride 0 and whose other dims are contiguous (a block broadcast
+/// along the leading dims, as broadcast_view makes): the block's length; 0 for any other view.
+std::int64_t repeated_block(const Tensor& t) {
+    const Shape& shape = t.impl()->shape;
+    const Strides& strides = t.impl()->strides;
+    std::int64_t d = shape.size() - 1, block = 1;
+    for (; d >= 0 && (shape[d] == 1 || strides[static_cast<std::size_t>(d)] == block); --d) block *= shape[d];
+    if (block <= 1) return 0;
+    for (; d >= 0; --d)
+        if (strides[static_cast<std::size_t>(d)] != 0 && shape[d] != 1) return 0;
+    return block;
+}
+
+}  // namespace
+
 void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
     detail::dispatch(out.dtype(), [&](auto tag) {
@@ -361,6 +378,21 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
                 binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b, stream);
             });
             return;
+        }
+        // A small op where one operand is whole and the other a contiguous block repeated along the
+        // leading dims (a bias row): row by row, without the general strided walk.
+        if (n <= kGrain) {
+            const bool x_whole = x.is_contiguous() && x.shape() == out.shape();
+            const bool y_whole = y.is_contiguous() && y.shape() == out.shape();
+            const std::int64_t rx = x_whole ? 0 : repeated_block(x), ry = y_whole ? 0 : repeated_block(y);
+            if ((x_whole && ry > 0) || (y_whole && rx > 0)) {
+                const T* px = x.impl()->data<T>();
+                const T* py = y.impl()->data<T>();
+                const std::int64_t row = x_whole ? ry : rx;
+                for (std::int64_t i = 0; i < n; i += row)
+                    binary_block<T>(op, x_whole ? px + i : px, y_whole ? py + i : py, po + i, row, a, b, stream);
+                return;
+            }
         }
         const StridedGeometry<2> geo(out.shape(), {&x, &y});
         const T* px = base_of<T>(x);
