@@ -24,12 +24,32 @@ namespace {
 
 /// Brings two operands to their result type (torch.result_type: zero-dim tensors count only when of
 /// a higher category).
+/// Two operands in their result dtype (torch.result_type): the inputs themselves when they have it
+/// already (no handle copied), else converted copies. Checks both are defined and on one device.
+class Promote {
+public:
+    Promote(const Tensor& a, const Tensor& b, const char* op) : a_(&a), b_(&b) {
+        detail::check_defined(a, op);
+        detail::check_defined(b, op);
+        detail::check_same_device(a, b, op);
+        const DType t = detail::result_type(a, b);
+        if (a.dtype() != t) a_ = &(ca_ = a.to(t));
+        if (b.dtype() != t) b_ = &(cb_ = b.to(t));
+    }
+    Promote(const Promote&) = delete;
+    Promote& operator=(const Promote&) = delete;
+    const Tensor& a() const { return *a_; }
+    const Tensor& b() const { return *b_; }
+
+private:
+    Tensor ca_, cb_;
+    const Tensor* a_;
+    const Tensor* b_;
+};
+
 std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op) {
-    detail::check_defined(a, op);
-    detail::check_defined(b, op);
-    detail::check_same_device(a, b, op);
-    DType t = detail::result_type(a, b);
-    return {a.to(t), b.to(t)};
+    const Promote p(a, b, op);
+    return {p.a(), p.b()};
 }
 
 /// Integer tensors meet floating scalars in float32 (PyTorch's default dtype). A whole number stays
@@ -59,8 +79,8 @@ Tensor floating(const Tensor& a) {
 // ---- arithmetic ---------------------------------------------------------------------------------
 
 Tensor Tensor::add(const Tensor& other) const {
-    auto [a, b] = promoted(*this, other, "add");
-    Tensor out = map_binary(a, b, "add", BinaryOp::kAdd);
+    const Promote p(*this, other, "add");
+    Tensor out = map_binary(p.a(), p.b(), "add", BinaryOp::kAdd);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "AddBackward0", {this, &other},
                        [sa = shape(), sb = other.shape()](const Tensor& g, const NeedsGrad& n) {
@@ -70,9 +90,9 @@ Tensor Tensor::add(const Tensor& other) const {
 }
 
 Tensor Tensor::sub(const Tensor& other) const {
-    auto [a, b] = promoted(*this, other, "sub");
-    check_not_bool_sub(a, b);
-    Tensor out = map_binary(a, b, "sub", BinaryOp::kSub);
+    const Promote p(*this, other, "sub");
+    check_not_bool_sub(p.a(), p.b());
+    Tensor out = map_binary(p.a(), p.b(), "sub", BinaryOp::kSub);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "SubBackward0", {this, &other},
                        [sa = shape(), sb = other.shape()](const Tensor& g, const NeedsGrad& n) {
@@ -82,8 +102,8 @@ Tensor Tensor::sub(const Tensor& other) const {
 }
 
 Tensor Tensor::mul(const Tensor& other) const {
-    auto [a, b] = promoted(*this, other, "mul");
-    Tensor out = map_binary(a, b, "mul", BinaryOp::kMul);
+    const Promote p(*this, other, "mul");
+    Tensor out = map_binary(p.a(), p.b(), "mul", BinaryOp::kMul);
     if (detail::needs_grad({this, &other}))
         detail::record(
             out, "MulBackward0", {this, &other},

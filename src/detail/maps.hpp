@@ -33,7 +33,12 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
                          double b = 0) {
     check_same_device(x, y, name);
     if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b).to(x.dtype());
-    const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
+    if (x.shape() == y.shape()) {  // no views to make (and no handles to copy)
+        Tensor out = make_empty(x.shape(), x.dtype(), x.device(), name);
+        kernels::binary(op, x, y, out, a, b);
+        return out;
+    }
+    const Shape shape = broadcast_shapes(x.shape(), y.shape(), name);
     Tensor out = make_empty(shape, x.dtype(), x.device(), name);
     kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);
     return out;
