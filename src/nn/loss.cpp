@@ -298,25 +298,21 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const nn::CrossE
     Tensor nll = nll_impl(logp, target, options.weight, options.ignore_index, reduction, op);
     if (eps == 0.0) return nll;
 
-    // Label smoothing (PyTorch's cross_entropy_loss_label_smoothing): the uniform part of the target
-    // costs Σ_c -weight[c] log p_c per element, zero where the target is ignored, reduced as the nll.
-    Tensor t = target.to(kCPU).contiguous();
-    const std::int64_t* pt = t.data_ptr<std::int64_t>();
-    std::vector<double> keep(static_cast<std::size_t>(t.numel()));
-    std::vector<double> w =
-        options.weight.defined() ? options.weight.detach().to(kFloat64).to_vector<double>() : std::vector<double>();
-    double denom = 0.0;  // kept targets, or their summed class weights
-    for (std::size_t i = 0; i < keep.size(); ++i) {
-        keep[i] = pt[i] == options.ignore_index ? 0.0 : 1.0;
-        if (keep[i] != 0.0) denom += w.empty() ? 1.0 : w[static_cast<std::size_t>(pt[i])];
+    // Label smoothing (PyTorch's cross_entropy_loss_label_smoothing, op for op, on the input's device):
+    // the uniform part of the target costs Σ_c -weight[c] log p_c per element, zero where the target is
+    // ignored; its mean divides by the kept targets' count, or by their summed class weights.
+    const Tensor ignored = target.eq(static_cast<double>(options.ignore_index));
+    const Tensor weight = options.weight.defined() ? options.weight.detach().to(input.dtype()) : Tensor();
+    Tensor smooth = weight.defined() ? -(logp * class_weight_view(weight, input)).sum(class_dim) : -logp.sum(class_dim);
+    smooth = smooth.masked_fill(ignored, 0.0);
+    Tensor ret = smooth;
+    if (reduction == Reduction::kSum) {
+        ret = smooth.sum();
+    } else if (reduction == Reduction::kMean) {
+        const Tensor kept = ignored.logical_not();
+        ret = smooth.sum() /
+              (weight.defined() ? weight.gather(0, target.masked_select(kept).flatten()).sum() : kept.sum());
     }
-    Tensor smooth = options.weight.defined()
-                        ? -(logp * class_weight_view(options.weight.detach().to(input.dtype()), input)).sum(class_dim)
-                        : -logp.sum(class_dim);
-    smooth = smooth * from_vector(keep, t.shape(), TensorOptions(input.dtype()).device(input.device()));
-    Tensor ret = reduction == Reduction::kNone  ? smooth
-                 : reduction == Reduction::kSum ? smooth.sum()
-                                                : smooth.sum() / denom;
     return nll * (1.0 - eps) + ret * (eps / static_cast<double>(lay.c));
 }
 
