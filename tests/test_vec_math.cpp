@@ -16,6 +16,7 @@
 #include <xgrad/parallel.hpp>
 #include <xgrad/xgrad.hpp>
 
+#include "../src/detail/tensor_impl.hpp"
 #include "../src/kernels/cpu/matmul.hpp"
 #include "../src/kernels/cpu/sum_order.hpp"
 #include "../src/kernels/cpu/vec_math.hpp"
@@ -585,4 +586,30 @@ TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
                         }
                     }
     CHECK(compared > 500);
+}
+
+TEST_CASE("GradList holds gradients in place up to three, and moves between in place and heap") {
+    using xgrad::detail::GradList;
+    const auto values = [](const GradList& l) {
+        std::vector<double> v;
+        for (const xgrad::Tensor& t : l) v.push_back(t.defined() ? t.item<double>() : -1.0);
+        return v;
+    };
+    GradList small{xgrad::tensor({1.0}), xgrad::Tensor()};
+    CHECK(values(small) == std::vector<double>{1.0, -1.0});
+    GradList big(5);
+    big[4] = xgrad::tensor({5.0});
+    big.push_back(xgrad::tensor({6.0}));
+    CHECK(values(big) == std::vector<double>{-1, -1, -1, -1, 5, 6});
+    GradList from_vector(std::vector<xgrad::Tensor>{xgrad::tensor({7.0})});
+    CHECK(values(from_vector) == std::vector<double>{7.0});
+    big = std::move(small);  // heap <- in place
+    CHECK(values(big) == std::vector<double>{1.0, -1.0});
+    big.push_back(xgrad::tensor({3.0}));
+    big.push_back(xgrad::tensor({4.0}));  // in place -> heap
+    CHECK(values(big) == std::vector<double>{1, -1, 3, 4});
+    GradList moved(std::move(big));
+    CHECK(values(moved) == std::vector<double>{1, -1, 3, 4});
+    moved.resize(1);
+    CHECK(values(moved) == std::vector<double>{1.0});
 }

@@ -174,6 +174,8 @@ private:
             heap_ = std::move(other.heap_);
             on_heap_ = true;
         } else {
+            heap_.clear();
+            on_heap_ = false;
             for (std::size_t i = 0; i < other.size_; ++i) inline_[i] = std::move(other.inline_[i]);
         }
         size_ = other.size_;
