@@ -34,15 +34,7 @@ void pool_free_slow(void* p, std::size_t bytes) noexcept {
         return;
     }
     pool::Lists* l = pool::this_thread ? pool::this_thread : pool::make_lists();
-    const std::size_t c = pool::class_of(bytes);
-    if (l->count[c] >= pool::kMaxKept) {
-        std::free(p);
-        return;
-    }
-    auto* b = static_cast<pool::FreeBlock*>(p);
-    b->next = l->head[c];
-    l->head[c] = b;
-    ++l->count[c];
+    if (!pool::keep(*l, p, pool::class_of(bytes))) std::free(p);
 }
 
 }  // namespace xgrad::detail

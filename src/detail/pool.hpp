@@ -53,6 +53,17 @@ constexpr std::size_t class_of(std::size_t bytes) {
     return (bytes + kGranule - 1) / kGranule - 1;
 }
 
+/// Puts block `p` of class `c` on list `l`, unless that list is full (then false: free it).
+inline bool keep(Lists& l, void* p, std::size_t c) noexcept {
+    if (l.count[c] >= kMaxKept) [[unlikely]]
+        return false;
+    auto* b = static_cast<FreeBlock*>(p);
+    b->next = l.head[c];
+    l.head[c] = b;
+    ++l.count[c];
+    return true;
+}
+
 }  // namespace pool
 
 /// `bytes` of memory aligned for any object, from this thread's free list when it has a block.
@@ -69,21 +80,16 @@ inline void* pool_alloc(std::size_t bytes) {
     return pool::allocate(bytes);
 }
 
-/// pool_free's out-of-line part: the blocks its inline part does not take.
+/// pool_free's out-of-line part: frees what its inline part does not keep (and makes this thread's
+/// lists on its first free).
 void pool_free_slow(void* p, std::size_t bytes) noexcept;
 
 /// Returns a block from pool_alloc (on any thread) of the same `bytes`.
 inline void pool_free(void* p, std::size_t bytes) noexcept {
     pool::Lists* l = pool::this_thread;
-    if (kAddressSanitizer || !p || bytes == 0 || bytes > pool::kMaxBytes || !l) [[unlikely]]
-        return pool_free_slow(p, bytes);
-    const std::size_t c = pool::class_of(bytes);
-    if (l->count[c] >= pool::kMaxKept) [[unlikely]]
-        return pool_free_slow(p, bytes);
-    auto* b = static_cast<pool::FreeBlock*>(p);
-    b->next = l->head[c];
-    l->head[c] = b;
-    ++l->count[c];
+    if (kAddressSanitizer || !p || bytes == 0 || bytes > pool::kMaxBytes || !l ||
+        !pool::keep(*l, p, pool::class_of(bytes))) [[unlikely]]
+        pool_free_slow(p, bytes);
 }
 
 /// A standard allocator over pool_alloc, for std::allocate_shared.

@@ -371,7 +371,9 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
         const bool stream = n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
-        if (x.is_contiguous() && y.is_contiguous() && x.shape() == out.shape() && y.shape() == out.shape()) {
+        const bool x_whole = x.is_contiguous() && x.shape() == out.shape();
+        const bool y_whole = y.is_contiguous() && y.shape() == out.shape();
+        if (x_whole && y_whole) {
             const T* px = x.impl()->data<T>();
             const T* py = y.impl()->data<T>();
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
@@ -382,8 +384,6 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
         // A small op where one operand is whole and the other a contiguous block repeated along the
         // leading dims (a bias row): row by row, without the general strided walk.
         if (n <= kGrain) {
-            const bool x_whole = x.is_contiguous() && x.shape() == out.shape();
-            const bool y_whole = y.is_contiguous() && y.shape() == out.shape();
             const std::int64_t rx = x_whole ? 0 : repeated_block(x), ry = y_whole ? 0 : repeated_block(y);
             if ((x_whole && ry > 0) || (y_whole && rx > 0)) {
                 const T* px = x.impl()->data<T>();

@@ -126,7 +126,7 @@ Operand<T> blas_operand(Mat<T> x, bool copy_row_major, std::vector<T>& copy) {
 // Haswell, Zen, SkylakeX and Cooperlake kernels (float and double, every transpose, m and n up to 40)
 // give each element of c as one fused multiply-add per term in order over k from +0, then
 // alpha·that + beta·c, as long as k < 8 (from k = 8 the Haswell kernel splits its sums).
-// tests/test_linalg.cpp checks that against the BLAS the tests run with.
+// tests/test_vec_math.cpp checks that against the BLAS the tests run with.
 
 /// Largest k and largest n·m·k that take the small path.
 constexpr std::int64_t kSmallK = 7, kSmallWork = 512;
@@ -290,9 +290,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta) {
 }
 
 bool small_products_in_use() {
-    float c = 0.0f;
-    const float one = 1.0f;
-    return blas_sums_in_order() && small_gemm(&one, 1, 1, &one, 1, 1, &c, 1, 1, 1, false);
+    return blas_sums_in_order() && has_small_gemm();
 }
 
 void mv(const Tensor& a, const Tensor& x, const Tensor& out) {

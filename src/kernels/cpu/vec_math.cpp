@@ -225,6 +225,9 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2) {
 void var_row(const double* x, std::int64_t n, double* mean, double* m2) {
     kernels<double>().var_row(x, n, mean, m2);
 }
+bool has_small_gemm() {
+    return kernels<float>().small_gemm != nullptr;
+}
 bool small_gemm(const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t brs, std::int64_t bcs,
                 float* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate) {
     const auto f = kernels<float>().small_gemm;

@@ -131,6 +131,8 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2);
 /// As the float overload.
 void var_row(const double* x, std::int64_t n, double* mean, double* m2);
 
+/// True when the instruction set in use has small_gemm (it has FMA).
+bool has_small_gemm();
 /// c (n×m, contiguous, row-major) = a·b, or c += a·b when `accumulate`, where a(i, p) = a[i·ars + p·acs] and
 /// b(p, j) = b[p·brs + j·bcs]: each sum in order over p with fused multiply-adds, from +0. Returns false,
 /// computing nothing, where the instruction set in use has no FMA. For k < 8 these are the bits of
