@@ -4,6 +4,7 @@
 // per-arch kernels live in vec_math_<arch>.cpp, each built by src/meson.build with its own flags.
 #include "kernels/cpu/vec_math.hpp"
 
+#include <immintrin.h>
 #include <atomic>
 #include <cassert>  // xsimd_arch.hpp uses assert without including it
 #include <stdexcept>
@@ -205,13 +206,16 @@ float sum_squares(const float* x, std::int64_t n) {
 double sum_squares(const double* x, std::int64_t n) {
     return kernels<double>().sum_squares(x, n);
 }
+void stream_fence() {
+    _mm_sfence();
+}
 void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
-                bool stream) {
-    kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream);
+                bool stream, std::int64_t ahead) {
+    kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead);
 }
 void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n, bool stream) {
-    kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream);
+                std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead);
 }
 void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out) {
     kernels<float>().sum_cascade(x, rows, stride, power, out);
@@ -251,12 +255,12 @@ void adam_update(double* p, const double* g, double* m, double* v, double* vmax,
     if (n > 0) kernels<double>().adam(p, g, m, v, vmax, c, n);
 }
 void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n, bool stream) {
-    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
+                   float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
 }
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream) {
-    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
 }
 
 const char* simd_arch_name() {

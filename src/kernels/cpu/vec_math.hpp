@@ -99,22 +99,29 @@ void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
 float sum_squares(const float* x, std::int64_t n);
 /// Σx².
 double sum_squares(const double* x, std::int64_t n);
+/// Orders the non-temporal stores made so far by this thread before its later stores: norm_apply and
+/// norm_backward leave it to their caller, which calls it once after its last row, before the
+/// rows are handed to another thread (an sfence per row would wait for each row's lines).
+void stream_fence();
 /// y = (x * scale + shift) * w + b; w and b may be null (then left out). With `stream`, y is written
-/// with non-temporal stores (kStreamBytes).
+/// with non-temporal stores (kStreamBytes), which the caller then fences (stream_fence). With
+/// ahead > 0, x[ahead, ahead + n) exists (a later row) and is prefetched while y is written: the
+/// hardware's prefetchers stop at page boundaries, and a row's second pass reads from the cache.
 void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
-                bool stream);
+                bool stream, std::int64_t ahead);
 /// y = (x * scale + shift) * w + b; w and b may be null (then left out).
 void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n, bool stream);
+                std::int64_t n, bool stream, std::int64_t ahead);
 /// One row of LayerNorm's (centre) or RMSNorm's backward, with xhat = x * scale + shift and d = g * w (g without
 /// w): acc_w += g * xhat, acc_b += g (each when not null), then, when dx is not null,
 /// dx = scale * (d - mean(d) - xhat * mean(d * xhat)), without the mean(d) term unless centre; with
-/// `stream`, dx is written with non-temporal stores.
+/// `stream`, dx is written with non-temporal stores, which the caller then fences (stream_fence); with
+/// ahead > 0, g and x are prefetched `ahead` elements on as dx is written (norm_apply's `ahead`).
 void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n, bool stream);
+                   float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
 /// As the float overload.
 void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream);
+                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
 
 // ---- sums in PyTorch's order (kernels/cpu/sum_order.hpp) ----
 

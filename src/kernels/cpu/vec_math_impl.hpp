@@ -943,15 +943,22 @@ typename B::value_type sum_squares_(const typename B::value_type* x, std::int64_
         [x](std::int64_t i) { return x[i] * x[i]; });
 }
 
-/// y = (x * scale + shift) * w + b, with the weight and bias each compiled in or out.
+/// Asks for the cache line at p, without waiting for it (a hint: it never faults).
+inline void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
+
+/// y = (x * scale + shift) * w + b, with the weight and bias each compiled in or out. With ahead > 0,
+/// the lines of x + ahead are prefetched as y is written (a later row, while this one is in cache).
 template <class B, bool kHasW, bool kHasB>
 [[gnu::flatten]] void norm_apply_(const typename B::value_type* x, typename B::value_type scale,
                                   typename B::value_type shift, const typename B::value_type* w,
                                   const typename B::value_type* b, typename B::value_type* y, std::int64_t n,
-                                  bool stream) {
+                                  bool stream, std::int64_t ahead) {
     using T = typename B::value_type;
     const B sb(scale), hb(shift);
     auto at = [&](std::int64_t i) {
+        if (ahead > 0) prefetch(x + ahead + i);
         B v = mla(B::load_unaligned(x + i), sb, hb);
         if constexpr (kHasW) v = v * B::load_unaligned(w + i);
         if constexpr (kHasB) v = v + B::load_unaligned(b + i);
@@ -1012,13 +1019,14 @@ template <class B, bool kAmsgrad>
 }
 
 /// One row of the norms' backward (vec_math.hpp's norm_backward), the weight compiled in or out:
-/// the first pass reads g and x and accumulates, the second finds them in cache and writes dx.
+/// the first pass reads g and x and accumulates, the second finds them in cache and writes dx (and
+/// prefetches g and x `ahead` elements on, with ahead > 0).
 template <class B, bool kHasW>
 [[gnu::flatten]] void norm_backward_(const typename B::value_type* g, const typename B::value_type* x,
                                      const typename B::value_type* w, typename B::value_type scale,
                                      typename B::value_type shift, bool centre, typename B::value_type* dx,
                                      typename B::value_type* acc_w, typename B::value_type* acc_b, std::int64_t n,
-                                     bool stream) {
+                                     bool stream, std::int64_t ahead) {
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     const B sb(scale), hb(shift);
@@ -1057,7 +1065,13 @@ template <class B, bool kHasW>
     // dx = scale * (d - mean(d) - xhat * mean(d * xhat))
     const T mean_d = centre ? sd / static_cast<T>(n) : T(0), mean_dx = sdx / static_cast<T>(n);
     const B md(mean_d), mdx(mean_dx);
-    auto dx_at = [&](std::int64_t j) { return sb * ((d_at(j) - md) - xhat_at(j) * mdx); };
+    auto dx_at = [&](std::int64_t j) {
+        if (ahead > 0) {
+            prefetch(g + ahead + j);
+            prefetch(x + ahead + j);
+        }
+        return sb * ((d_at(j) - md) - xhat_at(j) * mdx);
+    };
     auto dx_one = [&](std::int64_t j) { dx[j] = scale * ((d_one(j) - mean_d) - xhat_one(j) * mean_dx); };
     write_row<B>(dx, n, dx_at, dx_one, stream);
 }
@@ -1164,7 +1178,9 @@ void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, dou
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// Writes y[0, n): `at(i)` is the batch at i, `one(i)` writes y[i] alone (the scalar ends). With
-/// `stream`, the batches from the first aligned position on go out as non-temporal stores.
+/// `stream`, the batches from the first aligned position on go out as non-temporal stores, and the
+/// caller fences them (stream_fence) before another thread may read y: a row kernel writes many rows
+/// between two fences, since each fence waits for every line in flight.
 template <class B, class V, class S>
 void write_row(typename B::value_type* y, std::int64_t n, V& at, S& one, bool stream) {
     constexpr std::int64_t kW = B::size;
@@ -1172,7 +1188,6 @@ void write_row(typename B::value_type* y, std::int64_t n, V& at, S& one, bool st
     if (stream) {
         for (const std::int64_t head = until_aligned<B>(y, n); i < head; ++i) one(i);
         for (; i + kW <= n; i += kW) stream_store(at(i), y + i);
-        _mm_sfence();
     } else {
         for (; i + kW <= n; i += kW) at(i).store_unaligned(y + i);
     }
@@ -1364,22 +1379,23 @@ VecMathKernels<T> kernels_for() {
 #else
     k.small_gemm = nullptr;  // without FMA, OpenBLAS's own kernels sum differently: matmul.cpp calls them
 #endif
-    k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream) {
+    k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream,
+                      std::int64_t ahead) {
         if (w && b)
-            norm_apply_<B, true, true>(x, scale, shift, w, b, y, n, stream);
+            norm_apply_<B, true, true>(x, scale, shift, w, b, y, n, stream, ahead);
         else if (w)
-            norm_apply_<B, true, false>(x, scale, shift, w, b, y, n, stream);
+            norm_apply_<B, true, false>(x, scale, shift, w, b, y, n, stream, ahead);
         else if (b)
-            norm_apply_<B, false, true>(x, scale, shift, w, b, y, n, stream);
+            norm_apply_<B, false, true>(x, scale, shift, w, b, y, n, stream, ahead);
         else
-            norm_apply_<B, false, false>(x, scale, shift, w, b, y, n, stream);
+            norm_apply_<B, false, false>(x, scale, shift, w, b, y, n, stream, ahead);
     };
     k.norm_backward = [](const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
-                         std::int64_t n, bool stream) {
+                         std::int64_t n, bool stream, std::int64_t ahead) {
         if (w)
-            norm_backward_<B, true>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
+            norm_backward_<B, true>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
         else
-            norm_backward_<B, false>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream);
+            norm_backward_<B, false>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
     };
     k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {
         if (vmax)

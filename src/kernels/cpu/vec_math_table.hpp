@@ -33,9 +33,10 @@ struct VecMathKernels {
     // null where the instruction set has no FMA.
     void (*small_gemm)(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std::int64_t brs, std::int64_t bcs,
                        T* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate);
-    void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream);
+    void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream,
+                       std::int64_t ahead);
     void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
-                          std::int64_t n, bool stream);
+                          std::int64_t n, bool stream, std::int64_t ahead);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
 };
