@@ -613,3 +613,30 @@ TEST_CASE("GradList holds gradients in place up to three, and moves between in p
     moved.resize(1);
     CHECK(values(moved) == std::vector<double>{1.0});
 }
+
+TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {
+    // The strided loop streams a whole output of kStreamBytes and more run by run and fences once per
+    // thread's share; the same rows in calls of 64 rows neither stream nor share.
+    const int threads_before = xgrad::get_num_threads();
+    xgrad::manual_seed(29);
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const std::int64_t width = 1030, elem = dtype == xgrad::kFloat32 ? 4 : 8;
+        const std::int64_t rows = vm::kStreamBytes / (width * elem) + 5;
+        const xgrad::Tensor x = xgrad::randn({rows, width}, dtype), row = xgrad::randn({width}, dtype);
+        const xgrad::Tensor col = xgrad::randn({rows, 1}, dtype);
+        for (int threads : {1, 2}) {
+            xgrad::set_num_threads(threads);
+            const xgrad::Tensor sum = x + row, product = x * col;
+            std::vector<xgrad::Tensor> sums, products;
+            for (std::int64_t r = 0; r < rows; r += 64) {
+                const std::int64_t len = std::min<std::int64_t>(64, rows - r);
+                sums.push_back(x.narrow(0, r, len) + row);
+                products.push_back(x.narrow(0, r, len) * col.narrow(0, r, len));
+            }
+            INFO(xgrad::to_string(dtype) << ", " << threads << " threads");
+            CHECK(sum.equal(xgrad::cat(sums)));
+            CHECK(product.equal(xgrad::cat(products)));
+        }
+    }
+    xgrad::set_num_threads(threads_before);
+}

@@ -378,6 +378,7 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
             const T* py = y.impl()->data<T>();
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
                 binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b, stream);
+                if (stream) stream_fence();
             });
             return;
         }
@@ -409,6 +410,7 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
                 }
                 i += count;
             });
+            if (stream) stream_fence();  // once per share: a fence per run would wait for each run's lines
         });
     });
 }

@@ -1266,7 +1266,6 @@ template <class B, class F>
         i = until_aligned<B>(out, n);
         padded2<B>(a, b, out, i, f);
         for (; i + kW <= n; i += kW) stream_store(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i);
-        _mm_sfence();
     } else {
         for (; i + kW <= n; i += kW) f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
     }
