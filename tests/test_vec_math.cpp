@@ -640,3 +640,23 @@ TEST_CASE("broadcast binary ops whose outputs stream give the bits of small call
     }
     xgrad::set_num_threads(threads_before);
 }
+
+TEST_CASE("var and std over the rows of a tensor from memory give the bits of small calls") {
+    // A tensor of kStreamBytes and more prefetches a later row while each row's second pass runs.
+    xgrad::manual_seed(31);
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const std::int64_t width = 1500, elem = dtype == xgrad::kFloat32 ? 4 : 8;
+        const std::int64_t rows = vm::kStreamBytes / (width * elem) + 7;
+        const xgrad::Tensor x = xgrad::randn({rows, width}, dtype) * 3.0 + 1.0;
+        const xgrad::Tensor var = x.var(-1), std = x.std(-1, false);
+        std::vector<xgrad::Tensor> vars, stds;
+        for (std::int64_t r = 0; r < rows; r += 64) {
+            const xgrad::Tensor part = x.narrow(0, r, std::min<std::int64_t>(64, rows - r));
+            vars.push_back(part.var(-1));
+            stds.push_back(part.std(-1, false));
+        }
+        INFO(xgrad::to_string(dtype));
+        CHECK(var.equal(xgrad::cat(vars)));
+        CHECK(std.equal(xgrad::cat(stds)));
+    }
+}

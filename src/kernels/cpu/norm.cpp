@@ -66,20 +66,6 @@ bool streams(std::int64_t n) {
     return n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
 }
 
-/// With streaming outputs, a row's write pass prefetches a row at least this far on (vec_math's
-/// `ahead`): the lines arrive while the stores drain, where the hardware's prefetchers stop at page
-/// boundaries. 12 KiB measured best here (4 rows of 768 floats; 2 and 8 rows were slower).
-constexpr std::int64_t kAheadBytes = 12 * 1024;
-
-/// vec_math's `ahead` for row r of `rows` rows of `width` T: the whole rows that span kAheadBytes, while
-/// that row exists and the output streams (tensors that large come from memory), else 0.
-template <typename T>
-std::int64_t ahead(bool stream, std::int64_t r, std::int64_t rows, std::int64_t width) {
-    const std::int64_t row_bytes = width * static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t k = (kAheadBytes + row_bytes - 1) / row_bytes;
-    return stream && r + k < rows ? k * width : 0;
-}
-
 /// Rows narrower than this take the narrow-row code (one AVX2 register of T).
 template <typename T>
 constexpr std::int64_t kNarrow = 32 / static_cast<std::int64_t>(sizeof(T));
@@ -129,7 +115,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
                 const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
                 pm[r] = m;
                 pr[r] = rs;
-                norm_apply(xr, rs, -rs * m, pw, pb, yr, width, stream, ahead<T>(stream, r, rows, width));
+                norm_apply(xr, rs, -rs * m, pw, pb, yr, width, stream, rows_ahead<T>(stream, r, rows, width));
             }
             if (stream) stream_fence();
         });
@@ -168,7 +154,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
                 if (width >= kNarrow<T>) {
                     norm_backward(gr, xr, pw, rs, shift, true,
                                   dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, acc_b, width,
-                                  stream, ahead<T>(stream, r, rows, width));
+                                  stream, rows_ahead<T>(stream, r, rows, width));
                     continue;
                 }
                 for (std::int64_t j = 0; j < width; ++j) {
@@ -221,7 +207,7 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
                 if (width >= kNarrow<T>) {
                     const T rs = T(1) / std::sqrt(sum_squares(xr, width) / static_cast<T>(width) + static_cast<T>(eps));
                     pr[r] = rs;
-                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width, stream, ahead<T>(stream, r, rows, width));
+                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width, stream, rows_ahead<T>(stream, r, rows, width));
                     continue;
                 }
                 const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
@@ -263,7 +249,7 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
                 if (width >= kNarrow<T>) {
                     norm_backward(gr, xr, pw, rs, T(0), false,
                                   dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, nullptr, width,
-                                  stream, ahead<T>(stream, r, rows, width));
+                                  stream, rows_ahead<T>(stream, r, rows, width));
                     continue;
                 }
                 for (std::int64_t j = 0; j < width; ++j) {

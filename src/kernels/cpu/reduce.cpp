@@ -65,11 +65,13 @@ void var_rows(const RowsView& v, const Tensor& out, double correction, bool take
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
         const double n = static_cast<double>(v.width);
+        const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
                 double m = 0, m2 = 0;
-                var_row(x, v.width, &m, &m2);  // vec_math: in double, 32 accumulators
+                // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
+                var_row(x, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
                 const double var = m2 / std::max(0.0, n - correction);
                 o[r] = static_cast<T>(take_sqrt ? std::sqrt(var) : var);
             }

@@ -223,11 +223,11 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out) {
     kernels<double>().sum_cascade(x, rows, stride, power, out);
 }
-void var_row(const float* x, std::int64_t n, double* mean, double* m2) {
-    kernels<float>().var_row(x, n, mean, m2);
+void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+    kernels<float>().var_row(x, n, mean, m2, ahead);
 }
-void var_row(const double* x, std::int64_t n, double* mean, double* m2) {
-    kernels<double>().var_row(x, n, mean, m2);
+void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+    kernels<double>().var_row(x, n, mean, m2, ahead);
 }
 bool has_small_gemm() {
     return kernels<float>().small_gemm != nullptr;

@@ -21,6 +21,7 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
@@ -1137,28 +1138,46 @@ Bd load_double(const T* p) {
     }
 }
 
+/// f(std::integral_constant<int, r>{}) for r = 0 .. N-1, unrolled.
+template <int N, class F>
+[[gnu::always_inline]] inline void each_of(F&& f) {
+    [&]<int... r>(std::integer_sequence<int, r...>) {
+        (f(std::integral_constant<int, r>{}), ...);
+    }
+    (std::make_integer_sequence<int, N>{});
+}
+
 /// Σ f(double(x[i])) over a row in double: lane k of the accumulators gets the elements i with
-/// i % kVarLanes == k, in order; then the lanes are added in order, then the tail.
+/// i % kVarLanes == k, in order; then the lanes are added in order, then the tail. With ahead > 0,
+/// the lines of x + ahead are prefetched on the way (norm_apply's `ahead`).
 template <class A, class T, class V, class S>
-[[gnu::flatten]] double var_sum(const T* x, std::int64_t n, V vec, S one) {
+[[gnu::flatten]] double var_sum(const T* x, std::int64_t n, V vec, S one, std::int64_t ahead = 0) {
     using Bd = xsimd::batch<double, A>;
     constexpr int kR = kVarLanes / static_cast<int>(Bd::size);
+    constexpr int kLineElems = 64 / static_cast<int>(sizeof(T));
+    static_assert(kVarLanes % kLineElems == 0);
+    // The accumulators are indexed by constants only (each_of), so that GCC keeps them in registers: a
+    // loop over r left three of four on the stack, a store-to-load round trip in every add's chain.
     Bd acc[kR];
-    for (auto& a : acc) a = Bd(0.0);
+    each_of<kR>([&](auto r) { acc[r] = Bd(0.0); });
     std::int64_t i = 0;
-    for (; i + kVarLanes <= n; i += kVarLanes)
-        for (int r = 0; r < kR; ++r) acc[r] += vec(load_double<Bd>(x + i + r * static_cast<int>(Bd::size)));
+    for (; i + kVarLanes <= n; i += kVarLanes) {
+        if (ahead > 0)
+            for (int l = 0; l < kVarLanes; l += kLineElems) prefetch(x + ahead + i + l);
+        each_of<kR>([&](auto r) { acc[r] += vec(load_double<Bd>(x + i + r * static_cast<int>(Bd::size))); });
+    }
     alignas(64) double lanes[kVarLanes];
-    for (int r = 0; r < kR; ++r) acc[r].store_aligned(lanes + r * static_cast<int>(Bd::size));
+    each_of<kR>([&](auto r) { acc[r].store_aligned(lanes + r * static_cast<int>(Bd::size)); });
     double s = 0;
     for (double v : lanes) s += v;
     for (; i < n; ++i) s += one(static_cast<double>(x[i]));
     return s;
 }
 
-/// A row's mean and Σ (x - mean)², both in double (two passes; the second finds the row in cache).
+/// A row's mean and Σ (x - mean)², both in double (two passes; the second finds the row in cache
+/// and prefetches x + ahead when ahead > 0).
 template <class B>
-void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, double* m2) {
+void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     using A = typename B::arch_type;
     using Bd = xsimd::batch<double, A>;
     const double m = var_sum<A>(
@@ -1172,7 +1191,7 @@ void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, dou
             const Bd d = v - mb;
             return d * d;
         },
-        [m](double v) { return (v - m) * (v - m); });
+        [m](double v) { return (v - m) * (v - m); }, ahead);
 }
 
 // ---- loops and the table -----------------------------------------------------------------------
