@@ -265,6 +265,30 @@ void triad_nt(float* a, const float* b, const float* c, float s, std::int64_t n)
     _mm_sfence();
 }
 
+/// Σ b (four chains of 16-float vectors; n a multiple of 64), the read-only pattern of a reduction,
+/// for the best ISA at run time.
+using Floats16 = float __attribute__((vector_size(64)));
+__attribute__((target_clones("avx512f", "avx2", "default"))) float read_sum(const float* b, std::int64_t n) {
+    Floats16 s[4] = {};
+    for (std::int64_t i = 0; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; ++k) {
+            Floats16 v;
+            std::memcpy(&v, b + i + 16 * k, sizeof v);
+            s[k] += v;
+        }
+    float total = 0;
+    for (int k = 0; k < 4; ++k)
+        for (int j = 0; j < 16; ++j) total += s[k][j];
+    return total;
+}
+
+/// a = b with non-temporal stores (SSE2), the pattern of a one-input map or a norm's forward on a
+/// tensor from memory. Both arrays are 16-byte aligned and n is a multiple of 4.
+void copy_nt(float* a, const float* b, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; i += 4) _mm_stream_ps(a + i, _mm_load_ps(b + i));
+    _mm_sfence();
+}
+
 /// A 64-byte aligned float array filled with `value`.
 struct AlignedFloats {
     float* data;
@@ -354,6 +378,20 @@ void bench_limits() {
             if (t <= g_threads) bw_fast = std::max(bw_fast, fast_rate(s, bytes, 1e9));
         }
     }
+    // Not limits either: what one thread reaches for the other access patterns of the tables, beside
+    // the triad (two reads, one write). A reduction only reads (dram_read_1t); a one-input map or a
+    // norm's forward on 64 MiB reads one array and writes another (dram_copy_nt_1t); the 1024x1500
+    // norms work on 6 MiB that stay in the caches between calls (cache_copy_1t: a plain copy of that
+    // size, ordinary stores, counted as read + write).
+    report_rate("dram_read_1t", measure([&] { g_sink = read_sum(vb.data, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
+                kF * static_cast<double>(n), 1e9, "GB/s");
+    report_rate("dram_copy_nt_1t", measure([&] { copy_nt(va.data, vb.data, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
+                2.0 * kF * static_cast<double>(n), 1e9, "GB/s");
+    const std::int64_t small = 1024 * 1500;
+    report_rate("cache_copy_1t",
+                measure([&] { std::memcpy(va.data, vc.data, static_cast<std::size_t>(small) * sizeof(float)); },
+                        {20, 20, 0.3, 1000, 10}, Timer::kThreadCpu),
+                2.0 * kF * static_cast<double>(small), 1e9, "GB/s");
     std::printf("%-26s %10.2f GFLOP/s (p90 of fma_peak_1t x %d thread(s))\n", "limit_gflops", fma_fast * g_threads,
                 g_threads);
     result("limit_gflops", fma_fast * g_threads, "GFLOP/s");

@@ -45,7 +45,7 @@ function load(file, run, is_xgrad,    line, f, n, key) {
 
 function higher_better(u) { return u == "GB/s" || u == "GFLOP/s" || u == "steps/s" }
 function lower_better(u) { return u == "us" || u == "ms" || u == "MiB" }
-function is_limit_row(k) { return k ~ /^(fma_peak|dram_triad|fresh_pages|limit_)/ }
+function is_limit_row(k) { return k ~ /^(fma_peak|dram_|cache_copy|fresh_pages|limit_)/ }
 
 # xgrad's advantage in run r, or "" where it means nothing.
 function ratio(r, k,    u) {
