@@ -93,7 +93,8 @@ enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward };
 
 /// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), or relu's backward
 /// (0 where b <= 0, else a), with non-temporal stores when `stream`, which the caller then fences
-/// (stream_fence) before another thread may read y: the strided loops call it once per row.
+/// (stream_fence) before another thread may read y: elementwise.cpp's binary() fences once per thread's
+/// share, after all of that share's calls.
 void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, bool stream);
 /// As the float overload.
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
