@@ -22,8 +22,6 @@ using Grads = detail::GradList;
 
 namespace {
 
-/// Brings two operands to their result type (torch.result_type: zero-dim tensors count only when of
-/// a higher category).
 /// Two operands in their result dtype (torch.result_type): the inputs themselves when they have it
 /// already (no handle copied), else converted copies. Checks both are defined and on one device.
 class Promote {
@@ -47,6 +45,8 @@ private:
     const Tensor* b_;
 };
 
+/// Brings two operands to their result type (torch.result_type: zero-dim tensors count only when of
+/// a higher category), as copies of the handles.
 std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op) {
     const Promote p(a, b, op);
     return {p.a(), p.b()};

@@ -186,8 +186,9 @@ void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta) {
             loop_gemm(ma, mb, c, beta);
         return;
     }
-    // PyTorch's bmm sums small matrices (under 400 multiply-adds) in a plain loop; mm always calls BLAS.
-    const bool loop = !std::is_floating_point_v<T> || (nd > 2 && n * k * m < 400);
+    // Batched from here. PyTorch's bmm sums small matrices (under 400 multiply-adds) in a plain loop; mm
+    // (above) always calls BLAS.
+    const bool loop = !std::is_floating_point_v<T> || n * k * m < 400;
     const auto& sa = a.strides();
     const auto& sb = b.strides();
     const std::int64_t nbatch = numel / (n * m);
