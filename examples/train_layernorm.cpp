@@ -2,6 +2,7 @@
 // and with RMSNorm, trained on three interleaved spirals; loss curves to a CSV and a gnuplot plot.
 //
 //   train_layernorm [--out DIR] [--steps N] [--quick] [--optimizer adam|sgd] [--lr LR] [--init default|he]
+//                   [--device cpu|cuda]
 //   (train_layernorm --help describes them; the command line is parsed with CLI11)
 //
 // The network is 8 hidden blocks Linear → [norm] → ReLU of width 128 (the first Linear takes the 2
@@ -73,6 +74,7 @@ struct Config {
     std::string optimizer = "adam";
     double lr = 1e-3;
     std::string init = "default";
+    xgrad::Device device = xgrad::kCPU;  // where the models, batches and optimizer states live
 };
 
 constexpr int kClasses = 3;
@@ -189,6 +191,7 @@ struct Result {
 // [train]
 Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     nn::Sequential model = make_mlp(name, cfg);
+    model.to(cfg.device);  // built on the CPU (the seeded initialisation), then moved
     auto opt = make_optimizer(model, cfg);
     xgrad::Generator data(kDataSeed);  // the same batches for every variant
     Result r;
@@ -198,7 +201,7 @@ Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     for (int step = 1; step <= cfg.steps; ++step) {
         Batch b = spirals(cfg.batch, data);
         opt->zero_grad();
-        Tensor loss = F::cross_entropy(model(b.x), b.y);
+        Tensor loss = F::cross_entropy(model(b.x.to(cfg.device)), b.y.to(cfg.device));
         loss.backward();
         opt->step();
         double l = loss.item<double>();
@@ -211,8 +214,8 @@ Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     // [train]
 
     xgrad::NoGradGuard no_grad;
-    Tensor logits = model(eval.x);  // (N, 3)
-    r.eval_loss = F::cross_entropy(logits, eval.y).item<double>();
+    Tensor logits = model(eval.x.to(cfg.device));  // (N, 3)
+    r.eval_loss = F::cross_entropy(logits, eval.y.to(cfg.device)).item<double>();
     auto scores = logits.to_vector<float>();
     auto labels = eval.y.to_vector<std::int64_t>();
     std::int64_t correct = 0;
@@ -352,8 +355,22 @@ int main(int argc, char** argv) {
     app.add_option("--init", cfg.init, "default (nn::Linear's own, as PyTorch) or he (Kaiming normal, zero biases)")
         ->check(CLI::IsMember({"default", "he"}))
         ->capture_default_str();
+    std::string device = "cpu";
+    app.add_option("--device", device,
+                   "cpu, or cuda: the whole training loop on the GPU (needs xgrad built with CUDA and a GPU)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     cfg.out_dir = out_dir;
+    if (device == "cuda") {
+        if (!xgrad::cuda::is_available()) {
+            std::fprintf(stderr,
+                         "train_layernorm: --device cuda: no CUDA GPU is available (or xgrad was built without its "
+                         "CUDA backend)\n");
+            return 1;
+        }
+        cfg.device = xgrad::kCUDA;
+    }
     if (quick) {
         cfg.width = 32;
         if (steps->count() == 0) cfg.steps = 60;
