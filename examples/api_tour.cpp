@@ -64,6 +64,8 @@ int main() {
 
     // Devices (when built with CUDA and a GPU is present).
     if (xgrad::cuda::is_available()) {
+        Tensor g = xgrad::randn({2, 3}, xgrad::TensorOptions{.device = xgrad::kCUDA});  // same values as on the CPU
+        Tensor h = g.cpu(), k = h.cuda(), m = h.to(xgrad::Device(xgrad::kCUDA, 0));
         layer.to(xgrad::kCUDA);
         Tensor xg = x.to(xgrad::kCUDA);
         std::cout << layer(xg).cpu() << "\n";

@@ -60,8 +60,8 @@ Tensor compare(const Tensor& a, double s, const char* name, CompareOp op) {
         else if (t == kBool)
             t = kInt64;  // bool meets an integer in int64
     }
-    Tensor scalar = is_floating_point(t) ? full({}, s, TensorOptions(t).device(a.device()))
-                                         : full({}, s, TensorOptions(kInt64).device(a.device())).to(t);
+    Tensor scalar = is_floating_point(t) ? full({}, s, FactoryOptions(t).device(a.device()))
+                                         : full({}, s, FactoryOptions(kInt64).device(a.device())).to(t);
     return compare_same(compute_dtype(a.to(t)), compute_dtype(scalar), name, op);
 }
 

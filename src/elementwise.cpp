@@ -529,7 +529,7 @@ void check_divisor(const Tensor& b, const char* op) {
 
 /// The divisor `s` as a 0-d tensor of a's dtype and device.
 Tensor scalar_like(const Tensor& a, double s) {
-    return full(Shape{}, s, TensorOptions(a.dtype()).device(a.device()));
+    return full(Shape{}, s, FactoryOptions(a.dtype()).device(a.device()));
 }
 
 BinaryOp rounding_op(const std::string& mode) {
@@ -547,7 +547,7 @@ Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::ini
         detail::record(
             out, "DivBackward2", inputs,
             [sa = self.shape(), sb = other.shape(), count = inputs.size()](const Tensor& g, const NeedsGrad& n) {
-                auto zeros_of = [&](const Shape& s) { return zeros(s, TensorOptions(g.dtype()).device(g.device())); };
+                auto zeros_of = [&](const Shape& s) { return zeros(s, FactoryOptions(g.dtype()).device(g.device())); };
                 Grads r(count);
                 r[0] = n[0] ? zeros_of(sa) : Tensor();
                 if (count > 1 && n[1]) r[1] = zeros_of(sb);

@@ -16,7 +16,7 @@ using detail::fail;
 namespace {
 
 /// A new contiguous tensor for the factory `op`, which names itself when the shape or the device is invalid.
-Tensor make(const char* op, const Shape& shape, const TensorOptions& options) {
+Tensor make(const char* op, const Shape& shape, const FactoryOptions& options) {
     detail::checked_numel(shape, op);  // the shape's errors before the device's
     return detail::make_empty(shape, options.dtype(), detail::resolve_device(options.device(), op), op);
 }
@@ -27,14 +27,14 @@ void check_fits(double value, DType dtype, const char* op) {
 }
 
 /// Values are written on the host; a tensor for another device is then copied there.
-Tensor finish(Tensor t, const TensorOptions& options) {
+Tensor finish(Tensor t, const FactoryOptions& options) {
     if (!options.device().is_cpu()) t = t.to(options.device());
     if (options.requires_grad()) t.requires_grad_(true);
     return t;
 }
 
 /// A tensor of `shape` from row-major doubles, converted to the options' dtype.
-Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const TensorOptions& options,
+Tensor from_doubles(const std::vector<double>& values, const Shape& shape, const FactoryOptions& options,
                     const char* op) {
     for (double v : values) check_fits(v, options.dtype(), op);
     Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
@@ -74,7 +74,7 @@ struct Flattener {
 
 }  // namespace
 
-Tensor tensor(const NestedValues& values, TensorOptions options) {
+Tensor tensor(const NestedValues& values, FactoryOptions options) {
     Flattener f;
     f.walk(values, 0);
     for (auto& d : f.shape)
@@ -87,7 +87,7 @@ Tensor tensor(const NestedValues& values, TensorOptions options) {
 }
 
 template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, FactoryOptions options) {
     if (static_cast<std::int64_t>(values.size()) != shape.numel())
         fail("from_vector", std::to_string(values.size()) + " values cannot fill a tensor of shape " +
                                 to_string(shape) + " (" + std::to_string(shape.numel()) + " elements)");
@@ -101,18 +101,18 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
     });
     return finish(out, options);
 }
-template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptions);
-template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
-template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<float>&, const Shape&, FactoryOptions);
+template Tensor from_vector(const std::vector<double>&, const Shape&, FactoryOptions);
+template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, FactoryOptions);
 
-Tensor empty(const Shape& shape, TensorOptions options) {
+Tensor empty(const Shape& shape, FactoryOptions options) {
     Tensor out = make("empty", shape, options);
     if (options.requires_grad()) out.requires_grad_(true);
     return out;
 }
 
 /// full, with `op` naming the factory the user called; filled by the device's kernel off the CPU.
-static Tensor fill(const char* op, const Shape& shape, double value, const TensorOptions& options) {
+static Tensor fill(const char* op, const Shape& shape, double value, const FactoryOptions& options) {
     Tensor out = make(op, shape, options);
     check_fits(value, options.dtype(), op);
     if (out.device().is_cpu()) {
@@ -128,21 +128,21 @@ static Tensor fill(const char* op, const Shape& shape, double value, const Tenso
     return out;
 }
 
-Tensor full(const Shape& shape, double value, TensorOptions options) {
+Tensor full(const Shape& shape, double value, FactoryOptions options) {
     return fill("full", shape, value, options);
 }
-Tensor zeros(const Shape& shape, TensorOptions options) {
+Tensor zeros(const Shape& shape, FactoryOptions options) {
     return fill("zeros", shape, 0.0, options);
 }
-Tensor ones(const Shape& shape, TensorOptions options) {
+Tensor ones(const Shape& shape, FactoryOptions options) {
     return fill("ones", shape, 1.0, options);
 }
 
-Tensor arange(double end, TensorOptions options) {
+Tensor arange(double end, FactoryOptions options) {
     return arange(0.0, end, 1.0, options);
 }
 
-Tensor arange(double start, double end, double step, TensorOptions options) {
+Tensor arange(double start, double end, double step, FactoryOptions options) {
     if (step == 0) fail("arange", "step must be nonzero");
     if (!std::isfinite(start) || !std::isfinite(end)) fail("arange", "start and end must be finite");
     if ((end - start) / step < 0)
@@ -170,20 +170,20 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
 }
 
 /// Options with other's dtype and device, as PyTorch's *_like factories.
-static TensorOptions options_of(const Tensor& other) {
-    return TensorOptions(other.dtype()).device(other.device());
+static FactoryOptions options_of(const Tensor& other) {
+    return FactoryOptions(other.dtype()).device(other.device());
 }
 
 Tensor zeros_like(const Tensor& other) {
     return zeros(other.shape(), options_of(other));
 }
-Tensor zeros_like(const Tensor& other, TensorOptions options) {
+Tensor zeros_like(const Tensor& other, FactoryOptions options) {
     return zeros(other.shape(), options);
 }
 Tensor ones_like(const Tensor& other) {
     return ones(other.shape(), options_of(other));
 }
-Tensor ones_like(const Tensor& other, TensorOptions options) {
+Tensor ones_like(const Tensor& other, FactoryOptions options) {
     return ones(other.shape(), options);
 }
 Tensor full_like(const Tensor& other, double value) {

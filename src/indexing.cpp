@@ -156,13 +156,13 @@ Tensor index_add_raw(const Tensor& self, std::int64_t d, const Tensor& index, co
 }
 
 Tensor zeros_of(const Shape& shape, const Tensor& like) {
-    return zeros(shape, TensorOptions(like.dtype()).device(like.device()));
+    return zeros(shape, FactoryOptions(like.dtype()).device(like.device()));
 }
 
 /// `g.scatter(d, index, 0)`: the gradient of the elements a scatter overwrote is 0.
 Tensor scatter_zeros(const Tensor& g, std::int64_t d, const Tensor& index) {
     Tensor r = copy_of(g, "scatter");
-    scatter_raw(r, d, index, zeros({}, TensorOptions(g.dtype()).device(g.device())).expand(index.shape()), false);
+    scatter_raw(r, d, index, zeros({}, FactoryOptions(g.dtype()).device(g.device())).expand(index.shape()), false);
     return r;
 }
 
@@ -207,7 +207,7 @@ Tensor Tensor::scatter(std::int64_t dim, const Tensor& index, const Tensor& src)
 
 Tensor Tensor::scatter(std::int64_t dim, const Tensor& index, double value) const {
     detail::check_defined(*this, "scatter");
-    const Tensor src = full({}, value, TensorOptions(dtype()).device(device()));
+    const Tensor src = full({}, value, FactoryOptions(dtype()).device(device()));
     const std::int64_t d = check_gather_scatter(*this, dim, index, nullptr, "scatter", "scatter");
     Tensor out = copy_of(*this, "scatter");
     scatter_raw(out, d, index, src.expand(index.shape()), false);
@@ -305,7 +305,7 @@ Tensor Tensor::index(const std::vector<Tensor>& indices) const {
         if (flat.min().item<std::int64_t>() < 0) {  // negative indices count from the end, as in Python
             std::vector<std::int64_t> v = flat.to_vector<std::int64_t>();
             for (auto& i : v) i = i < 0 ? i + n : i;
-            flat = from_vector(v, Shape{flat.numel()}, TensorOptions(kInt64).device(device()));
+            flat = from_vector(v, Shape{flat.numel()}, FactoryOptions(kInt64).device(device()));
         }
     }
     std::vector<std::int64_t> sizes = idx.shape().vec();
@@ -359,12 +359,12 @@ Tensor one_hot(const Tensor& input, std::int64_t num_classes) {
     }
     std::vector<std::int64_t> sizes = input.shape().vec();
     sizes.push_back(classes);
-    Tensor out = zeros(Shape(sizes), TensorOptions(kInt64).device(input.device()));
+    Tensor out = zeros(Shape(sizes), FactoryOptions(kInt64).device(input.device()));
     std::vector<std::int64_t> idx_sizes = input.shape().vec();
     idx_sizes.push_back(1);
     const Tensor index = input.reshape(Shape(idx_sizes));
-    scatter_raw(out, out.dim() - 1, index, ones({}, TensorOptions(kInt64).device(input.device())).expand(index.shape()),
-                false);
+    scatter_raw(out, out.dim() - 1, index,
+                ones({}, FactoryOptions(kInt64).device(input.device())).expand(index.shape()), false);
     return out;
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 /// A 0-d tensor holding `value` as `like`'s dtype, on its device.
 Tensor scalar_like(double value, const Tensor& like) {
-    return full({}, value, TensorOptions(like.dtype()).device(like.device()));
+    return full({}, value, FactoryOptions(like.dtype()).device(like.device()));
 }
 
 /// The dtype a tensor meets a Python number in (torch.result_type with a wrapped number): floating
@@ -210,7 +210,7 @@ Tensor Tensor::nonzero() const {
             rest /= size(d);
         }
     }
-    return from_vector(coords, Shape{n, nd}, TensorOptions(kInt64).device(device()));
+    return from_vector(coords, Shape{n, nd}, FactoryOptions(kInt64).device(device()));
 }
 
 Tensor Tensor::argwhere() const {
@@ -232,7 +232,7 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
     const Shape bshape = shape() == mask.shape() ? shape() : detail::broadcast_shapes(shape(), mask.shape(), op);
     const std::vector<std::int64_t> at = true_positions(mask.expand(bshape));
     const Tensor idx =
-        from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, TensorOptions(kInt64).device(device()));
+        from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(device()));
     Tensor out;
     {
         NoGradGuard no_grad;
@@ -242,7 +242,7 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
         detail::record(out, "MaskedSelectBackward0", {this},
                        [idx = Saved(idx), bshape, s = shape()](const Tensor& g, const NeedsGrad&) {
                            // g scattered back to the selected places of the broadcast shape.
-                           const Tensor z = zeros({bshape.numel()}, TensorOptions(g.dtype()).device(g.device()));
+                           const Tensor z = zeros({bshape.numel()}, FactoryOptions(g.dtype()).device(g.device()));
                            return Grads{sum_to(z.index_add(0, idx.get(), g).view(bshape), s)};
                        });
     return out;
@@ -272,7 +272,7 @@ Tensor index_by_mask(const Tensor& self, const Tensor& mask) {
     for (std::int64_t d = mask.dim(); d < self.dim(); ++d) rows.push_back(self.size(d));
     const std::vector<std::int64_t> at = true_positions(mask);
     const Tensor idx =
-        from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, TensorOptions(kInt64).device(self.device()));
+        from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(self.device()));
     return self.reshape(Shape(rows)).index({idx});
 }
 
@@ -292,14 +292,14 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     if (mask.dtype() == kBool || mask.dtype() == kUInt8) {
         (void)detail::index_by_mask(*this, mask);  // the mask's checks
         const std::vector<std::int64_t> at = true_positions(mask);
-        idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, TensorOptions(kInt64).device(device()));
+        idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(device()));
         rows = {mask.numel()};
         for (std::int64_t d = mask.dim(); d < dim(); ++d) rows.push_back(size(d));
     } else {
         (void)index({mask});  // int64 index checks
         std::vector<std::int64_t> at = mask.to(kCPU).contiguous().to_vector<std::int64_t>();
         for (auto& i : at) i = i < 0 ? i + rows[0] : i;  // negative indices count from the end
-        idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, TensorOptions(kInt64).device(device()));
+        idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(device()));
         for (std::int64_t d = 1; d < dim(); ++d) rows.push_back(size(d));
     }
     std::vector<std::int64_t> picked = rows;  // the indexing result's shape
@@ -323,7 +323,7 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
 Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, double value) {
     detail::check_defined(*this, "index_put_");
     detail::check_scalar_fits(value, dtype(), "index_put_");
-    return index_put_(indices, full({}, value, TensorOptions(dtype()).device(device())));
+    return index_put_(indices, full({}, value, FactoryOptions(dtype()).device(device())));
 }
 
 }  // namespace xgrad

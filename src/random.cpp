@@ -392,13 +392,13 @@ Tensor empty_like_layout(const Tensor& other, DType dtype) {
 
 /// A CPU tensor to draw into (every generator is a CPU generator); finish() moves it to the device
 /// the options name, after checking here that it exists.
-Tensor make_random(const Shape& shape, const TensorOptions& options, const char* op) {
+Tensor make_random(const Shape& shape, const FactoryOptions& options, const char* op) {
     detail::checked_numel(shape, op);
     detail::resolve_device(options.device(), op);
     return detail::make_empty(shape, options.dtype(), kCPU, op);
 }
 
-Tensor finish(Tensor t, const TensorOptions& options) {
+Tensor finish(Tensor t, const FactoryOptions& options) {
     t.impl()->storage->version.store(0, std::memory_order_relaxed);  // a new tensor: its fill is no update
     if (!options.device().is_cpu()) t = t.to(options.device());
     if (options.requires_grad()) t.requires_grad_(true);
@@ -500,21 +500,21 @@ Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen
 
 // ---- factories -------------------------------------------------------------------------------------
 
-Tensor rand(const Shape& shape, TensorOptions options, Generator* gen) {
+Tensor rand(const Shape& shape, FactoryOptions options, Generator* gen) {
     check_floating(options.dtype(), "rand");
     Tensor t = make_random(shape, options, "rand");
     uniform_(t, 0.0, 1.0, gen);
     return finish(t, options);
 }
 
-Tensor randn(const Shape& shape, TensorOptions options, Generator* gen) {
+Tensor randn(const Shape& shape, FactoryOptions options, Generator* gen) {
     check_floating(options.dtype(), "randn");
     Tensor t = make_random(shape, options, "randn");
     normal_(t, 0.0, 1.0, gen);
     return finish(t, options);
 }
 
-Tensor normal(double mean, double std, const Shape& shape, TensorOptions options, Generator* gen) {
+Tensor normal(double mean, double std, const Shape& shape, FactoryOptions options, Generator* gen) {
     check_floating(options.dtype(), "normal");
     if (!(std >= 0.0)) fail("normal", "expects std >= 0.0, but found std " + std::to_string(std));
     Tensor t = make_random(shape, options, "normal");
@@ -522,7 +522,7 @@ Tensor normal(double mean, double std, const Shape& shape, TensorOptions options
     return finish(t, options);
 }
 
-Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options, Generator* gen) {
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, FactoryOptions options, Generator* gen) {
     if (low >= high)
         fail("randint", "expects 'low' to be less than 'high', but got low=" + std::to_string(low) +
                             " >= high=" + std::to_string(high));
@@ -531,11 +531,11 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
     return finish(t, options);
 }
 
-Tensor randint(std::int64_t high, const Shape& shape, TensorOptions options, Generator* gen) {
+Tensor randint(std::int64_t high, const Shape& shape, FactoryOptions options, Generator* gen) {
     return randint(0, high, shape, options, gen);
 }
 
-Tensor randperm(std::int64_t n, TensorOptions options, Generator* gen) {
+Tensor randperm(std::int64_t n, FactoryOptions options, Generator* gen) {
     if (n < 0) fail("randperm", "n must be non-negative, got " + std::to_string(n));
     if (options.dtype() == kFloat32 && n > (1LL << 24))
         fail("randperm", "n = " + std::to_string(n) + " is too large for float32 (at most 2^24)");

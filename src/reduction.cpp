@@ -376,7 +376,7 @@ Tensor Tensor::logsumexp(const Dims& dims, bool keepdim) const {
     // Subtract the largest element of each row; an infinite one is clamped to the largest finite
     // number (PyTorch sets it to 0), which gives the same inf or -inf, and an empty row gives -inf.
     const double big = x.dtype() == kFloat32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
-    Tensor m = p.width == 0 ? xgrad::zeros(p.kept_shape, TensorOptions(x.dtype()).device(x.device()))
+    Tensor m = p.width == 0 ? xgrad::zeros(p.kept_shape, FactoryOptions(x.dtype()).device(x.device()))
                             : x.amax(dims, true).clamp(-big, big);
     Tensor out = ((x - m).exp().sum(dims, true).log() + m).reshape(p.out_shape);
     if (detail::needs_grad({this}))

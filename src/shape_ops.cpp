@@ -100,7 +100,7 @@ Tensor view_op(const Tensor& self, const Shape& shape, const Strides& strides, s
 
 /// Gradient of a view that picks part of `shape`: zeros, with `g` written into the picked part.
 Tensor scatter_into(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& pick) {
-    Tensor full = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+    Tensor full = zeros(shape, FactoryOptions(g.dtype()).device(g.device()));
     Tensor part = pick(full);
     part.copy_(g);
     return full;
@@ -396,7 +396,7 @@ Tensor dense_copy(const Tensor& view, const char* op) {
 }
 
 Tensor zeros_like_shape(const Shape& shape, const Tensor& like) {
-    return zeros(shape, TensorOptions(like.dtype()).device(like.device()));
+    return zeros(shape, FactoryOptions(like.dtype()).device(like.device()));
 }
 
 }  // namespace
@@ -494,7 +494,7 @@ Tensor Tensor::repeat_interleave(std::int64_t repeats, std::optional<std::int64_
     std::vector<std::int64_t> idx;
     for (std::int64_t i = 0; i < in.size(d); ++i) idx.insert(idx.end(), static_cast<std::size_t>(repeats), i);
     return in.index_select(
-        d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())}, TensorOptions(kInt64).device(device())));
+        d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())}, FactoryOptions(kInt64).device(device())));
 }
 
 Tensor Tensor::flip(const Dims& dims) const {
@@ -670,7 +670,7 @@ namespace {
 
 /// A CPU tensor made by `fill(T*)`, then given the options' device and requires_grad.
 template <typename Fill>
-Tensor make_filled(const Shape& shape, const TensorOptions& options, const char* op, Fill&& fill) {
+Tensor make_filled(const Shape& shape, const FactoryOptions& options, const char* op, Fill&& fill) {
     Tensor out = detail::make_empty(shape, options.dtype(), kCPU, op);
     detail::dispatch_all(options.dtype(), [&](auto tag) { fill(out.impl()->data<decltype(tag)>()); });
     if (!options.device().is_cpu()) out = out.to(options.device());
@@ -680,11 +680,11 @@ Tensor make_filled(const Shape& shape, const TensorOptions& options, const char*
 
 }  // namespace
 
-Tensor eye(std::int64_t n, TensorOptions options) {
+Tensor eye(std::int64_t n, FactoryOptions options) {
     return eye(n, n, options);
 }
 
-Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options) {
+Tensor eye(std::int64_t n, std::int64_t m, FactoryOptions options) {
     if (n < 0) fail("eye", "n must be greater or equal to 0, got " + std::to_string(n));
     if (m < 0) fail("eye", "m must be greater or equal to 0, got " + std::to_string(m));
     return make_filled(Shape{n, m}, options, "eye", [n, m](auto* p) {
@@ -694,7 +694,7 @@ Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options) {
     });
 }
 
-Tensor linspace(double start, double end, std::int64_t steps, TensorOptions options) {
+Tensor linspace(double start, double end, std::int64_t steps, FactoryOptions options) {
     if (steps < 0) fail("linspace", "number of steps must be non-negative");
     return make_filled(Shape{steps}, options, "linspace", [=](auto* p) {
         using T = std::remove_pointer_t<decltype(p)>;
@@ -775,7 +775,7 @@ Tensor pad_circular(const Tensor& input, const std::vector<std::int64_t>& pad) {
         std::vector<std::int64_t> idx;
         for (std::int64_t j = -lp; j < m + rp; ++j) idx.push_back(start + ((j % m) + m) % m);
         picks.emplace_back(d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())},
-                                          TensorOptions(kInt64).device(input.device())));
+                                          FactoryOptions(kInt64).device(input.device())));
     }
     return gather_pad(input, picks, "CopySlices");
 }
@@ -814,7 +814,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
             }
             return t;
         };
-        Tensor out = full(Shape(out_sizes), value, TensorOptions(input.dtype()).device(input.device()));
+        Tensor out = full(Shape(out_sizes), value, FactoryOptions(input.dtype()).device(input.device()));
         {
             NoGradGuard no_grad;
             region(out, true).copy_(region(input, false));
@@ -854,7 +854,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
                                               : j)
                                   : std::clamp<std::int64_t>(j, 0, n - 1));
         picks.emplace_back(s.d, from_vector(idx, Shape{static_cast<std::int64_t>(idx.size())},
-                                            TensorOptions(kInt64).device(input.device())));
+                                            FactoryOptions(kInt64).device(input.device())));
     }
     static const char* const kNames[2][3] = {
         {"ReplicationPad1DBackward0", "ReplicationPad2DBackward0", "ReplicationPad3DBackward0"},

@@ -118,7 +118,7 @@ TEST_CASE("devices: tensors know their GPU, and copies round-trip") {
     Tensor host = xgrad::zeros({2, 2});
     host.t().copy_(g);  // device to a strided host view
     CHECK(host.to_vector<float>() == std::vector<float>{1, 3, 2, 4});
-    Tensor dev = xgrad::zeros({2, 2}, TensorOptions(xgrad::kFloat64).device(xgrad::kCUDA));
+    Tensor dev = xgrad::zeros({2, 2}, TensorOptions{.dtype = xgrad::kFloat64, .device = xgrad::kCUDA});
     dev.t().copy_(x);  // host to a strided device view, float32 to float64
     CHECK(dev.to_vector<double>() == std::vector<double>{1, 3, 2, 4});
     CHECK(g.to(xgrad::kInt64).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, 3, 4});
@@ -135,14 +135,14 @@ TEST_CASE("devices: tensors know their GPU, and copies round-trip") {
 TEST_CASE("devices: factories honour the device, random ones with the CPU's numbers") {
     if (!kRealGpu) return;
     CHECK(xgrad::zeros({2}, xgrad::kCUDA).is_cuda());
-    CHECK(xgrad::ones({2}, TensorOptions(xgrad::kCUDA)).to_vector<float>() == std::vector<float>{1, 1});
-    CHECK(xgrad::full({2}, 0.5, TensorOptions(xgrad::kFloat64).device(xgrad::kCUDA)).to_vector<double>() ==
+    CHECK(xgrad::ones({2}, TensorOptions{.device = xgrad::kCUDA}).to_vector<float>() == std::vector<float>{1, 1});
+    CHECK(xgrad::full({2}, 0.5, TensorOptions{.dtype = xgrad::kFloat64, .device = xgrad::kCUDA}).to_vector<double>() ==
           std::vector<double>{0.5, 0.5});
-    CHECK(xgrad::arange(3.0, TensorOptions(xgrad::kCUDA)).to_vector<float>() == std::vector<float>{0, 1, 2});
+    CHECK(xgrad::arange(3.0, TensorOptions{.device = xgrad::kCUDA}).to_vector<float>() == std::vector<float>{0, 1, 2});
     CHECK(xgrad::tensor({1.0, 2.0}, xgrad::kCUDA).is_cuda());
     CHECK(xgrad::from_vector(std::vector<double>{1, 2}, {2}, xgrad::kCUDA).to_vector<float>() ==
           std::vector<float>{1, 2});
-    Tensor w = xgrad::zeros({2}, TensorOptions(xgrad::kCUDA).requires_grad(true));
+    Tensor w = xgrad::zeros({2}, TensorOptions{.device = xgrad::kCUDA, .requires_grad = true});
     CHECK(w.is_cuda());
     CHECK(w.requires_grad());
     CHECK(xgrad::zeros_like(w).is_cuda());
@@ -154,9 +154,9 @@ TEST_CASE("devices: factories honour the device, random ones with the CPU's numb
         Tensor a = xgrad::randn({3, 40}, dtype), b = xgrad::rand({5}, dtype);
         Tensor i = xgrad::randint(0, 10, {6});
         xgrad::manual_seed(7);
-        Tensor ga = xgrad::randn({3, 40}, TensorOptions(dtype).device(xgrad::kCUDA));
-        Tensor gb = xgrad::rand({5}, TensorOptions(dtype).device(xgrad::kCUDA));
-        Tensor gi = xgrad::randint(0, 10, {6}, TensorOptions(xgrad::kInt64).device(xgrad::kCUDA));
+        Tensor ga = xgrad::randn({3, 40}, TensorOptions{.dtype = dtype, .device = xgrad::kCUDA});
+        Tensor gb = xgrad::rand({5}, TensorOptions{.dtype = dtype, .device = xgrad::kCUDA});
+        Tensor gi = xgrad::randint(0, 10, {6}, TensorOptions{.dtype = xgrad::kInt64, .device = xgrad::kCUDA});
         CHECK(ga.is_cuda());
         CHECK(ga.to_vector<double>() == a.to_vector<double>());  // bit for bit
         CHECK(gb.to_vector<double>() == b.to_vector<double>());
@@ -165,7 +165,7 @@ TEST_CASE("devices: factories honour the device, random ones with the CPU's numb
         Tensor u = xgrad::zeros({4, 3}, dtype);
         xgrad::uniform_(u, -1.0, 1.0);
         xgrad::manual_seed(3);
-        Tensor gu = xgrad::zeros({4, 3}, TensorOptions(dtype).device(xgrad::kCUDA));
+        Tensor gu = xgrad::zeros({4, 3}, TensorOptions{.dtype = dtype, .device = xgrad::kCUDA});
         xgrad::uniform_(gu, -1.0, 1.0);
         CHECK(gu.is_cuda());
         CHECK(gu.to_vector<double>() == u.to_vector<double>());
@@ -566,8 +566,8 @@ TEST_CASE("indexing: gather and scatter kernels, and the ops and shape ops built
     }
     const Tensor classes = xgrad::from_vector(std::vector<std::int64_t>{0, 3, 1, 1}, {4}, xgrad::kInt64);
     check_match(F::one_hot(classes.to(kGpu), 5), F::one_hot(classes, 5), "one_hot", 0);
-    check_match(xgrad::eye(3, 4, TensorOptions(kGpu)), xgrad::eye(3, 4), "eye", 0);
-    check_match(xgrad::linspace(-1, 2, 37, TensorOptions(kGpu)), xgrad::linspace(-1, 2, 37), "linspace", 0);
+    check_match(xgrad::eye(3, 4, TensorOptions{.device = kGpu}), xgrad::eye(3, 4), "eye", 0);
+    check_match(xgrad::linspace(-1, 2, 37, TensorOptions{.device = kGpu}), xgrad::linspace(-1, 2, 37), "linspace", 0);
     // An index out of range is refused before any kernel runs, on the GPU as on the CPU.
     const Tensor xg = randn({3, 4}, xgrad::kFloat32).to(kGpu);
     CHECK(golden::invalid_argument_of([&] { xg.index_select(0, classes.to(kGpu)); }) ==
@@ -1020,7 +1020,7 @@ TEST_CASE("selection by a mask: the where kernel, masked_fill, nonzero, masked_s
         check_match(xgrad::where(m.to(kGpu), a.to(kGpu), c.to(kGpu)), xgrad::where(m, a, c), "where int", 0);
     }
     check_match(m.to(kGpu).nonzero(), m.nonzero(), "nonzero", 0);
-    Tensor xg = xgrad::zeros({3, 4}, TensorOptions(kGpu));
+    Tensor xg = xgrad::zeros({3, 4}, TensorOptions{.device = kGpu});
     xg.index_put_({m.to(kGpu)}, 2.0);
     check_match(xg, m.to(xgrad::kFloat32) * 2.0, "index_put_", 0);
 }

@@ -63,7 +63,7 @@ TEST_CASE("tensor() from nested braces, 0-D to 4-D") {
         Tensor i = xgrad::tensor({{1.0, -2.0}}, xgrad::kInt64);
         CHECK(i.dtype() == xgrad::kInt64);
         CHECK(i.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2});
-        Tensor g = xgrad::tensor({1.0}, xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true));
+        Tensor g = xgrad::tensor({1.0}, xgrad::TensorOptions{.dtype = xgrad::kFloat64, .requires_grad = true});
         CHECK(g.requires_grad());
         CHECK(g.is_leaf());
         CHECK(g.dtype() == xgrad::kFloat64);
@@ -78,7 +78,7 @@ TEST_CASE("tensor() from nested braces, 0-D to 4-D") {
         check_throws([] { xgrad::tensor({{{1.0}}, {2.0}}); }, {"tensor", "rectangular"});
         check_throws([] { xgrad::tensor({{{}}, {1.0}}); }, {"tensor", "rectangular"});
         check_throws([] { xgrad::tensor({{}, {1.0}}); }, {"tensor", "rectangular"});
-        check_throws([] { xgrad::tensor({1.0}, xgrad::TensorOptions().dtype(xgrad::kInt64).requires_grad(true)); },
+        check_throws([] { xgrad::tensor({1.0}, xgrad::TensorOptions{.dtype = xgrad::kInt64, .requires_grad = true}); },
                      {"requires_grad_", "only Tensors of floating point dtype can require gradients"});
     }
 }
@@ -94,7 +94,7 @@ TEST_CASE("from_vector copies row-major values and converts them") {
     Tensor i = xgrad::from_vector(std::vector<std::int64_t>{1, 2, 3}, {3}, xgrad::kFloat64);
     CHECK(i.dtype() == xgrad::kFloat64);
     CHECK(i.to_vector<double>() == std::vector<double>{1, 2, 3});
-    Tensor f = xgrad::from_vector(std::vector<float>{2.0f}, {}, xgrad::TensorOptions().requires_grad(true));
+    Tensor f = xgrad::from_vector(std::vector<float>{2.0f}, {}, xgrad::TensorOptions{.requires_grad = true});
     CHECK(f.dim() == 0);
     CHECK(f.requires_grad());
     check_throws([] { xgrad::from_vector(std::vector<float>{1, 2, 3}, {2, 2}); }, {"from_vector", "3", "(2, 2)"});
@@ -116,7 +116,7 @@ TEST_CASE("zeros, ones, full and empty") {
     CHECK(e.shape() == Shape{3, 4});
     CHECK(e.dtype() == xgrad::kFloat64);
     CHECK(e.is_contiguous());
-    Tensor w = xgrad::zeros({3}, xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true));
+    Tensor w = xgrad::zeros({3}, xgrad::TensorOptions{.dtype = xgrad::kFloat64, .requires_grad = true});
     CHECK(w.requires_grad());
     CHECK(w.is_leaf());
     CHECK_FALSE(xgrad::zeros({3}).requires_grad());
@@ -157,7 +157,7 @@ TEST_CASE("arange matches torch.arange") {
         check_throws([] { xgrad::arange(0, 1, 0); }, {"arange", "step must be nonzero"});
     }
     SUBCASE("requires_grad option") {
-        CHECK(xgrad::arange(0, 3, 1, xgrad::TensorOptions().requires_grad(true)).requires_grad());
+        CHECK(xgrad::arange(0, 3, 1, xgrad::TensorOptions{.requires_grad = true}).requires_grad());
     }
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("*_like factories take the shape and dtype of another tensor, not its 
         CHECK(xgrad::empty_like(src).shape() == src.shape());
         CHECK(xgrad::empty_like(src).dtype() == xgrad::kFloat64);
     }
-    Tensor o = xgrad::ones_like(x, xgrad::TensorOptions().dtype(xgrad::kFloat32).requires_grad(true));
+    Tensor o = xgrad::ones_like(x, xgrad::TensorOptions{.dtype = xgrad::kFloat32, .requires_grad = true});
     CHECK(o.dtype() == xgrad::kFloat32);
     CHECK(o.requires_grad());
     CHECK(xgrad::zeros_like(x, xgrad::kInt64).dtype() == xgrad::kInt64);

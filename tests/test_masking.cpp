@@ -397,7 +397,7 @@ TEST_CASE("MultiheadAttention takes bool attn_mask and key_padding_mask as PyTor
          "1-D tensor instead"});
     golden::check_throws(
         [&] {
-            mha.forward(x, x, x, Tensor(), true, true, xgrad::zeros({3, 2}, xgrad::TensorOptions(b)));
+            mha.forward(x, x, x, Tensor(), true, true, xgrad::zeros({3, 2}, xgrad::TensorOptions{.dtype = b}));
         },
         {"MultiheadAttention", "expecting key_padding_mask shape of (2, 3), but got torch.Size([3, 2])"});
     golden::check_throws(

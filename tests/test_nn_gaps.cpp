@@ -184,7 +184,7 @@ TEST_CASE("normalize with p = ±inf shares the gradient among ties; p < 1 gives 
                        .requires_grad_();
         Tensor y = F::normalize(x, p, 1);
         golden::check_close(y, golden::get(kFile, "normalize.ties_" + key + ".y"), "y", 1e-12, 1e-12);
-        Tensor w = xgrad::arange(12, xgrad::TensorOptions(xgrad::kFloat64)).reshape({3, 4}) / 7.0 - 0.5;
+        Tensor w = xgrad::arange(12, xgrad::TensorOptions{.dtype = xgrad::kFloat64}).reshape({3, 4}) / 7.0 - 0.5;
         (y * w).sum().backward();
         golden::check_close(x.grad(), golden::get(kFile, "normalize.ties_" + key + ".dx"), "dx", 1e-12, 1e-12);
     }

@@ -114,7 +114,7 @@ TEST_CASE("generators: seeds, copies and the cached normal") {
 
 TEST_CASE("factories: dtypes, options and _like variants") {
     xgrad::manual_seed(1);
-    Tensor r = xgrad::rand({2, 3}, xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true));
+    Tensor r = xgrad::rand({2, 3}, xgrad::TensorOptions{.dtype = xgrad::kFloat64, .requires_grad = true});
     CHECK(r.dtype() == xgrad::kFloat64);
     CHECK(r.shape() == xgrad::Shape{2, 3});
     CHECK(r.requires_grad());

@@ -135,12 +135,27 @@ TEST_CASE("vocabulary: dtype names, shapes and options") {
     CHECK(os.str() == "torch.Size([2, 5]) torch.Size([]) torch.float64");
     CHECK(Shape{2, 3, 4}.numel() == 24);
     CHECK(Shape{}.numel() == 1);
-    xgrad::TensorOptions o = xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true);
-    CHECK(o.dtype() == xgrad::kFloat64);
-    CHECK(o.requires_grad());
-    CHECK(o.device() == xgrad::kCPU);
-    CHECK(xgrad::TensorOptions().dtype() == xgrad::kFloat32);
-    CHECK_FALSE(xgrad::TensorOptions().requires_grad());
+    // TensorOptions: designated initialisers, PyTorch's defaults for what is left out.
+    const xgrad::TensorOptions o{.dtype = xgrad::kFloat64, .requires_grad = true};
+    CHECK(o.dtype == xgrad::kFloat64);
+    CHECK(o.requires_grad);
+    CHECK(o.device == xgrad::kCPU);
+    CHECK(xgrad::TensorOptions{}.dtype == xgrad::kFloat32);
+    CHECK_FALSE(xgrad::TensorOptions{}.requires_grad);
+    // What a factory takes: TensorOptions, a bare dtype or device, or libtorch's chained setters.
+    const xgrad::FactoryOptions f = o;
+    CHECK(f.dtype() == xgrad::kFloat64);
+    CHECK(f.requires_grad());
+    CHECK(f.device() == xgrad::kCPU);
+    CHECK(xgrad::FactoryOptions(xgrad::kInt64).dtype() == xgrad::kInt64);
+    CHECK_FALSE(xgrad::FactoryOptions(xgrad::kInt64).requires_grad());
+    const xgrad::FactoryOptions chained = xgrad::FactoryOptions().dtype(xgrad::kFloat64).requires_grad(true);
+    CHECK(chained.dtype() == xgrad::kFloat64);
+    CHECK(chained.requires_grad());
+    Tensor t = xgrad::zeros({2}, xgrad::TensorOptions{.dtype = xgrad::kFloat64, .requires_grad = true});
+    CHECK(t.dtype() == xgrad::kFloat64);
+    CHECK(t.requires_grad());
+    CHECK(t.is_leaf());
 }
 
 TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
@@ -207,9 +222,11 @@ TEST_CASE("Device: a type and an index, named and compared as torch.device") {
     CHECK(cuda1 == xgrad::Device(xgrad::kCUDA, 1));
     CHECK(xgrad::Device::kCUDA == xgrad::kCUDA);  // the old enum's spelling
     static_assert(xgrad::Device(xgrad::kCUDA, 2).index() == 2);
-    CHECK(xgrad::TensorOptions(xgrad::kCUDA).device() == xgrad::kCUDA);
-    CHECK(xgrad::TensorOptions().device(cuda1).device() == cuda1);
-    CHECK(xgrad::TensorOptions(xgrad::kFloat64).device() == xgrad::kCPU);
+    CHECK(xgrad::TensorOptions{.device = xgrad::kCUDA}.device == xgrad::kCUDA);
+    CHECK(xgrad::TensorOptions{.device = cuda1}.device == cuda1);
+    CHECK(xgrad::FactoryOptions(xgrad::kCUDA).device() == xgrad::kCUDA);
+    CHECK(xgrad::FactoryOptions().device(cuda1).device() == cuda1);
+    CHECK(xgrad::FactoryOptions(xgrad::kFloat64).device() == xgrad::kCPU);
     Tensor x = xgrad::zeros({2});
     CHECK_FALSE(x.is_cuda());
     CHECK(x.to(xgrad::kCPU).impl() == x.impl());  // already there: no copy
@@ -230,7 +247,7 @@ TEST_CASE("without a usable GPU, CUDA tensors are refused with the op's name") {
     check_throws([&] { (void)x.to(xgrad::Device(xgrad::kCUDA, 1)); }, {"to:", "cuda:1"});
     check_throws([] { (void)xgrad::zeros({2}, xgrad::kCUDA); }, {"zeros:", "cuda"});
     check_throws([] { (void)xgrad::empty({2}, xgrad::kCUDA); }, {"empty:", "cuda"});
-    check_throws([] { (void)xgrad::randn({2}, xgrad::TensorOptions(xgrad::kCUDA)); }, {"randn:", "cuda"});
+    check_throws([] { (void)xgrad::randn({2}, xgrad::TensorOptions{.device = xgrad::kCUDA}); }, {"randn:", "cuda"});
     xgrad::nn::Linear layer(2, 3);
     check_throws([&] { layer.to(xgrad::kCUDA); }, {"Module::to:", "cuda"});
     CHECK(layer.weight.device() == xgrad::kCPU);  // nothing moved

@@ -39,32 +39,32 @@ private:
 /// auto s = xgrad::tensor(3.0, xgrad::kFloat64);                 // 0-d
 /// ```
 /// Throws when the lists are not rectangular.
-Tensor tensor(const NestedValues& values, TensorOptions options = {});
+Tensor tensor(const NestedValues& values, FactoryOptions options = {});
 
 /// A tensor of `shape` holding a copy of `values` (row-major), converted to the options' dtype.
 template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = {});
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, FactoryOptions options = {});
 
 /// A tensor whose values are unspecified (fast to create; fill it before reading).
-Tensor empty(const Shape& shape, TensorOptions options = {});
+Tensor empty(const Shape& shape, FactoryOptions options = {});
 /// A tensor of zeros.
-Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor zeros(const Shape& shape, FactoryOptions options = {});
 /// A tensor of ones.
-Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, FactoryOptions options = {});
 /// A tensor filled with `value`.
-Tensor full(const Shape& shape, double value, TensorOptions options = {});
+Tensor full(const Shape& shape, double value, FactoryOptions options = {});
 /// `[0, 1, ..., end-1]`; float32 unless options say otherwise.
-Tensor arange(double end, TensorOptions options = {});
+Tensor arange(double end, FactoryOptions options = {});
 /// `[start, start+step, ...]` below `end`, as torch.arange.
-Tensor arange(double start, double end, double step = 1.0, TensorOptions options = {});
+Tensor arange(double start, double end, double step = 1.0, FactoryOptions options = {});
 /// zeros with other's shape, dtype and device.
 Tensor zeros_like(const Tensor& other);
 /// zeros with other's shape and the given options.
-Tensor zeros_like(const Tensor& other, TensorOptions options);
+Tensor zeros_like(const Tensor& other, FactoryOptions options);
 /// ones with other's shape, dtype and device.
 Tensor ones_like(const Tensor& other);
 /// ones with other's shape and the given options.
-Tensor ones_like(const Tensor& other, TensorOptions options);
+Tensor ones_like(const Tensor& other, FactoryOptions options);
 /// full with other's shape, dtype and device.
 Tensor full_like(const Tensor& other, double value);
 /// empty with other's shape, dtype and device.
@@ -72,11 +72,11 @@ Tensor empty_like(const Tensor& other);
 
 // ---- matrices and ranges (src/shape_ops.cpp) -----------------------------------------------------------
 /// The n × n identity matrix, as `torch.eye(n)`.
-Tensor eye(std::int64_t n, TensorOptions options = {});
+Tensor eye(std::int64_t n, FactoryOptions options = {});
 /// The n × m matrix with ones on its main diagonal, as `torch.eye(n, m)`.
-Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options = {});
+Tensor eye(std::int64_t n, std::int64_t m, FactoryOptions options = {});
 /// `steps` evenly spaced values from `start` to `end` inclusive, as `torch.linspace` (its formula:
 /// the first half counted from start, the second from end).
-Tensor linspace(double start, double end, std::int64_t steps, TensorOptions options = {});
+Tensor linspace(double start, double end, std::int64_t steps, FactoryOptions options = {});
 
 }  // namespace xgrad

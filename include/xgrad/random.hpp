@@ -133,19 +133,19 @@ std::vector<std::uint8_t> get_rng_state();
 void set_rng_state(const std::vector<std::uint8_t>& state);
 
 /// Uniform values in [0, 1), as `torch.rand`; float32 or float64.
-Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor rand(const Shape& shape, FactoryOptions options = {}, Generator* gen = nullptr);
 /// Standard normal values, as `torch.randn`; float32 or float64.
-Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor randn(const Shape& shape, FactoryOptions options = {}, Generator* gen = nullptr);
 /// Integers uniform in [low, high), as `torch.randint(low, high, shape)`; int64 unless `options`
 /// say otherwise.
-Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options = kInt64,
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, FactoryOptions options = kInt64,
                Generator* gen = nullptr);
 /// Integers uniform in [0, high), as `torch.randint(high, shape)`.
-Tensor randint(std::int64_t high, const Shape& shape, TensorOptions options = kInt64, Generator* gen = nullptr);
+Tensor randint(std::int64_t high, const Shape& shape, FactoryOptions options = kInt64, Generator* gen = nullptr);
 /// A random permutation of 0..n-1, as `torch.randperm(n)`; int64 unless `options` say otherwise.
-Tensor randperm(std::int64_t n, TensorOptions options = kInt64, Generator* gen = nullptr);
+Tensor randperm(std::int64_t n, FactoryOptions options = kInt64, Generator* gen = nullptr);
 /// Values from N(mean, std²) of `shape`, as `torch.normal(mean, std, shape)`.
-Tensor normal(double mean, double std, const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor normal(double mean, double std, const Shape& shape, FactoryOptions options = {}, Generator* gen = nullptr);
 /// rand with other's shape and dtype.
 Tensor rand_like(const Tensor& other, Generator* gen = nullptr);
 /// randn with other's shape and dtype.

@@ -305,37 +305,56 @@ private:
     std::vector<std::int64_t> dims_;
 };
 
-/// How to create a tensor: dtype, device and requires_grad, chained as in libtorch.
+/// How to create a tensor, as PyTorch's keyword arguments: dtype, device and requires_grad, given
+/// as designated initialisers (in this order; any may be left out). Every factory takes one, or a
+/// bare dtype or device in its place (FactoryOptions).
 ///
 /// ```cpp
-/// auto w = xgrad::zeros({3}, xgrad::TensorOptions().dtype(xgrad::kFloat64).requires_grad(true));
-/// auto d = xgrad::ones({2}, xgrad::kFloat64);   // a dtype converts to options
-/// auto g = xgrad::randn({2, 3}, xgrad::kCUDA);   // so does a device
+/// auto w = xgrad::zeros({3}, xgrad::TensorOptions{.dtype = xgrad::kFloat64, .requires_grad = true});
+/// auto g = xgrad::randn({2, 3}, xgrad::TensorOptions{.device = xgrad::kCUDA});
+/// auto d = xgrad::ones({2}, xgrad::kFloat64);   // a bare dtype
 /// ```
-class TensorOptions {
+struct TensorOptions {
+    DType dtype = kFloat32;      ///< The element type (float32 unless given).
+    Device device = kCPU;        ///< The device (the CPU unless given).
+    bool requires_grad = false;  ///< Whether the new tensor is a leaf that requires grad.
+};
+
+/// What a factory takes as its options: a TensorOptions, or a bare DType, Device or device type,
+/// which sets that alone. Its setters chain as libtorch's TensorOptions do.
+///
+/// ```cpp
+/// auto a = xgrad::zeros({3}, xgrad::kFloat64);                                 // a dtype
+/// auto b = xgrad::zeros({3}, xgrad::kCUDA);                                    // a device
+/// auto c = xgrad::zeros({3}, xgrad::FactoryOptions(xgrad::kFloat64).requires_grad(true));  // chained
+/// ```
+class FactoryOptions {
 public:
     /// float32, CPU, no grad.
-    TensorOptions() = default;
+    FactoryOptions() = default;
+    /// The options given (`TensorOptions{.dtype = ..., .device = ...}`).
+    FactoryOptions(const TensorOptions& options)  // NOLINT: implicit, so that factories take either
+        : dtype_(options.dtype), device_(options.device), requires_grad_(options.requires_grad) {}
     /// Options with this dtype.
-    TensorOptions(DType dtype) : dtype_(dtype) {}  // NOLINT: implicit, as libtorch
+    FactoryOptions(DType dtype) : dtype_(dtype) {}  // NOLINT: implicit, as libtorch
     /// Options on this device.
-    TensorOptions(Device device) : device_(device) {}  // NOLINT: implicit, as libtorch
-    /// Options on this kind of device (`TensorOptions(xgrad::kCUDA)`).
-    TensorOptions(DeviceType type) : device_(type) {}  // NOLINT: implicit, as libtorch
+    FactoryOptions(Device device) : device_(device) {}  // NOLINT: implicit, as libtorch
+    /// Options on this kind of device (`xgrad::kCUDA`).
+    FactoryOptions(DeviceType type) : device_(type) {}  // NOLINT: implicit, as libtorch
     /// Sets the element type.
-    TensorOptions dtype(DType d) const {
+    FactoryOptions dtype(DType d) const {
         auto o = *this;
         o.dtype_ = d;
         return o;
     }
     /// Sets the device.
-    TensorOptions device(Device d) const {
+    FactoryOptions device(Device d) const {
         auto o = *this;
         o.device_ = d;
         return o;
     }
     /// Makes the new tensor a leaf that requires grad.
-    TensorOptions requires_grad(bool r) const {
+    FactoryOptions requires_grad(bool r) const {
         auto o = *this;
         o.requires_grad_ = r;
         return o;

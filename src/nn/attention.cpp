@@ -39,7 +39,7 @@ Tensor causal_mask(std::int64_t l, std::int64_t s, DType dtype, Device device) {
     for (std::int64_t i = 0; i < l; ++i)
         for (std::int64_t j = i + 1; j < s; ++j)
             m[static_cast<std::size_t>(i * s + j)] = -std::numeric_limits<double>::infinity();
-    return from_vector(m, Shape{l, s}, TensorOptions(dtype).device(device));
+    return from_vector(m, Shape{l, s}, FactoryOptions(dtype).device(device));
 }
 
 void check_float_mask(const Tensor& mask, const Tensor& query, const char* op) {
@@ -54,7 +54,7 @@ void check_float_mask(const Tensor& mask, const Tensor& query, const char* op) {
 /// A bool mask as an additive one of `query`'s dtype: -inf where `hide_where_true` says a key is
 /// hidden (True for MultiheadAttention's masks, False for scaled_dot_product_attention's), else 0.
 Tensor additive_mask(const Tensor& mask, const Tensor& query, bool hide_where_true) {
-    const TensorOptions o = TensorOptions(query.dtype()).device(mask.device());
+    const FactoryOptions o = FactoryOptions(query.dtype()).device(mask.device());
     const Tensor zero = zeros({}, o), hidden = full({}, -std::numeric_limits<double>::infinity(), o);
     return hide_where_true ? where(mask, hidden, zero) : where(mask, zero, hidden);
 }
@@ -291,7 +291,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     Tensor kh = heads(kp, s), vh = heads(vp, s);
     // add_zero_attn: a zero key and value after everything else, (N·H, 1, hd).
     if (options_.add_zero_attn) {
-        const Tensor zero = zeros({n * h, 1, hd}, TensorOptions(kh.dtype()).device(kh.device()));
+        const Tensor zero = zeros({n * h, 1, hd}, FactoryOptions(kh.dtype()).device(kh.device()));
         kh = cat({kh, zero}, 1);
         vh = cat({vh, zero}, 1);
         if (mask.defined()) mask = functional::pad(mask, {0, 1});

@@ -137,13 +137,13 @@ Tensor dropout2d(const Tensor& input, double p, bool training, Generator* gen) {
         fail("dropout2d",
              "Feature dropout requires at least 2 dimensions in the input, got " + to_string(input.shape()));
     if (!training || p == 0 || input.numel() == 0) return input;
-    if (p == 1) return input * zeros(Shape{}, TensorOptions(input.dtype()).device(input.device()));
+    if (p == 1) return input * zeros(Shape{}, FactoryOptions(input.dtype()).device(input.device()));
     // PyTorch's _dropout_impl with feature_dropout: noise of shape (N, C, 1, ...) from bernoulli_(1 - p),
     // divided by 1 - p, times the input.
     std::vector<std::int64_t> ns(static_cast<std::size_t>(input.dim()), 1);
     ns[0] = input.size(0);
     ns[1] = input.size(1);
-    Tensor noise = empty(Shape(ns), TensorOptions(input.dtype()).device(input.device()));
+    Tensor noise = empty(Shape(ns), FactoryOptions(input.dtype()).device(input.device()));
     bernoulli_(noise, 1 - p, gen);
     noise.div_(1 - p);
     return input * noise;

@@ -179,7 +179,7 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* gen) {
     detail::check_defined(input, "dropout");
     if (p < 0 || p > 1) fail("dropout", "probability has to be between 0 and 1, but got " + std::to_string(p));
     if (!training || p == 0) return input;
-    if (p == 1) return input * zeros(Shape{}, TensorOptions(input.dtype()).device(input.device()));
+    if (p == 1) return input * zeros(Shape{}, FactoryOptions(input.dtype()).device(input.device()));
     // PyTorch: noise = empty_like(input).bernoulli_(1 - p); noise.div_(1 - p); input * noise.
     Tensor noise = empty_like(input);
     bernoulli_(noise, 1 - p, gen);

@@ -149,7 +149,7 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const Tensor& weight,
         detail::record(out, two_d ? "NllLoss2DBackward0" : "NllLossBackward0", {&input},
                        [st = detail::Saved(t), w, total, ignore_index, reduce, mean, n, c, l, shape = input.shape(), dt,
                         device](const Tensor& grad, const NeedsGrad&) {
-                           Tensor gi = zeros(Shape{n, c, l}, TensorOptions(dt).device(device));
+                           Tensor gi = zeros(Shape{n, c, l}, FactoryOptions(dt).device(device));
                            kernels::nll_loss_backward(grad.contiguous(), st, w, ignore_index, reduce, mean, total, gi);
                            return Grads{gi.view(shape)};
                        });

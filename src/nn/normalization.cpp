@@ -184,7 +184,7 @@ void LayerNorm::materialize(const Shape& shape) {
     normalized_shape_ = shape;
     if (!affine_) return;
     NoGradGuard no_grad;
-    const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());  // where Module::to put it
+    const FactoryOptions options = FactoryOptions(weight.dtype()).device(weight.device());  // where Module::to put it
     detail::replace_contents(weight, ones(shape, options));
     detail::replace_contents(bias, zeros(shape, options));
 }
@@ -220,7 +220,7 @@ void RMSNorm::materialize(const Shape& shape) {
     normalized_shape_ = shape;
     if (!affine_) return;
     NoGradGuard no_grad;
-    detail::replace_contents(weight, ones(shape, TensorOptions(weight.dtype()).device(weight.device())));
+    detail::replace_contents(weight, ones(shape, FactoryOptions(weight.dtype()).device(weight.device())));
 }
 
 Tensor RMSNorm::forward(const Tensor& input) {

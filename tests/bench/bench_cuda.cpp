@@ -99,7 +99,7 @@ constexpr double kF = 4.0;  // bytes per float32
 void bench_copy() {
     std::printf("GROUP device limits, measured\n");
     const std::int64_t n = std::int64_t{256} << 20;  // 1 GiB of float32
-    const xgrad::TensorOptions gpu(xgrad::kCUDA);
+    const xgrad::TensorOptions gpu{.device = xgrad::kCUDA};
     Tensor a = xgrad::zeros({n}, gpu), b = xgrad::ones({n}, gpu);
     const double fast = report_rate("dram_copy_gpu", measure([&] { a.copy_(b); }, 3, 20, 1.0, 5),
                                     2.0 * kF * static_cast<double>(n), 1e9, "GB/s");
