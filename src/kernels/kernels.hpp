@@ -8,6 +8,7 @@
 // the same device; kernels never record autograd and never allocate tensors the caller sees.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/ops.hpp"
@@ -21,6 +22,12 @@ struct RowsView {
     Tensor input;
     std::int64_t rows = 1, width = 1;
     bool outer = false;
+};
+
+/// One parameter's tensors for adam_step: the parameter and its gradient (same dtype, both
+/// contiguous) and its state; `max_exp_avg_sq` is defined with amsgrad.
+struct AdamTensors {
+    Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
 };
 
 /// The kernels of one device.
@@ -95,11 +102,10 @@ struct Backend {
     void (*nll_loss_backward)(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                               bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx);
 
-    /// One Adam/AdamW step on a parameter, its gradient and state, as PyTorch 1.13's single-tensor
-    /// update (same operations in the same order). `max_exp_avg_sq` is defined with amsgrad.
-    void (*adam_step)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
-                      double bias_correction2_sqrt, double eps);
+    /// One Adam/AdamW step on each of `count` parameters (one dtype and device, amsgrad for all or
+    /// none) with the same coefficients, as PyTorch 1.13's single-tensor update (same operations in the
+    /// same order). The GPU updates many parameters in one launch.
+    void (*adam_step)(const AdamTensors* params, std::size_t count, const AdamStep& s);
     /// One SGD step on a parameter and its gradient (same dtype, both contiguous), and on its
     /// momentum buffer when `momentum_buffer` is defined: PyTorch 1.13's single-tensor update, each
     /// of its tensor operations done on every element in its order and dtype, in one pass.
@@ -228,12 +234,8 @@ inline void nll_loss_backward(const Tensor& grad, const Tensor& target, const Te
                               bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx) {
     backend(dx.device()).nll_loss_backward(grad, target, weight, ignore_index, reduce, mean, total_weight, dx);
 }
-inline void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
-                      double bias_correction2_sqrt, double eps) {
-    backend(param.device())
-        .adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, step_size, bias_correction2_sqrt,
-                   eps);
+inline void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s) {
+    if (count > 0) backend(params[0].param.device()).adam_step(params, count, s);
 }
 inline void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
     backend(param.device()).sgd_step(param, grad, momentum_buffer, s);

@@ -138,6 +138,11 @@ struct Window2d {
     std::int64_t divisor = 0;       ///< avg pooling: PyTorch's divisor_override when non-zero.
 };
 
+/// Adam's coefficients for one step of one or more parameters (PyTorch 1.13's _single_tensor_adam).
+struct AdamStep {
+    double beta1 = 0, beta2 = 0, step_size = 0, bias_correction2_sqrt = 1, eps = 0;
+};
+
 /// SGD's hyper-parameters for one step (PyTorch 1.13's _single_tensor_sgd).
 struct SgdStep {
     double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;

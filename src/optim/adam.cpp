@@ -122,10 +122,12 @@ void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, c
     const double bias_correction2 = 1.0 - std::pow(beta2, step);
     const double step_size = o.lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-    if (param.is_contiguous()) {  // one fused pass: the same arithmetic as the composite below
-        kernels::adam_step(param, grad.contiguous(), s.exp_avg, s.exp_avg_sq, o.amsgrad ? s.max_exp_avg_sq : Tensor(),
-                           beta1, beta2, step_size, bias_correction2_sqrt, o.eps);
-        detail::bump_version(param);
+    if (param.is_contiguous()) {
+        // One fused pass, the same arithmetic as the composite below, run by finish_step() together
+        // with the other parameters of this step.
+        deferred_.push_back(
+            {{param, grad.contiguous(), s.exp_avg, s.exp_avg_sq, o.amsgrad ? s.max_exp_avg_sq : Tensor()},
+             {beta1, beta2, step_size, bias_correction2_sqrt, o.eps}});
         return;
     }
     // Running averages of the gradient and of its square.
@@ -139,6 +141,31 @@ void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, c
         denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add(o.eps);
     }
     param.add_(s.exp_avg * -step_size / denom);  // addcdiv_(exp_avg, denom, value=-step_size)
+}
+
+void Adam::finish_step() {
+    std::vector<Deferred> work = std::move(deferred_);
+    deferred_.clear();
+    std::vector<kernels::AdamTensors> run;
+    for (std::size_t i = 0; i < work.size();) {
+        // A run: the parameters from i on with i's coefficients, dtype, device and amsgrad.
+        const Deferred& head = work[i];
+        auto same = [&](const Deferred& d) {
+            return d.coefficients == head.coefficients && d.tensors[0].dtype() == head.tensors[0].dtype() &&
+                   d.tensors[0].device() == head.tensors[0].device() &&
+                   d.tensors[4].defined() == head.tensors[4].defined();
+        };
+        run.clear();
+        for (; i < work.size() && same(work[i]); ++i) {
+            auto& t = work[i].tensors;
+            run.push_back({t[0], t[1], t[2], t[3], t[4]});
+        }
+        const auto& c = head.coefficients;
+        kernels::adam_step(
+            run.data(), run.size(),
+            {.beta1 = c[0], .beta2 = c[1], .step_size = c[2], .bias_correction2_sqrt = c[3], .eps = c[4]});
+        for (const auto& t : run) detail::bump_version(t.param);
+    }
 }
 
 }  // namespace xgrad::optim

@@ -102,17 +102,24 @@ void Optimizer::zero_grad() {
 void Optimizer::step() {
     NoGradGuard no_grad;
     std::size_t i = 0;
-    for (auto& group : groups_) {
-        for (std::size_t k = 0; k < group.params.size(); ++k, ++i) {
-            Tensor& param = params_[i];
-            Tensor grad = param.grad();
-            if (!grad.defined()) continue;
-            if (grad.shape() != param.shape())
-                detail::fail(name_, "the gradient of shape " + to_string(grad.shape()) + " does not match parameter " +
-                                        std::to_string(i) + " of shape " + to_string(param.shape()));
-            update(group.options, i, param, grad);
+    try {
+        for (auto& group : groups_) {
+            for (std::size_t k = 0; k < group.params.size(); ++k, ++i) {
+                Tensor& param = params_[i];
+                Tensor grad = param.grad();
+                if (!grad.defined()) continue;
+                if (grad.shape() != param.shape())
+                    detail::fail(name_, "the gradient of shape " + to_string(grad.shape()) +
+                                            " does not match parameter " + std::to_string(i) + " of shape " +
+                                            to_string(param.shape()));
+                update(group.options, i, param, grad);
+            }
         }
+    } catch (...) {
+        finish_step();  // the parameters before the one that threw are updated, as without deferral
+        throw;
     }
+    finish_step();
 }
 
 StateDict Optimizer::state_dict() const {

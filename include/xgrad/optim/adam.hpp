@@ -70,11 +70,22 @@ protected:
     bool is_state_name(const std::string& name) const override;
     /// Grows the state with the parameters.
     void on_params_added(std::size_t first) override;
+    /// Runs the fused updates that update() deferred: one kernel call for each run of parameters with
+    /// the same coefficients, dtype and device (on the GPU, one launch for many parameters).
+    void finish_step() override;
 
 private:
+    /// A fused update deferred to finish_step(): the parameter, its gradient, exp_avg, exp_avg_sq and
+    /// max_exp_avg_sq (undefined without amsgrad); β1, β2, step size, √(bias correction 2) and eps.
+    struct Deferred {
+        std::array<Tensor, 5> tensors;
+        std::array<double, 5> coefficients;
+    };
+
     AdamOptions options_;
     bool decoupled_ = false;
     std::vector<AdamState> moments_;
+    std::vector<Deferred> deferred_;
 };
 
 /// AdamW: Adam whose weight decay shrinks the parameter directly (`p *= 1 - lr·weight_decay`)

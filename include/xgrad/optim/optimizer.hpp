@@ -101,6 +101,10 @@ protected:
     virtual bool is_state_name(const std::string& name) const = 0;
     /// Called when add_param_group() appended parameters (state_ has grown already).
     virtual void on_params_added(std::size_t /*first*/) {}
+    /// Called by step() once update() has seen every parameter (also when one of them threw): an
+    /// optimizer that defers its updates finishes them here (Adam updates many parameters in one
+    /// GPU launch).
+    virtual void finish_step() {}
 
     const char* name_;               ///< "SGD", "Adam" ...: names the optimizer in errors.
     std::vector<ParamState> state_;  ///< Per-parameter state of optimizers that keep it by name.

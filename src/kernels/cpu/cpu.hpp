@@ -33,9 +33,7 @@ std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tenso
                               bool reduce, bool mean, const Tensor& out, const Tensor& total_weight);
 void nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                        bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx);
-void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-               const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
-               double eps);
+void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s);
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);

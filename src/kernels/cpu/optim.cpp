@@ -9,9 +9,11 @@
 
 namespace xgrad::kernels::cpu {
 
-void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-               const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
-               double eps) {
+namespace {
+
+void adam_one(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+              const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size, double bias_correction2_sqrt,
+              double eps) {
     detail::dispatch_float(param.dtype(), "adam", [&](auto tag) {
         using T = decltype(tag);
         T* p = param.impl()->data<T>();
@@ -32,6 +34,16 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
             adam_update(p + lo, g + lo, m + lo, v + lo, vmax ? vmax + lo : nullptr, c, hi - lo);
         });
     });
+}
+
+}  // namespace
+
+void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s) {
+    for (std::size_t i = 0; i < count; ++i) {
+        const AdamTensors& t = params[i];
+        adam_one(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, s.beta1, s.beta2, s.step_size,
+                 s.bias_correction2_sqrt, s.eps);
+    }
 }
 
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {

@@ -273,13 +273,20 @@ void nll_loss_backward_entry(const Tensor& grad, const Tensor& target, const Ten
                             static_cast<const double*>(ptr(total_weight)), ptr(dx));
 }
 
-void adam_step_entry(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                     const Tensor& max_exp_avg_sq, double beta1, double beta2, double step_size,
-                     double bias_correction2_sqrt, double eps) {
-    use_device(param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, "adam");
-    check_floating(param, "adam");
-    cuda::adam_step(scalar(param.dtype()), ptr(param), ptr(grad), ptr(exp_avg), ptr(exp_avg_sq), ptr(max_exp_avg_sq),
-                    param.numel(), beta1, beta2, step_size, bias_correction2_sqrt, eps);
+void adam_step_entry(const AdamTensors* params, std::size_t count, const AdamStep& s) {
+    if (count == 0) return;
+    const Tensor& first = params[0].param;
+    check_floating(first, "adam");
+    std::vector<cuda::AdamPointers> pointers(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const AdamTensors& t = params[i];
+        use_device(first, {&t.param, &t.grad, &t.exp_avg, &t.exp_avg_sq, &t.max_exp_avg_sq}, "adam");
+        if (t.param.dtype() != first.dtype() || t.max_exp_avg_sq.defined() != params[0].max_exp_avg_sq.defined())
+            fail("adam", "parameters updated together need one dtype and amsgrad for all or none");
+        pointers[i] = {ptr(t.param),      ptr(t.grad),           ptr(t.exp_avg),
+                       ptr(t.exp_avg_sq), ptr(t.max_exp_avg_sq), t.param.numel()};
+    }
+    cuda::adam_step(scalar(first.dtype()), pointers.data(), count, s);
 }
 
 void sgd_step_entry(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {

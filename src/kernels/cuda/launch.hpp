@@ -7,6 +7,7 @@
 // elements. Every launcher does nothing for an empty tensor.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/ops.hpp"
@@ -93,9 +94,17 @@ void nll_loss_backward(Scalar t, const void* grad, const std::int64_t* target, c
                        const double* total_weight, void* dx);
 
 // ---- optim.cu -----------------------------------------------------------------------------------------
-/// One Adam step over n contiguous elements; max_exp_avg_sq may be null (no amsgrad).
-void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
-               std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps);
+/// One parameter's Adam update: n contiguous elements of each; max_exp_avg_sq is null without amsgrad.
+struct AdamPointers {
+    void* param;
+    const void* grad;
+    void* exp_avg;
+    void* exp_avg_sq;
+    void* max_exp_avg_sq;
+    std::int64_t n;
+};
+/// One Adam step on each of `count` parameters (one dtype; amsgrad for all or none), many per launch.
+void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const AdamStep& s);
 /// One SGD step over n contiguous elements; momentum_buffer is null without momentum.
 void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, std::int64_t n, const SgdStep& s);
 

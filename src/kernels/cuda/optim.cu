@@ -1,6 +1,7 @@
 // CUDA optimizer kernels: one fused pass over a parameter and its Adam or SGD state per step, in the CPU
 // kernel's operations and order (cpu/optim.cpp), so that with --fmad=false each element's update is
-// the CPU's, bit for bit.
+// the CPU's, bit for bit. Adam updates up to kAdamTensors parameters per launch (PyTorch's
+// multi-tensor apply): a small model's step is then one launch, not one per parameter.
 #include "kernels/cuda/common.cuh"
 #include "kernels/scalar_ops.hpp"
 
@@ -8,9 +9,30 @@ namespace xgrad::kernels::cuda {
 
 namespace {
 
+/// Parameters per Adam launch: their pointers travel as the kernel's argument (well under its 4 KiB).
+constexpr int kAdamTensors = 32;
+
+/// The parameters of one Adam launch, by value.
 template <typename T>
-__global__ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, i64 n, T b1, T one_minus_b1, T b2, T one_minus_b2,
-                            T neg_step, T bc2, T e) {
+struct AdamList {
+    T* p[kAdamTensors];
+    const T* g[kAdamTensors];
+    T* m[kAdamTensors];
+    T* v[kAdamTensors];
+    T* vmax[kAdamTensors];  // null without amsgrad
+    i64 n[kAdamTensors];
+};
+
+/// Block row y updates parameter y of the list, its blocks striding over the parameter's elements.
+template <typename T>
+__global__ void adam_kernel(AdamList<T> list, T b1, T one_minus_b1, T b2, T one_minus_b2, T neg_step, T bc2, T e) {
+    const int t = blockIdx.y;
+    T* p = list.p[t];
+    const T* g = list.g[t];
+    T* m = list.m[t];
+    T* v = list.v[t];
+    T* vmax = list.vmax[t];
+    const i64 n = list.n[t];
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x) {
         // PyTorch 1.13's _single_tensor_adam:
         //   exp_avg.mul_(β1).add_(grad, alpha=1-β1); exp_avg_sq.mul_(β2).addcmul_(grad, grad, value=1-β2)
@@ -56,18 +78,37 @@ void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, st
     check_launch("sgd kernel");
 }
 
-void adam_step(Scalar t, void* param, const void* grad, void* exp_avg, void* exp_avg_sq, void* max_exp_avg_sq,
-               std::int64_t n, double beta1, double beta2, double step_size, double bias_correction2_sqrt, double eps) {
-    if (n == 0) return;
+void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const AdamStep& s) {
     dispatch_float(t, "adam", [&](auto tag) {
         using T = decltype(tag);
-        adam_kernel<T><<<blocks_for(n), kThreads>>>(
-            static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(exp_avg), static_cast<T*>(exp_avg_sq),
-            static_cast<T*>(max_exp_avg_sq), n, static_cast<T>(beta1), static_cast<T>(1.0 - beta1),
-            static_cast<T>(beta2), static_cast<T>(1.0 - beta2), static_cast<T>(-step_size),
-            static_cast<T>(bias_correction2_sqrt), static_cast<T>(eps));
+        std::size_t i = 0;
+        while (i < count) {
+            AdamList<T> list{};
+            int k = 0;
+            i64 largest = 0;
+            for (; i < count && k < kAdamTensors; ++i) {
+                const AdamPointers& a = params[i];
+                if (a.n == 0) continue;
+                list.p[k] = static_cast<T*>(a.param);
+                list.g[k] = static_cast<const T*>(a.grad);
+                list.m[k] = static_cast<T*>(a.exp_avg);
+                list.v[k] = static_cast<T*>(a.exp_avg_sq);
+                list.vmax[k] = static_cast<T*>(a.max_exp_avg_sq);
+                list.n[k] = a.n;
+                largest = largest > a.n ? largest : a.n;
+                ++k;
+            }
+            if (k == 0) continue;
+            // Enough blocks along x for the largest parameter, capped: the grid-stride loop covers the rest,
+            // and the smaller parameters' surplus blocks return at once.
+            const unsigned bx = blocks_for(largest) < 1024u ? blocks_for(largest) : 1024u;
+            adam_kernel<T><<<dim3(bx, static_cast<unsigned>(k)), kThreads>>>(
+                list, static_cast<T>(s.beta1), static_cast<T>(1.0 - s.beta1), static_cast<T>(s.beta2),
+                static_cast<T>(1.0 - s.beta2), static_cast<T>(-s.step_size), static_cast<T>(s.bias_correction2_sqrt),
+                static_cast<T>(s.eps));
+            check_launch("adam kernel");
+        }
     });
-    check_launch("adam kernel");
 }
 
 }  // namespace xgrad::kernels::cuda
