@@ -342,3 +342,39 @@ TEST_CASE("a step that throws at one parameter has updated the ones before it") 
     CHECK(a.to_vector<float>() != std::vector<float>{1, 1, 1});
     CHECK(b.to_vector<float>() == std::vector<float>{1, 1});
 }
+
+TEST_CASE("SGD's updates, run together at the end of step(), equal each parameter's own optimizer") {
+    for (double momentum : {0.0, 0.9}) {
+        CAPTURE(momentum);
+        xgrad::manual_seed(6);
+        std::vector<Tensor> init = {xgrad::randn({3, 4}), xgrad::randn({5}, xgrad::kFloat64), xgrad::randn({2})};
+        std::vector<Tensor> together, alone;
+        for (const Tensor& t : init) {
+            together.push_back(t.detach().clone().requires_grad_());
+            alone.push_back(t.detach().clone().requires_grad_());
+        }
+        const optim::SGDOptions o{.lr = 0.05, .momentum = momentum, .weight_decay = 0.01, .nesterov = momentum > 0};
+        optim::SGD opt({together[0], together[1]}, o);
+        opt.add_param_group({together[2]}, {{"lr", 0.3}});
+        std::vector<std::unique_ptr<optim::SGD>> own;
+        for (std::size_t i = 0; i < alone.size(); ++i) {
+            optim::SGDOptions oi = o;
+            if (i == 2) oi.lr = 0.3;
+            own.push_back(std::make_unique<optim::SGD>(std::vector<Tensor>{alone[i]}, oi));
+        }
+        for (int step = 0; step < 3; ++step) {
+            for (std::size_t i = 0; i < init.size(); ++i) {
+                Tensor g = xgrad::randn(init[i].shape(), init[i].dtype());
+                together[i].mutable_grad() = g;
+                alone[i].mutable_grad() = g.clone();
+                own[i]->step();
+            }
+            opt.step();
+            for (std::size_t i = 0; i < init.size(); ++i) {
+                CAPTURE(i);
+                CHECK(together[i].to(xgrad::kFloat64).to_vector<double>() ==
+                      alone[i].to(xgrad::kFloat64).to_vector<double>());
+            }
+        }
+    }
+}

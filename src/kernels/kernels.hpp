@@ -30,6 +30,12 @@ struct AdamTensors {
     Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
 };
 
+/// One parameter's tensors for sgd_step: the parameter and its gradient (same dtype, both
+/// contiguous) and its momentum buffer (contiguous), defined with momentum.
+struct SgdTensors {
+    Tensor param, grad, momentum_buffer;
+};
+
 /// The kernels of one device.
 struct Backend {
     void (*unary)(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
@@ -106,10 +112,11 @@ struct Backend {
     /// none) with the same coefficients, as PyTorch 1.13's single-tensor update (same operations in the
     /// same order). The GPU updates many parameters in one launch.
     void (*adam_step)(const AdamTensors* params, std::size_t count, const AdamStep& s);
-    /// One SGD step on a parameter and its gradient (same dtype, both contiguous), and on its
-    /// momentum buffer when `momentum_buffer` is defined: PyTorch 1.13's single-tensor update, each
-    /// of its tensor operations done on every element in its order and dtype, in one pass.
-    void (*sgd_step)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
+    /// One SGD step on each of `count` parameters (one dtype and device, momentum buffers for all or
+    /// none) with the same hyper-parameters: PyTorch 1.13's single-tensor update, each of its tensor
+    /// operations done on every element in its order and dtype, in one pass. The GPU updates many
+    /// parameters in one launch.
+    void (*sgd_step)(const SgdTensors* params, std::size_t count, const SgdStep& s);
 
     // ---- indexing along one dim (index_select, index_add, x[idx], Embedding, one_hot build on these) ----
     /// out[i] = src[at(i) + index[i] * stride] for every i of index's shape (out is contiguous of
@@ -237,8 +244,8 @@ inline void nll_loss_backward(const Tensor& grad, const Tensor& target, const Te
 inline void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s) {
     if (count > 0) backend(params[0].param.device()).adam_step(params, count, s);
 }
-inline void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
-    backend(param.device()).sgd_step(param, grad, momentum_buffer, s);
+inline void sgd_step(const SgdTensors* params, std::size_t count, const SgdStep& s) {
+    if (count > 0) backend(params[0].param.device()).sgd_step(params, count, s);
 }
 
 inline void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {

@@ -62,18 +62,12 @@ void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const 
         if (buf->device() != param.device()) *buf = buf->to(param.device());  // or moved
     }
     if (param.is_contiguous() && (!buf || first || buf->is_contiguous())) {
-        // One fused pass over param, grad and buffer: the same arithmetic as the composite below.
+        // One fused pass over param, grad and buffer, the same arithmetic as the composite below, run by
+        // finish_step() together with the other parameters of this step.
         if (first) *buf = empty_like(param);
-        const kernels::SgdStep s{.lr = o.at("lr"),
-                                 .momentum = momentum,
-                                 .dampening = o.at("dampening"),
-                                 .weight_decay = weight_decay,
-                                 .nesterov = o.at("nesterov") != 0.0,
-                                 .maximize = o.at("maximize") != 0.0,
-                                 .first = first};
-        kernels::sgd_step(param, grad.to(param.dtype()).contiguous(), buf ? *buf : Tensor(), s);
-        detail::bump_version(param);
-        if (buf) detail::bump_version(*buf);
+        deferred_.push_back({{param, grad.to(param.dtype()).contiguous(), buf ? *buf : Tensor()},
+                             {o.at("lr"), momentum, o.at("dampening"), weight_decay},
+                             {o.at("nesterov") != 0.0, o.at("maximize") != 0.0, first}});
         return;
     }
     Tensor d_p = (o.at("maximize") != 0.0 ? grad.neg() : grad).to(param.dtype());
@@ -87,6 +81,39 @@ void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const 
         d_p = o.at("nesterov") != 0.0 ? d_p + *buf * momentum : *buf;
     }
     param.add_(d_p, -o.at("lr"));
+}
+
+void SGD::finish_step() {
+    std::vector<Deferred> work = std::move(deferred_);
+    deferred_.clear();
+    std::vector<kernels::SgdTensors> run;
+    for (std::size_t i = 0; i < work.size();) {
+        // A run: the parameters from i on with i's options, dtype, device and momentum.
+        const Deferred& head = work[i];
+        auto same = [&](const Deferred& d) {
+            return d.options == head.options && d.flags == head.flags &&
+                   d.tensors[0].dtype() == head.tensors[0].dtype() &&
+                   d.tensors[0].device() == head.tensors[0].device() &&
+                   d.tensors[2].defined() == head.tensors[2].defined();
+        };
+        run.clear();
+        for (; i < work.size() && same(work[i]); ++i)
+            run.push_back({work[i].tensors[0], work[i].tensors[1], work[i].tensors[2]});
+        const auto& o = head.options;
+        const auto& f = head.flags;
+        kernels::sgd_step(run.data(), run.size(),
+                          {.lr = o[0],
+                           .momentum = o[1],
+                           .dampening = o[2],
+                           .weight_decay = o[3],
+                           .nesterov = f[0],
+                           .maximize = f[1],
+                           .first = f[2]});
+        for (const auto& t : run) {
+            detail::bump_version(t.param);
+            if (t.momentum_buffer.defined()) detail::bump_version(t.momentum_buffer);
+        }
+    }
 }
 
 }  // namespace xgrad::optim

@@ -1,6 +1,7 @@
 // Stochastic gradient descent with momentum, dampening, weight decay and Nesterov momentum.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "xgrad/optim/optimizer.hpp"
@@ -56,10 +57,23 @@ protected:
     bool is_state_name(const std::string& name) const override { return name == "momentum_buffer"; }
     /// Grows the buffers with the parameters.
     void on_params_added(std::size_t first) override;
+    /// Runs the fused updates that update() deferred: one kernel call for each run of parameters with
+    /// the same options, dtype and device (on the GPU, one launch for many parameters).
+    void finish_step() override;
 
 private:
+    /// A fused update deferred to finish_step(): the parameter, its gradient and its momentum buffer
+    /// (undefined without momentum); lr, momentum, dampening, weight decay; nesterov, maximize, and
+    /// whether the buffer is new.
+    struct Deferred {
+        std::array<Tensor, 3> tensors;
+        std::array<double, 4> options;
+        std::array<bool, 3> flags;
+    };
+
     SGDOptions options_;
     std::vector<State> buffers_;
+    std::vector<Deferred> deferred_;
 };
 
 }  // namespace xgrad::optim

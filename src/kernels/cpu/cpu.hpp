@@ -34,7 +34,7 @@ std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tenso
 void nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                        bool reduce, bool mean, const Tensor& total_weight, const Tensor& dx);
 void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s);
-void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s);
+void sgd_step(const SgdTensors* params, std::size_t count, const SgdStep& s);
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
 void im2col(const Tensor& x, const Tensor& cols, const Window2d& w);

@@ -36,17 +36,7 @@ void adam_one(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, co
     });
 }
 
-}  // namespace
-
-void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s) {
-    for (std::size_t i = 0; i < count; ++i) {
-        const AdamTensors& t = params[i];
-        adam_one(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, s.beta1, s.beta2, s.step_size,
-                 s.bias_correction2_sqrt, s.eps);
-    }
-}
-
-void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
+void sgd_one(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
     detail::dispatch_float(param.dtype(), "sgd", [&](auto tag) {
         using T = decltype(tag);
         T* p = param.impl()->data<T>();
@@ -61,6 +51,20 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
                                     first, nesterov);
         });
     });
+}
+
+}  // namespace
+
+void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s) {
+    for (std::size_t i = 0; i < count; ++i) {
+        const AdamTensors& t = params[i];
+        adam_one(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, s.beta1, s.beta2, s.step_size,
+                 s.bias_correction2_sqrt, s.eps);
+    }
+}
+
+void sgd_step(const SgdTensors* params, std::size_t count, const SgdStep& s) {
+    for (std::size_t i = 0; i < count; ++i) sgd_one(params[i].param, params[i].grad, params[i].momentum_buffer, s);
 }
 
 }  // namespace xgrad::kernels::cpu

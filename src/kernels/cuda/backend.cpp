@@ -289,10 +289,19 @@ void adam_step_entry(const AdamTensors* params, std::size_t count, const AdamSte
     cuda::adam_step(scalar(first.dtype()), pointers.data(), count, s);
 }
 
-void sgd_step_entry(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdStep& s) {
-    use_device(param, {&grad, &momentum_buffer}, "sgd");
-    check_floating(param, "sgd");
-    cuda::sgd_step(scalar(param.dtype()), ptr(param), ptr(grad), ptr(momentum_buffer), param.numel(), s);
+void sgd_step_entry(const SgdTensors* params, std::size_t count, const SgdStep& s) {
+    if (count == 0) return;
+    const Tensor& first = params[0].param;
+    check_floating(first, "sgd");
+    std::vector<cuda::SgdPointers> pointers(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const SgdTensors& t = params[i];
+        use_device(first, {&t.param, &t.grad, &t.momentum_buffer}, "sgd");
+        if (t.param.dtype() != first.dtype() || t.momentum_buffer.defined() != params[0].momentum_buffer.defined())
+            fail("sgd", "parameters updated together need one dtype and momentum buffers for all or none");
+        pointers[i] = {ptr(t.param), ptr(t.grad), ptr(t.momentum_buffer), t.param.numel()};
+    }
+    cuda::sgd_step(scalar(first.dtype()), pointers.data(), count, s);
 }
 
 // ---- indexing ---------------------------------------------------------------------------------------------

@@ -105,8 +105,16 @@ struct AdamPointers {
 };
 /// One Adam step on each of `count` parameters (one dtype; amsgrad for all or none), many per launch.
 void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const AdamStep& s);
-/// One SGD step over n contiguous elements; momentum_buffer is null without momentum.
-void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, std::int64_t n, const SgdStep& s);
+/// One parameter's SGD update: n contiguous elements of each; momentum_buffer is null without momentum.
+struct SgdPointers {
+    void* param;
+    const void* grad;
+    void* momentum_buffer;
+    std::int64_t n;
+};
+/// One SGD step on each of `count` parameters (one dtype; momentum buffers for all or none), many per
+/// launch.
+void sgd_step(Scalar t, const SgdPointers* params, std::size_t count, const SgdStep& s);
 
 // ---- index.cu: operands of the walk are (out or dst, src, index), over index's shape -------------------
 /// out[i] = src[at(i) + index[i] * stride] (kernels::Backend::gather).

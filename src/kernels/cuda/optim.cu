@@ -1,6 +1,6 @@
 // CUDA optimizer kernels: one fused pass over a parameter and its Adam or SGD state per step, in the CPU
 // kernel's operations and order (cpu/optim.cpp), so that with --fmad=false each element's update is
-// the CPU's, bit for bit. Adam updates up to kAdamTensors parameters per launch (PyTorch's
+// the CPU's, bit for bit. Adam and SGD update up to kListTensors parameters per launch (PyTorch's
 // multi-tensor apply): a small model's step is then one launch, not one per parameter.
 #include "kernels/cuda/common.cuh"
 #include "kernels/scalar_ops.hpp"
@@ -9,18 +9,26 @@ namespace xgrad::kernels::cuda {
 
 namespace {
 
-/// Parameters per Adam launch: their pointers travel as the kernel's argument (well under its 4 KiB).
-constexpr int kAdamTensors = 32;
+/// Parameters per Adam or SGD launch: their pointers travel as the kernel's argument (well under its
+/// 4 KiB).
+constexpr int kListTensors = 32;
+
+/// Blocks along x of a launch over several parameters: enough for the largest, capped (the grid-stride
+/// loop covers the rest, and a smaller parameter's surplus blocks return at once).
+unsigned list_blocks(i64 largest) {
+    const unsigned b = blocks_for(largest);
+    return b < 1024u ? b : 1024u;
+}
 
 /// The parameters of one Adam launch, by value.
 template <typename T>
 struct AdamList {
-    T* p[kAdamTensors];
-    const T* g[kAdamTensors];
-    T* m[kAdamTensors];
-    T* v[kAdamTensors];
-    T* vmax[kAdamTensors];  // null without amsgrad
-    i64 n[kAdamTensors];
+    T* p[kListTensors];
+    const T* g[kListTensors];
+    T* m[kListTensors];
+    T* v[kListTensors];
+    T* vmax[kListTensors];  // null without amsgrad
+    i64 n[kListTensors];
 };
 
 /// Block row y updates parameter y of the list, its blocks striding over the parameter's elements.
@@ -55,9 +63,24 @@ __global__ void adam_kernel(AdamList<T> list, T b1, T one_minus_b1, T b2, T one_
     }
 }
 
+/// The parameters of one SGD launch, by value.
 template <typename T>
-__global__ void sgd_kernel(T* p, const T* g, T* buf, i64 n, T wd, T m, T one_minus_damp, T neg_lr, bool maximize,
-                           bool decay, bool first, bool nesterov) {
+struct SgdList {
+    T* p[kListTensors];
+    const T* g[kListTensors];
+    T* buf[kListTensors];  // null without momentum
+    i64 n[kListTensors];
+};
+
+/// Block row y updates parameter y of the list, as adam_kernel.
+template <typename T>
+__global__ void sgd_kernel(SgdList<T> list, T wd, T m, T one_minus_damp, T neg_lr, bool maximize, bool decay,
+                           bool first, bool nesterov) {
+    const int t = blockIdx.y;
+    T* p = list.p[t];
+    const T* g = list.g[t];
+    T* buf = list.buf[t];
+    const i64 n = list.n[t];
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x) {
         scalar::sgd_element(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay, first,
                             nesterov);  // PyTorch 1.13's _single_tensor_sgd, as on the CPU
@@ -66,16 +89,31 @@ __global__ void sgd_kernel(T* p, const T* g, T* buf, i64 n, T wd, T m, T one_min
 
 }  // namespace
 
-void sgd_step(Scalar t, void* param, const void* grad, void* momentum_buffer, std::int64_t n, const SgdStep& s) {
-    if (n == 0) return;
+void sgd_step(Scalar t, const SgdPointers* params, std::size_t count, const SgdStep& s) {
     dispatch_float(t, "sgd", [&](auto tag) {
         using T = decltype(tag);
-        sgd_kernel<T><<<blocks_for(n), kThreads>>>(
-            static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(momentum_buffer), n,
-            static_cast<T>(s.weight_decay), static_cast<T>(s.momentum), static_cast<T>(1.0 - s.dampening),
-            static_cast<T>(-s.lr), s.maximize, s.weight_decay != 0.0, s.first, s.nesterov);
+        std::size_t i = 0;
+        while (i < count) {
+            SgdList<T> list{};
+            int k = 0;
+            i64 largest = 0;
+            for (; i < count && k < kListTensors; ++i) {
+                const SgdPointers& a = params[i];
+                if (a.n == 0) continue;
+                list.p[k] = static_cast<T*>(a.param);
+                list.g[k] = static_cast<const T*>(a.grad);
+                list.buf[k] = static_cast<T*>(a.momentum_buffer);
+                list.n[k] = a.n;
+                largest = largest > a.n ? largest : a.n;
+                ++k;
+            }
+            if (k == 0) continue;
+            sgd_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
+                list, static_cast<T>(s.weight_decay), static_cast<T>(s.momentum), static_cast<T>(1.0 - s.dampening),
+                static_cast<T>(-s.lr), s.maximize, s.weight_decay != 0.0, s.first, s.nesterov);
+            check_launch("sgd kernel");
+        }
     });
-    check_launch("sgd kernel");
 }
 
 void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const AdamStep& s) {
@@ -86,7 +124,7 @@ void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const Ad
             AdamList<T> list{};
             int k = 0;
             i64 largest = 0;
-            for (; i < count && k < kAdamTensors; ++i) {
+            for (; i < count && k < kListTensors; ++i) {
                 const AdamPointers& a = params[i];
                 if (a.n == 0) continue;
                 list.p[k] = static_cast<T*>(a.param);
@@ -99,10 +137,7 @@ void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const Ad
                 ++k;
             }
             if (k == 0) continue;
-            // Enough blocks along x for the largest parameter, capped: the grid-stride loop covers the rest,
-            // and the smaller parameters' surplus blocks return at once.
-            const unsigned bx = blocks_for(largest) < 1024u ? blocks_for(largest) : 1024u;
-            adam_kernel<T><<<dim3(bx, static_cast<unsigned>(k)), kThreads>>>(
+            adam_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
                 list, static_cast<T>(s.beta1), static_cast<T>(1.0 - s.beta1), static_cast<T>(s.beta2),
                 static_cast<T>(1.0 - s.beta2), static_cast<T>(-s.step_size), static_cast<T>(s.bias_correction2_sqrt),
                 static_cast<T>(s.eps));
