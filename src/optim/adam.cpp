@@ -5,6 +5,7 @@
 
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
+#include "optim/common.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/module.hpp"
 
@@ -46,15 +47,15 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& options, bool decouple
 
 void Adam::check_options(const GroupOptions& o) const {
     using nn::python_float_repr;
-    if (!(o.at("eps") >= 0.0)) detail::fail(name_, "invalid epsilon value: " + python_float_repr(o.at("eps")));
+    if (!(o.at("eps") >= 0.0)) xgrad::detail::fail(name_, "invalid epsilon value: " + python_float_repr(o.at("eps")));
     for (int i = 0; i < 2; ++i) {
         const double beta = o.at(i == 0 ? "beta1" : "beta2");
         if (!(beta >= 0.0 && beta < 1.0))
-            detail::fail(name_, "invalid beta parameter at index " + std::to_string(i) + ": " +
-                                    python_float_repr(beta) + " (must be in [0, 1))");
+            xgrad::detail::fail(name_, "invalid beta parameter at index " + std::to_string(i) + ": " +
+                                           python_float_repr(beta) + " (must be in [0, 1))");
     }
     if (!(o.at("weight_decay") >= 0.0))
-        detail::fail(name_, "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
+        xgrad::detail::fail(name_, "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
 }
 
 void Adam::on_params_added(std::size_t) {
@@ -79,8 +80,8 @@ void Adam::set_state(std::size_t index, ParamState state) {
     AdamState s;
     if (!state.empty()) {
         if (!state.count("step") || !state.count("exp_avg") || !state.count("exp_avg_sq"))
-            detail::fail(name_, "load_state_dict: the state of parameter " + std::to_string(index) +
-                                    " needs step, exp_avg and exp_avg_sq");
+            xgrad::detail::fail(name_, "load_state_dict: the state of parameter " + std::to_string(index) +
+                                           " needs step, exp_avg and exp_avg_sq");
         s.step = static_cast<std::int64_t>(state.at("step").to(kFloat64).item<double>());
         s.exp_avg = state.at("exp_avg");
         s.exp_avg_sq = state.at("exp_avg_sq");
@@ -144,28 +145,20 @@ void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, c
 }
 
 void Adam::finish_step() {
-    std::vector<Deferred> work = std::move(deferred_);
-    deferred_.clear();
-    std::vector<kernels::AdamTensors> run;
-    for (std::size_t i = 0; i < work.size();) {
-        // A run: the parameters from i on with i's coefficients, dtype, device and amsgrad.
-        const Deferred& head = work[i];
-        auto same = [&](const Deferred& d) {
-            return d.coefficients == head.coefficients && d.tensors[0].dtype() == head.tensors[0].dtype() &&
-                   d.tensors[0].device() == head.tensors[0].device() &&
-                   d.tensors[4].defined() == head.tensors[4].defined();
-        };
-        run.clear();
-        for (; i < work.size() && same(work[i]); ++i) {
-            auto& t = work[i].tensors;
-            run.push_back({t[0], t[1], t[2], t[3], t[4]});
-        }
-        const auto& c = head.coefficients;
-        kernels::adam_step(
-            run.data(), run.size(),
-            {.beta1 = c[0], .beta2 = c[1], .step_size = c[2], .bias_correction2_sqrt = c[3], .eps = c[4]});
-        for (const auto& t : run) detail::bump_version(t.param);
-    }
+    optim::detail::run_deferred(
+        deferred_, 4, [](const Deferred& a, const Deferred& b) { return a.coefficients == b.coefficients; },
+        [](const Deferred* first, const Deferred* last) {
+            std::vector<kernels::AdamTensors> run;
+            for (const Deferred* d = first; d != last; ++d) {
+                const auto& t = d->tensors;
+                run.push_back({t[0], t[1], t[2], t[3], t[4]});
+            }
+            const auto& c = first->coefficients;
+            kernels::adam_step(
+                run.data(), run.size(),
+                {.beta1 = c[0], .beta2 = c[1], .step_size = c[2], .bias_correction2_sqrt = c[3], .eps = c[4]});
+            for (const auto& t : run) xgrad::detail::bump_version(t.param);
+        });
 }
 
 }  // namespace xgrad::optim

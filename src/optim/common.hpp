@@ -1,7 +1,10 @@
-// Helpers the optimizers' updates share: state that follows its parameter, and option checks.
+// Helpers the optimizers' updates share: state that follows its parameter, option checks, and the runs
+// of deferred fused updates.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
@@ -28,6 +31,29 @@ inline double bump_step(ParamState& s, DType dtype) {
     const double step = (it == s.end() ? 0.0 : it->second.to(kFloat64).item<double>()) + 1.0;
     s["step"] = full({}, step, dtype);
     return step;
+}
+
+/// Takes the fused updates deferred during a step (`deferred`, left empty) and calls `run(first, last)`
+/// for each run of neighbours that one kernel call can update together: the same coefficients
+/// (`same_coefficients(a, b)`), dtype and device, and the same optional state (tensor `optional` of
+/// each entry's `tensors`, defined for all or none).
+template <class Deferred, class SameCoefficients, class Run>
+void run_deferred(std::vector<Deferred>& deferred, std::size_t optional, SameCoefficients&& same_coefficients,
+                  Run&& run) {
+    const std::vector<Deferred> work = std::move(deferred);
+    deferred.clear();
+    for (std::size_t i = 0; i < work.size();) {
+        const Deferred& head = work[i];
+        auto same = [&](const Deferred& d) {
+            return same_coefficients(d, head) && d.tensors[0].dtype() == head.tensors[0].dtype() &&
+                   d.tensors[0].device() == head.tensors[0].device() &&
+                   d.tensors[optional].defined() == head.tensors[optional].defined();
+        };
+        std::size_t end = i + 1;
+        while (end < work.size() && same(work[end])) ++end;
+        run(work.data() + i, work.data() + end);
+        i = end;
+    }
 }
 
 }  // namespace xgrad::optim::detail

@@ -4,6 +4,7 @@
 
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
+#include "optim/common.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/module.hpp"
 
@@ -31,11 +32,11 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
 void SGD::check_options(const GroupOptions& o) const {
     using nn::python_float_repr;
     if (!(o.at("momentum") >= 0.0))
-        detail::fail("SGD", "invalid momentum value: " + python_float_repr(o.at("momentum")));
+        xgrad::detail::fail("SGD", "invalid momentum value: " + python_float_repr(o.at("momentum")));
     if (!(o.at("weight_decay") >= 0.0))
-        detail::fail("SGD", "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
+        xgrad::detail::fail("SGD", "invalid weight_decay value: " + python_float_repr(o.at("weight_decay")));
     if (o.at("nesterov") != 0.0 && (o.at("momentum") <= 0.0 || o.at("dampening") != 0.0))
-        detail::fail("SGD", "Nesterov momentum requires a momentum and zero dampening");
+        xgrad::detail::fail("SGD", "Nesterov momentum requires a momentum and zero dampening");
 }
 
 void SGD::on_params_added(std::size_t) {
@@ -84,36 +85,27 @@ void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const 
 }
 
 void SGD::finish_step() {
-    std::vector<Deferred> work = std::move(deferred_);
-    deferred_.clear();
-    std::vector<kernels::SgdTensors> run;
-    for (std::size_t i = 0; i < work.size();) {
-        // A run: the parameters from i on with i's options, dtype, device and momentum.
-        const Deferred& head = work[i];
-        auto same = [&](const Deferred& d) {
-            return d.options == head.options && d.flags == head.flags &&
-                   d.tensors[0].dtype() == head.tensors[0].dtype() &&
-                   d.tensors[0].device() == head.tensors[0].device() &&
-                   d.tensors[2].defined() == head.tensors[2].defined();
-        };
-        run.clear();
-        for (; i < work.size() && same(work[i]); ++i)
-            run.push_back({work[i].tensors[0], work[i].tensors[1], work[i].tensors[2]});
-        const auto& o = head.options;
-        const auto& f = head.flags;
-        kernels::sgd_step(run.data(), run.size(),
-                          {.lr = o[0],
-                           .momentum = o[1],
-                           .dampening = o[2],
-                           .weight_decay = o[3],
-                           .nesterov = f[0],
-                           .maximize = f[1],
-                           .first = f[2]});
-        for (const auto& t : run) {
-            detail::bump_version(t.param);
-            if (t.momentum_buffer.defined()) detail::bump_version(t.momentum_buffer);
-        }
-    }
+    optim::detail::run_deferred(
+        deferred_, 2, [](const Deferred& a, const Deferred& b) { return a.options == b.options && a.flags == b.flags; },
+        [](const Deferred* first, const Deferred* last) {
+            std::vector<kernels::SgdTensors> run;
+            for (const Deferred* d = first; d != last; ++d)
+                run.push_back({d->tensors[0], d->tensors[1], d->tensors[2]});
+            const auto& o = first->options;
+            const auto& f = first->flags;
+            kernels::sgd_step(run.data(), run.size(),
+                              {.lr = o[0],
+                               .momentum = o[1],
+                               .dampening = o[2],
+                               .weight_decay = o[3],
+                               .nesterov = f[0],
+                               .maximize = f[1],
+                               .first = f[2]});
+            for (const auto& t : run) {
+                xgrad::detail::bump_version(t.param);
+                if (t.momentum_buffer.defined()) xgrad::detail::bump_version(t.momentum_buffer);
+            }
+        });
 }
 
 }  // namespace xgrad::optim

@@ -20,6 +20,26 @@ unsigned list_blocks(i64 largest) {
     return b < 1024u ? b : 1024u;
 }
 
+/// Splits `count` parameters into lists of at most kListTensors, one launch each: `add(list, k, i)`
+/// puts parameter i into slot k and returns its element count (an empty one is left out), and
+/// `launch(list, k, largest)` launches over the list's k parameters.
+template <class List, class Add, class Launch>
+void for_each_list(std::size_t count, Add&& add, Launch&& launch) {
+    std::size_t i = 0;
+    while (i < count) {
+        List list{};
+        int k = 0;
+        i64 largest = 0;
+        for (; i < count && k < kListTensors; ++i) {
+            const i64 n = add(list, k, i);
+            if (n == 0) continue;
+            largest = largest > n ? largest : n;
+            ++k;
+        }
+        if (k > 0) launch(list, k, largest);
+    }
+}
+
 /// The parameters of one Adam launch, by value.
 template <typename T>
 struct AdamList {
@@ -92,57 +112,44 @@ __global__ void sgd_kernel(SgdList<T> list, T wd, T m, T one_minus_damp, T neg_l
 void sgd_step(Scalar t, const SgdPointers* params, std::size_t count, const SgdStep& s) {
     dispatch_float(t, "sgd", [&](auto tag) {
         using T = decltype(tag);
-        std::size_t i = 0;
-        while (i < count) {
-            SgdList<T> list{};
-            int k = 0;
-            i64 largest = 0;
-            for (; i < count && k < kListTensors; ++i) {
-                const SgdPointers& a = params[i];
-                if (a.n == 0) continue;
-                list.p[k] = static_cast<T*>(a.param);
-                list.g[k] = static_cast<const T*>(a.grad);
-                list.buf[k] = static_cast<T*>(a.momentum_buffer);
-                list.n[k] = a.n;
-                largest = largest > a.n ? largest : a.n;
-                ++k;
-            }
-            if (k == 0) continue;
-            sgd_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
-                list, static_cast<T>(s.weight_decay), static_cast<T>(s.momentum), static_cast<T>(1.0 - s.dampening),
-                static_cast<T>(-s.lr), s.maximize, s.weight_decay != 0.0, s.first, s.nesterov);
-            check_launch("sgd kernel");
-        }
+        for_each_list<SgdList<T>>(
+            count,
+            [&](SgdList<T>& list, int k, std::size_t i) {
+                list.p[k] = static_cast<T*>(params[i].param);
+                list.g[k] = static_cast<const T*>(params[i].grad);
+                list.buf[k] = static_cast<T*>(params[i].momentum_buffer);
+                return list.n[k] = params[i].n;
+            },
+            [&](const SgdList<T>& list, int k, i64 largest) {
+                sgd_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
+                    list, static_cast<T>(s.weight_decay), static_cast<T>(s.momentum), static_cast<T>(1.0 - s.dampening),
+                    static_cast<T>(-s.lr), s.maximize, s.weight_decay != 0.0, s.first, s.nesterov);
+                check_launch("sgd kernel");
+            });
     });
 }
 
 void adam_step(Scalar t, const AdamPointers* params, std::size_t count, const AdamStep& s) {
     dispatch_float(t, "adam", [&](auto tag) {
         using T = decltype(tag);
-        std::size_t i = 0;
-        while (i < count) {
-            AdamList<T> list{};
-            int k = 0;
-            i64 largest = 0;
-            for (; i < count && k < kListTensors; ++i) {
+        for_each_list<AdamList<T>>(
+            count,
+            [&](AdamList<T>& list, int k, std::size_t i) {
                 const AdamPointers& a = params[i];
-                if (a.n == 0) continue;
                 list.p[k] = static_cast<T*>(a.param);
                 list.g[k] = static_cast<const T*>(a.grad);
                 list.m[k] = static_cast<T*>(a.exp_avg);
                 list.v[k] = static_cast<T*>(a.exp_avg_sq);
                 list.vmax[k] = static_cast<T*>(a.max_exp_avg_sq);
-                list.n[k] = a.n;
-                largest = largest > a.n ? largest : a.n;
-                ++k;
-            }
-            if (k == 0) continue;
-            adam_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
-                list, static_cast<T>(s.beta1), static_cast<T>(1.0 - s.beta1), static_cast<T>(s.beta2),
-                static_cast<T>(1.0 - s.beta2), static_cast<T>(-s.step_size), static_cast<T>(s.bias_correction2_sqrt),
-                static_cast<T>(s.eps));
-            check_launch("adam kernel");
-        }
+                return list.n[k] = a.n;
+            },
+            [&](const AdamList<T>& list, int k, i64 largest) {
+                adam_kernel<T><<<dim3(list_blocks(largest), static_cast<unsigned>(k)), kThreads>>>(
+                    list, static_cast<T>(s.beta1), static_cast<T>(1.0 - s.beta1), static_cast<T>(s.beta2),
+                    static_cast<T>(1.0 - s.beta2), static_cast<T>(-s.step_size),
+                    static_cast<T>(s.bias_correction2_sqrt), static_cast<T>(s.eps));
+                check_launch("adam kernel");
+            });
     });
 }
 
