@@ -890,7 +890,7 @@ TEST_CASE(
             INFO(dtype << (nesterov ? ", nesterov" : ", dampening 0.1, maximize"));
             xgrad::manual_seed(16);
             Tensor cpu = xgrad::randn({1000}, dtype).requires_grad_();
-            Tensor gpu = cpu.detach().to(kGpu).requires_grad_();
+            Tensor gpu = cpu.detach().clone().to(kGpu).requires_grad_();  // its own storage, also where kGpu is the CPU
             const optim::SGDOptions o{.lr = 0.03,
                                       .momentum = 0.9,
                                       .dampening = nesterov ? 0.0 : 0.1,
