@@ -68,6 +68,6 @@ int main() {
         Tensor h = g.cpu(), k = h.cuda(), m = h.to(xgrad::Device(xgrad::kCUDA, 0));
         layer.to(xgrad::kCUDA);
         Tensor xg = x.to(xgrad::kCUDA);
-        std::cout << layer(xg).cpu() << "\n";
+        std::cerr << layer(xg).cpu() << "\n";  // stderr: the checked output is the same with or without a GPU
     }
 }

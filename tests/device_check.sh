@@ -2,7 +2,7 @@
 # The CUDA backend's whole check, in one command, on a machine with an NVIDIA GPU: build with the CUDA
 # backend, the CUDA suite (tests/test_cuda.cpp), the training example on the GPU against the CPU,
 # compute-sanitizer memcheck over the CUDA suite, and the GPU bench beside PyTorch on the same GPU.
-# Every step writes its log to $OUT (the device tool's folder; ./device-logs elsewhere), and a summary
+# Every step writes its log to $OUT (the device tool's folder; else build-gpu/device-logs), and a summary
 # line per step to $OUT/summary.txt; a failing step does not stop the later ones. Seven files at most
 # (summary, configure, build, test_cuda, train_devices, sanitizer, bench), as the device tool brings back.
 #
@@ -15,9 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-out=${OUT:-device-logs}
-mkdir -p "$out"
 build=${XGRAD_DEVICE_BUILD:-build-gpu}
+out=${OUT:-$build/device-logs}
+mkdir -p "$out"
 summary=$out/summary.txt
 : > "$summary"
 steps=("$@")
