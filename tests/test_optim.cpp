@@ -285,6 +285,30 @@ TEST_CASE("SGD's fused kernel gives the composite update's bits (every option, f
     }
 }
 
+namespace {
+
+/// Three steps with the same random gradients: `opt` over the `together` parameters, and one optimizer
+/// each (`own[i]`) over copies of them (`alone`); after each, the two must hold the same values.
+void step_together_and_alone(optim::Optimizer& opt, const std::vector<std::unique_ptr<optim::Optimizer>>& own,
+                             std::vector<Tensor>& together, std::vector<Tensor>& alone) {
+    for (int step = 0; step < 3; ++step) {
+        for (std::size_t i = 0; i < together.size(); ++i) {
+            Tensor g = xgrad::randn(together[i].shape(), together[i].dtype());
+            together[i].mutable_grad() = g;
+            alone[i].mutable_grad() = g.clone();
+            own[i]->step();
+        }
+        opt.step();
+        for (std::size_t i = 0; i < together.size(); ++i) {
+            CAPTURE(i);
+            CHECK(together[i].to(xgrad::kFloat64).to_vector<double>() ==
+                  alone[i].to(xgrad::kFloat64).to_vector<double>());
+        }
+    }
+}
+
+}  // namespace
+
 TEST_CASE("Adam's updates, run together at the end of step(), equal each parameter's own optimizer") {
     // Parameters of two dtypes, a second group with another lr, amsgrad in one optimizer, and a
     // non-contiguous leaf (the composite path): the deferred, batched updates must give exactly what an
@@ -305,26 +329,13 @@ TEST_CASE("Adam's updates, run together at the end of step(), equal each paramet
         const optim::AdamOptions o{.lr = 0.01, .weight_decay = 0.1, .amsgrad = amsgrad};
         optim::Adam opt({together[0], together[1], together[3]}, o);
         opt.add_param_group({together[2]}, {{"lr", 0.2}});
-        std::vector<std::unique_ptr<optim::Adam>> own;
+        std::vector<std::unique_ptr<optim::Optimizer>> own;
         for (std::size_t i = 0; i < alone.size(); ++i) {
             optim::AdamOptions oi = o;
             if (i == 2) oi.lr = 0.2;
             own.push_back(std::make_unique<optim::Adam>(std::vector<Tensor>{alone[i]}, oi));
         }
-        for (int step = 0; step < 3; ++step) {
-            for (std::size_t i = 0; i < init.size(); ++i) {
-                Tensor g = xgrad::randn(init[i].shape(), init[i].dtype());
-                together[i].mutable_grad() = g;
-                alone[i].mutable_grad() = g.clone();
-                own[i]->step();
-            }
-            opt.step();
-            for (std::size_t i = 0; i < init.size(); ++i) {
-                CAPTURE(i);
-                CHECK(together[i].to(xgrad::kFloat64).to_vector<double>() ==
-                      alone[i].to(xgrad::kFloat64).to_vector<double>());
-            }
-        }
+        step_together_and_alone(opt, own, together, alone);
     }
 }
 
@@ -356,25 +367,12 @@ TEST_CASE("SGD's updates, run together at the end of step(), equal each paramete
         const optim::SGDOptions o{.lr = 0.05, .momentum = momentum, .weight_decay = 0.01, .nesterov = momentum > 0};
         optim::SGD opt({together[0], together[1]}, o);
         opt.add_param_group({together[2]}, {{"lr", 0.3}});
-        std::vector<std::unique_ptr<optim::SGD>> own;
+        std::vector<std::unique_ptr<optim::Optimizer>> own;
         for (std::size_t i = 0; i < alone.size(); ++i) {
             optim::SGDOptions oi = o;
             if (i == 2) oi.lr = 0.3;
             own.push_back(std::make_unique<optim::SGD>(std::vector<Tensor>{alone[i]}, oi));
         }
-        for (int step = 0; step < 3; ++step) {
-            for (std::size_t i = 0; i < init.size(); ++i) {
-                Tensor g = xgrad::randn(init[i].shape(), init[i].dtype());
-                together[i].mutable_grad() = g;
-                alone[i].mutable_grad() = g.clone();
-                own[i]->step();
-            }
-            opt.step();
-            for (std::size_t i = 0; i < init.size(); ++i) {
-                CAPTURE(i);
-                CHECK(together[i].to(xgrad::kFloat64).to_vector<double>() ==
-                      alone[i].to(xgrad::kFloat64).to_vector<double>());
-            }
-        }
+        step_together_and_alone(opt, own, together, alone);
     }
 }

@@ -49,6 +49,8 @@
 #include "xgrad/random.hpp"
 #include "xgrad/tensor.hpp"
 
+#include "bench_report.hpp"
+
 extern char** environ;
 
 using xgrad::Tensor;
@@ -57,18 +59,13 @@ namespace F = xgrad::nn::functional;
 
 namespace {
 
+using bench::goal;
+using bench::group;
+using bench::report_rate;
+using bench::result;
+using bench::Stats;
+using bench::stats_of;
 using Clock = std::chrono::steady_clock;
-
-/// Quantiles of a sample, in the sample's unit.
-struct Stats {
-    double median, p10, p90;
-};
-
-Stats stats_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]; };
-    return {at(0.5), at(0.1), at(0.9)};
-}
 
 /// What times a measurement: wall time, or CPU time (which time spent descheduled, while other
 /// processes share the cores, does not inflate) of this thread or of the whole process.
@@ -108,32 +105,6 @@ std::vector<double> measure(const std::function<void()>& fn, Reps r, Timer timer
         if (static_cast<int>(per_call.size()) >= r.min_reps && elapsed >= r.min_seconds) break;
     }
     return per_call;
-}
-
-void result(const std::string& name, Stats s, const char* unit) {
-    std::printf("RESULT %s %.6g %.6g %.6g %s\n", name.c_str(), s.median, s.p10, s.p90, unit);
-}
-
-void result(const std::string& name, double value, const char* unit) {
-    result(name, {value, value, value}, unit);
-}
-
-void group(const char* title) {
-    std::printf("GROUP %s\n", title);
-}
-
-void goal(const std::string& name, const char* kind, double value) {
-    std::printf("GOAL %s %s %g\n", name.c_str(), kind, value);
-}
-
-/// Reports seconds-per-call samples as a rate `work / seconds` (bytes or flops, scaled by `scale`).
-void report_rate(const std::string& name, const std::vector<double>& seconds, double work, double scale,
-                 const char* unit) {
-    Stats t = stats_of(seconds);
-    Stats r{work / t.median / scale, work / t.p90 / scale, work / t.p10 / scale};
-    std::printf("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; median %.3f ms, %zu reps)\n", name.c_str(), r.median, unit,
-                r.p10, r.p90, t.median * 1e3, seconds.size());
-    result(name, r, unit);
 }
 
 /// A memory figure of this process in MiB from /proc/self/status: "VmRSS" (resident now) or "VmHWM"

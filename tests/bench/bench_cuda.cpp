@@ -26,23 +26,21 @@
 #include "xgrad/random.hpp"
 #include "xgrad/tensor.hpp"
 
+#include "bench_report.hpp"
+
 using xgrad::Tensor;
 namespace nn = xgrad::nn;
 namespace F = xgrad::nn::functional;
 
 namespace {
 
+using bench::goal;
+using bench::group;
+using bench::report_rate;
+using bench::result;
+using bench::Stats;
+using bench::stats_of;
 using Clock = std::chrono::steady_clock;
-
-struct Stats {
-    double median, p10, p90;
-};
-
-Stats stats_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]; };
-    return {at(0.5), at(0.1), at(0.9)};
-}
 
 /// Seconds per call of `fn`: `warmup` unmeasured calls, then samples of `batch` calls each (closed by a
 /// synchronisation), at least `min_reps` of them and more until `min_seconds` have passed.
@@ -63,26 +61,6 @@ std::vector<double> measure(const std::function<void()>& fn, int warmup, int min
     return per_call;
 }
 
-void result(const std::string& name, Stats s, const char* unit) {
-    std::printf("RESULT %s %.6g %.6g %.6g %s\n", name.c_str(), s.median, s.p10, s.p90, unit);
-    std::fflush(stdout);
-}
-
-void goal(const std::string& name, const char* kind, double value) {
-    std::printf("GOAL %s %s %g\n", name.c_str(), kind, value);
-}
-
-/// Seconds-per-call samples as a rate `work / seconds / scale`; returns the fast end (p90) of the rate.
-double report_rate(const std::string& name, const std::vector<double>& seconds, double work, double scale,
-                   const char* unit) {
-    Stats t = stats_of(seconds);
-    Stats r{work / t.median / scale, work / t.p90 / scale, work / t.p10 / scale};
-    std::printf("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; median %.4f ms, %zu samples)\n", name.c_str(), r.median, unit,
-                r.p10, r.p90, t.median * 1e3, seconds.size());
-    result(name, r, unit);
-    return r.p90;
-}
-
 /// bench_core.cpp's deterministic values (bench_cuda.py computes the same), made on the CPU and copied.
 Tensor pattern_tensor(const xgrad::Shape& shape, std::int64_t salt, double scale) {
     const std::int64_t count = shape.numel();
@@ -97,13 +75,14 @@ Tensor pattern_tensor(const xgrad::Shape& shape, std::int64_t salt, double scale
 constexpr double kF = 4.0;  // bytes per float32
 
 void bench_copy() {
-    std::printf("GROUP device limits, measured\n");
+    group("device limits, measured");
     const std::int64_t n = std::int64_t{256} << 20;  // 1 GiB of float32
     const xgrad::TensorOptions gpu{.device = xgrad::kCUDA};
     Tensor a = xgrad::zeros({n}, gpu), b = xgrad::ones({n}, gpu);
     const double fast = report_rate("dram_copy_gpu", measure([&] { a.copy_(b); }, 3, 20, 1.0, 5),
-                                    2.0 * kF * static_cast<double>(n), 1e9, "GB/s");
-    result("limit_gbs", {fast, fast, fast}, "GB/s");
+                                    2.0 * kF * static_cast<double>(n), 1e9, "GB/s")
+                            .p90;
+    result("limit_gbs", fast, "GB/s");
 }
 
 // ---- LayerNorm and RMSNorm (bench_core.cpp's accounting) ------------------------------------------
@@ -111,7 +90,7 @@ void bench_copy() {
 constexpr double kLnEps = 1e-5, kRmsEps = 1e-6;
 
 void bench_norms() {
-    std::printf("GROUP LayerNorm and RMSNorm on the GPU, float32 (PyTorch: F.layer_norm and F.rms_norm)\n");
+    group("LayerNorm and RMSNorm on the GPU, float32 (PyTorch: F.layer_norm and F.rms_norm)");
     const std::pair<std::int64_t, std::int64_t> sizes[] = {{16384, 768}, {4096, 4096}, {1024, 1500}};
     for (auto [rows, cols] : sizes) {
         const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
@@ -150,7 +129,7 @@ void bench_norms() {
 // ---- Linear, the MLP step and the tiny step ---------------------------------------------------------
 
 void bench_linear() {
-    std::printf("GROUP Linear 4096 -> 4096 on a batch of 4096, float32 through cuBLAS (TF32 off on both sides)\n");
+    group("Linear 4096 -> 4096 on a batch of 4096, float32 through cuBLAS (TF32 off on both sides)");
     const std::int64_t n = 4096, k = 4096, m = 4096;
     xgrad::manual_seed(0);
     nn::Linear fc(k, m);
@@ -169,7 +148,7 @@ void bench_linear() {
 /// bench_core.cpp's MLP step (784-512-512-10, LayerNorm after each hidden Linear, batch 256,
 /// cross-entropy, Adam lr 1e-3; PyTorch's weights for manual_seed(0)), on the GPU.
 void bench_mlp() {
-    std::printf("GROUP MLP training step on the GPU: 784-512-512-10, LayerNorm, batch 256, cross-entropy, Adam\n");
+    group("MLP training step on the GPU: 784-512-512-10, LayerNorm, batch 256, cross-entropy, Adam");
     xgrad::manual_seed(0);
     nn::Sequential model(nn::Linear(784, 512), nn::LayerNorm({512}), nn::ReLU(), nn::Linear(512, 512),
                          nn::LayerNorm({512}), nn::ReLU(), nn::Linear(512, 10));
@@ -192,13 +171,13 @@ void bench_mlp() {
     std::printf("%-26s %10.2f steps/s (median %.4f ms)\n", "mlp_step_gpu", 1 / t.median, t.median * 1e3);
     result("mlp_step_gpu", {1 / t.median, 1 / t.p90, 1 / t.p10}, "steps/s");
     goal("mlp_step_gpu", "ratio", 1.5);
-    result("mlp_loss_3_gpu", {loss3, loss3, loss3}, "loss");
+    result("mlp_loss_3_gpu", loss3, "loss");
 }
 
 /// bench_core.cpp's tiny step (2x5 -> Linear(5,6) -> relu -> Linear(6,1) -> MSE, SGD by hand), on the
 /// GPU: launch-bound, µs per step.
 void bench_tiny() {
-    std::printf("GROUP tiny training step on the GPU (launch-bound)\n");
+    group("tiny training step on the GPU (launch-bound)");
     Tensor x = pattern_tensor({2, 5}, 1, 1.0);
     Tensor y = xgrad::from_vector(std::vector<float>{0.5f, -0.25f}, {2, 1}).to(xgrad::kCUDA);
     Tensor w1 = pattern_tensor({6, 5}, 2, 0.4).requires_grad_(), b1 = pattern_tensor({6}, 3, 0.1).requires_grad_();

@@ -14,14 +14,8 @@ except ImportError:
     print("bench_cuda.py: torch is not importable with %s; no PyTorch figures" % sys.executable)
     sys.exit(0)
 
-
-def stats_of(values):
-    v = sorted(values)
-
-    def at(q):
-        return v[int(q * (len(v) - 1) + 0.5)]
-
-    return at(0.5), at(0.1), at(0.9)
+import bench_core  # beside this file: the CPU twin's pattern and output protocol
+from bench_core import report_rate, result, stats_of
 
 
 def measure(fn, warmup, min_reps, min_seconds, batch):
@@ -41,28 +35,12 @@ def measure(fn, warmup, min_reps, min_seconds, batch):
             return per_call
 
 
-def result(name, s, unit):
-    print("RESULT %s %.6g %.6g %.6g %s" % (name, s[0], s[1], s[2], unit), flush=True)
-
-
-def report_rate(name, seconds, work, scale, unit):
-    t = stats_of(seconds)
-    r = (work / t[0] / scale, work / t[2] / scale, work / t[1] / scale)
-    print("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; median %.4f ms, %d samples)"
-          % (name, r[0], unit, r[1], r[2], t[0] * 1e3, len(seconds)))
-    result(name, r, unit)
-
-
 def pattern_tensor(shape, salt, scale):
     """bench_core.cpp's deterministic values, made on the CPU and copied to the GPU."""
-    n = 1
-    for s in shape:
-        n *= s
-    k = (torch.arange(n, dtype=torch.int64) * 37 + salt * 11) % 23
-    return ((k.double() - 11.0) / 11.0 * scale).float().reshape(shape).cuda()
+    return bench_core.pattern_tensor(shape, salt, scale).cuda()
 
 
-FB = 4.0
+FB = bench_core.FB
 LN_EPS, RMS_EPS = 1e-5, 1e-6
 
 
@@ -132,7 +110,7 @@ def bench_mlp():
     t = stats_of(measure(step, 5, 20, 2.0, 10))
     print("%-26s %10.2f steps/s (median %.4f ms)" % ("mlp_step_gpu", 1 / t[0], t[0] * 1e3))
     result("mlp_step_gpu", (1 / t[0], 1 / t[2], 1 / t[1]), "steps/s")
-    result("mlp_loss_3_gpu", (loss3,) * 3, "loss")
+    result("mlp_loss_3_gpu", loss3, "loss")
 
 
 def bench_tiny():
