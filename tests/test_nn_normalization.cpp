@@ -202,6 +202,34 @@ TEST_CASE("norms of tensors written with non-temporal stores give the bits of sm
         }
 }
 
+TEST_CASE("norms give the same bits wherever a row starts in memory") {
+    // The row kernels write a row from its first vector-aligned element on (width 1500 floats puts
+    // most rows off the alignment): a view whose rows start elsewhere than its contiguous copy's must
+    // give the copy's bits, forward and backward, with and without the weight and bias.
+    xgrad::manual_seed(29);
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+        for (std::int64_t width : {1500, 770}) {
+            Tensor big = xgrad::randn({9, width}, dtype) * 2.0 + 0.5, up = xgrad::randn({8, width}, dtype);
+            Tensor w0 = xgrad::randn({width}, dtype) + 1.0, b0 = xgrad::randn({width}, dtype);
+            for (int form = 0; form < 4; ++form) {
+                const bool rms = form >= 2, affine = form % 2 == 0;
+                auto run = [&](const Tensor& xs) {
+                    Tensor x = xs.detach().requires_grad_();
+                    Tensor w = affine ? w0.detach().requires_grad_() : Tensor();
+                    Tensor b = affine && !rms ? b0.detach().requires_grad_() : Tensor();
+                    Tensor y = rms ? F::rms_norm(x, {width}, w, 1e-5) : F::layer_norm(x, {width}, w, b, 1e-5);
+                    (y * up).sum().backward();
+                    return std::vector<Tensor>{y.detach(), x.grad(), affine ? w.grad() : Tensor()};
+                };
+                Tensor view = big.narrow(0, 1, 8);  // rows start one row (not a multiple of 64 bytes) in
+                auto a = run(view), b = run(view.contiguous());
+                INFO(xgrad::to_string(dtype) << " width " << width << " form " << form);
+                for (std::size_t i = 0; i < a.size(); ++i)
+                    if (a[i].defined()) CHECK(a[i].equal(b[i]));
+            }
+        }
+}
+
 TEST_CASE("gradcheck passes for the fused kernels") {
     xgrad::manual_seed(5);
     Tensor x = xgrad::randn({3, 2, 4}, xgrad::kFloat64).requires_grad_();
