@@ -287,4 +287,12 @@ int main() {
     std::cout << dist::rank() << " " << dist::world_size() << " " << total << "\n";
     dist::finalize();
     comparisons();
+
+    // ---- sampling ----
+    xgrad::manual_seed(0);                                   // torch.manual_seed(0)
+    Tensor odds = xgrad::tensor({0.1, 0.2, 0.7});            // odds = torch.tensor([0.1, 0.2, 0.7])
+    std::cout << xgrad::multinomial(odds, 2) << "\n"         // torch.multinomial(odds, 2)
+              << xgrad::multinomial(odds, 5, true) << "\n";  // torch.multinomial(odds, 5, replacement=True)
+    Tensor waits = xgrad::empty({3});                        // waits = torch.empty(3)
+    std::cout << xgrad::exponential_(waits, 2.0) << "\n";    // waits.exponential_(2.0)
 }

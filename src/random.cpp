@@ -12,6 +12,13 @@
 //   of avx_mathfun.h evaluated in float with fused multiply-adds; emulated below in scalar code.
 // - randint, randperm and bernoulli use one 32-bit draw each (random64() for ranges >= 2^32, double
 //   uniforms for bernoulli with a double or scalar probability).
+// - exponential_: one double uniform u per element, (-1 / lambda) * log(1 - u) in double, then cast.
+// - multinomial: without replacement, the exponential race (PyTorch 1.13 takes it for one sample
+//   only without replacement; later versions for any one sample): q = p / Exp(1) drawn
+//   in p's memory order, then argmax (one sample) or topk (PyTorch's topk loop: libstdc++'s
+//   partial_sort or nth_element + sort on (value, index) pairs, so even ties come out in its order);
+//   with replacement, per row, the cumulative sum in p's dtype divided by the total, then one double
+//   uniform per sample and a binary search.
 // - Draws follow memory order: a transposed target is filled storage-first, and rand_like/randn_like
 //   keep a transposed layout as empty_like does; bernoulli's result is contiguous.
 #include "xgrad/random.hpp"
@@ -186,6 +193,11 @@ XGRAD_INLINE T uniform_value(Generator& g, T from, T to) {
         return std::fma(uniform_float(g), to - from, from);
     else
         return std::fma(uniform_double(g), to - from, from);
+}
+
+/// One value from Exp(lambda) in double, as PyTorch's exponential_distribution<double> on the CPU.
+XGRAD_INLINE double exponential_double(Generator& g, double lambda) {
+    return -1.0 / lambda * std::log(1.0 - uniform_double(g));
 }
 
 /// One standard normal from the double Box–Muller, using and refilling the generator's cache.
@@ -498,6 +510,21 @@ Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen
     return self;
 }
 
+Tensor& exponential_(Tensor& self, double lambd, Generator* gen) {
+    check_writable(self, "exponential_");
+    check_floating(self.dtype(), "exponential_");
+    if (!(lambd >= 0.0)) fail("exponential_", "expects lambda >= 0.0, but found lambda=" + std::to_string(lambd));
+    if (!self.device().is_cpu()) return fill_on_host(self, [&](Tensor& h) { exponential_(h, lambd, gen); });
+    Generator& g = pick(gen);
+    std::lock_guard<std::mutex> lock(g.mutex());
+    detail::dispatch_float(self.dtype(), "exponential_", [&](auto tag) {
+        using T = decltype(tag);
+        for_each_in_memory_order<T>(self,
+                                    [&](T* p, std::int64_t) { *p = static_cast<T>(exponential_double(g, lambd)); });
+    });
+    return self;
+}
+
 // ---- factories -------------------------------------------------------------------------------------
 
 Tensor rand(const Shape& shape, FactoryOptions options, Generator* gen) {
@@ -595,6 +622,146 @@ Tensor bernoulli(const Tensor& input, double p, Generator* gen) {
     detail::check_defined(input, "bernoulli");
     Tensor out = detail::make_empty(input.shape(), input.dtype());  // contiguous, as torch.bernoulli's
     return bernoulli_(out, p, gen).to(input.device());
+}
+
+// ---- multinomial -----------------------------------------------------------------------------------
+
+namespace {
+
+/// Throws unless every probability is finite and >= 0 and each row has a positive entry: the checks
+/// of PyTorch's exponential-race path, made before anything is drawn.
+template <typename T>
+void check_race_probabilities(const std::vector<T>& p, std::int64_t rows, std::int64_t categories) {
+    for (T v : p)
+        if (!(v >= 0 && v < std::numeric_limits<T>::infinity()))
+            fail("multinomial",
+                 "probability tensor contains either `inf`, `nan` or element < 0 (found " + std::to_string(v) + ")");
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const auto* row = p.data() + r * categories;
+        if (std::all_of(row, row + categories, [](T v) { return v == T(0); }))
+            fail("multinomial",
+                 "invalid multinomial distribution (sum of probabilities <= 0) in row " + std::to_string(r));
+    }
+}
+
+/// The checks of PyTorch's with-replacement kernel (an entry < 0, or NaN, is reported as "< 0", as
+/// there), made for every row before anything is drawn.
+template <typename T>
+void check_cumulative_probabilities(const std::vector<T>& p, std::int64_t rows, std::int64_t categories) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        T sum = 0;
+        for (std::int64_t j = 0; j < categories; ++j) {
+            const T v = p[static_cast<std::size_t>(r * categories + j)];
+            if (!(v >= 0))
+                fail("multinomial", "invalid multinomial distribution (encountering probability entry < 0: " +
+                                        std::to_string(v) + ")");
+            if (!std::isfinite(v))
+                fail("multinomial",
+                     "invalid multinomial distribution (encountering probability entry = infinity "
+                     "or NaN)");
+            sum += v;
+        }
+        if (!(sum > 0))
+            fail("multinomial",
+                 "invalid multinomial distribution (sum of probabilities <= 0) in row " + std::to_string(r));
+    }
+}
+
+/// The indices of the k largest values of row[0, n), as PyTorch's CPU topk loop orders them: the same
+/// libstdc++ algorithm on the same (value, index) pairs with the same comparison (NaN largest).
+template <typename T>
+void topk_indices(const T* row, std::int64_t n, std::int64_t k, std::int64_t* out,
+                  std::vector<std::pair<double, std::int64_t>>& queue) {
+    queue.resize(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) queue[static_cast<std::size_t>(j)] = {static_cast<double>(row[j]), j};
+    auto greater = [](const std::pair<double, std::int64_t>& x, const std::pair<double, std::int64_t>& y) {
+        return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
+    };
+    if (k * 64 <= n) {
+        std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), greater);
+    } else {
+        std::nth_element(queue.begin(), queue.begin() + (k - 1), queue.end(), greater);
+        std::sort(queue.begin(), queue.begin() + (k - 1), greater);
+    }
+    for (std::int64_t j = 0; j < k; ++j) out[j] = queue[static_cast<std::size_t>(j)].second;
+}
+
+}  // namespace
+
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement, Generator* gen) {
+    const char* op = "multinomial";
+    detail::check_defined(probs, op);
+    if (probs.dim() < 1 || probs.dim() > 2)
+        fail(op, "prob_dist must be 1 or 2 dim, got shape " + to_string(probs.shape()));
+    if (!is_floating_point(probs.dtype()))
+        fail(op, "only supports floating-point dtypes for input, got " + to_string(probs.dtype()));
+    if (num_samples <= 0) fail(op, "cannot sample n_sample <= 0 samples (got " + std::to_string(num_samples) + ")");
+    const std::int64_t categories = probs.size(-1), rows = probs.dim() == 2 ? probs.size(0) : 1;
+    if (!replacement && num_samples > categories)
+        fail(op, "cannot sample n_sample > prob_dist.size(-1) samples without replacement (" +
+                     std::to_string(num_samples) + " > " + std::to_string(categories) + ")");
+    if (categories > (std::int64_t{1} << 24))
+        fail(op, "number of categories cannot exceed 2^24, got " + std::to_string(categories));
+    Tensor out = detail::make_empty(probs.dim() == 1 ? Shape{num_samples} : Shape{rows, num_samples}, kInt64);
+    if (out.numel() == 0) return out.to(probs.device());
+    const Tensor p = probs.device().is_cpu() ? probs : probs.cpu();  // drawn by the CPU generator
+    auto* result = out.impl()->data<std::int64_t>();
+    Generator& g = pick(gen);
+    detail::dispatch_float(p.dtype(), op, [&](auto tag) {
+        using T = decltype(tag);
+        const std::vector<T> values = p.to_vector<T>();  // row-major
+        if (!replacement) {
+            check_race_probabilities(values, rows, categories);
+            // q = p / Exp(1), the exponentials drawn in p's memory order (PyTorch's empty_like(p)).
+            Tensor q = empty_like_layout(p, p.dtype());
+            {
+                std::lock_guard<std::mutex> lock(g.mutex());
+                for_each_in_memory_order<T>(q, [&](T* e, std::int64_t i) {
+                    *e = values[static_cast<std::size_t>(i)] / static_cast<T>(exponential_double(g, 1.0));
+                });
+            }
+            const std::vector<T> race = q.to_vector<T>();
+            std::vector<std::pair<double, std::int64_t>> queue;
+            for (std::int64_t r = 0; r < rows; ++r) {
+                const T* row = race.data() + r * categories;
+                if (num_samples == 1) {  // argmax: the first largest, NaN above all
+                    std::int64_t best = 0;
+                    for (std::int64_t j = 1; j < categories && !std::isnan(row[best]); ++j)
+                        if (std::isnan(row[j]) || row[j] > row[best]) best = j;
+                    result[r] = best;
+                } else {
+                    topk_indices(row, categories, num_samples, result + r * num_samples, queue);
+                }
+            }
+            return;
+        }
+        check_cumulative_probabilities(values, rows, categories);
+        std::vector<T> cumulative(static_cast<std::size_t>(categories));
+        std::lock_guard<std::mutex> lock(g.mutex());
+        for (std::int64_t r = 0; r < rows; ++r) {
+            T sum = 0;
+            for (std::int64_t j = 0; j < categories; ++j) {
+                sum += values[static_cast<std::size_t>(r * categories + j)];
+                cumulative[static_cast<std::size_t>(j)] = sum;
+            }
+            for (T& c : cumulative) c /= sum;
+            cumulative.back() = T(1);
+            for (std::int64_t s = 0; s < num_samples; ++s) {
+                const double u = uniform_double(g);
+                // The first slot whose cumulative probability is not below u.
+                std::int64_t lo = 0, hi = categories;
+                while (hi - lo > 0) {
+                    const std::int64_t mid = lo + (hi - lo) / 2;
+                    if (static_cast<double>(cumulative[static_cast<std::size_t>(mid)]) < u)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                result[r * num_samples + s] = lo;
+            }
+        }
+    });
+    return out.to(probs.device());
 }
 
 }  // namespace xgrad

@@ -169,6 +169,18 @@ TEST_CASE("devices: factories honour the device, random ones with the CPU's numb
         xgrad::uniform_(gu, -1.0, 1.0);
         CHECK(gu.is_cuda());
         CHECK(gu.to_vector<double>() == u.to_vector<double>());
+        // exponential_ and multinomial: drawn on the host, the CPU's values.
+        xgrad::manual_seed(5);
+        Tensor e = xgrad::exponential_(u, 2.0);
+        Tensor m = xgrad::multinomial(b, 3), mr = xgrad::multinomial(b, 7, true);
+        xgrad::manual_seed(5);
+        Tensor ge = xgrad::exponential_(gu, 2.0);
+        Tensor gm = xgrad::multinomial(gb, 3), gmr = xgrad::multinomial(gb, 7, true);
+        CHECK(ge.is_cuda());
+        CHECK(ge.to_vector<double>() == e.to_vector<double>());
+        CHECK(gm.is_cuda());
+        CHECK(gm.to_vector<std::int64_t>() == m.to_vector<std::int64_t>());
+        CHECK(gmr.to_vector<std::int64_t>() == mr.to_vector<std::int64_t>());
     }
 }
 

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "replay.hpp"
@@ -54,6 +55,31 @@ std::vector<Tensor> run(const std::vector<std::string>& w) {
     if (op == "dropout_mask") {  // F.dropout keeps an element where bernoulli_(1 - p) drew a 1
         Tensor t = xgrad::empty({std::stoll(w[2])}, dtype(w[1]));
         return {xgrad::bernoulli_(t, 1.0 - number(w[3]))};
+    }
+    if (op == "exponential_") {
+        Tensor t = xgrad::empty({std::stoll(w[2])}, dtype(w[1]));
+        return {xgrad::exponential_(t, number(w[3]))};
+    }
+    if (op == "exponential_t") {
+        auto s = shape(w[2]);
+        Tensor t = xgrad::empty({s[1], s[0]}, dtype(w[1])).t();
+        return {xgrad::exponential_(t, number(w[3]))};
+    }
+    if (op == "multinomial" || op == "multinomial_t") {
+        auto s = shape(w[2]);
+        Tensor p = op == "multinomial" ? xgrad::rand(s, dtype(w[1])) : xgrad::rand({s[1], s[0]}, dtype(w[1])).t();
+        return {xgrad::multinomial(p, std::stoll(w[3]), w[4] == "1")};
+    }
+    if (op == "multinomial_sparse") {
+        const std::int64_t n = std::stoll(w[2]), step = std::stoll(w[3]);
+        std::vector<double> weights;
+        for (std::int64_t i = 0; i < n; ++i) weights.push_back(i % step == 1 ? static_cast<double>(i + 1) : 0.0);
+        Tensor p = xgrad::from_vector(weights, {n}).to(dtype(w[1]));
+        return {xgrad::multinomial(p, std::stoll(w[4]), w[5] == "1")};
+    }
+    if (op == "multinomial_softmax") {
+        Tensor logits = xgrad::randn(shape(w[2]), dtype(w[1])) * 2.0;
+        return {xgrad::multinomial(xgrad::nn::functional::softmax(logits, -1), std::stoll(w[3]), w[4] == "1")};
     }
     if (op == "gen_randn" || op == "gen_rand") {
         xgrad::Generator gen(std::stoull(w[3]));
@@ -174,4 +200,57 @@ TEST_CASE("bad arguments throw std::invalid_argument naming the operation") {
     CHECK_THROWS_WITH_AS(xgrad::bernoulli(xgrad::full({2}, 2.0)), doctest::Contains("bernoulli"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(xgrad::rand_like(Tensor()), doctest::Contains("rand_like"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(xgrad::exponential_(f, -1.0), doctest::Contains("exponential_"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(xgrad::exponential_(i), doctest::Contains("exponential_"), std::invalid_argument);
+}
+
+TEST_CASE("multinomial refuses what PyTorch refuses, before drawing anything") {
+    using doctest::Contains;
+    const Tensor p = xgrad::tensor({0.1, 0.2, 0.7});
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    auto throws = [](const Tensor& probs, std::int64_t n, bool replacement, const char* says) {
+        xgrad::manual_seed(4);
+        const auto before = xgrad::get_rng_state();
+        CHECK_THROWS_WITH_AS(xgrad::multinomial(probs, n, replacement), Contains(says), std::invalid_argument);
+        CHECK(xgrad::get_rng_state() == before);  // nothing drawn
+    };
+    throws(p, 0, false, "n_sample <= 0");
+    throws(p, 4, false, "without replacement (4 > 3)");
+    throws(xgrad::zeros({2, 2, 2}), 1, false, "1 or 2 dim");
+    throws(xgrad::zeros({}), 1, true, "1 or 2 dim");
+    throws(xgrad::tensor({1.0, 2.0}).to(xgrad::kInt64), 1, true, "floating-point");
+    for (double bad : {-0.5, nan, inf}) {
+        throws(xgrad::tensor({0.5, bad}), 1, false, "`inf`, `nan` or element < 0");
+        // With replacement, PyTorch's kernel reports NaN as "< 0" too (its first check is v >= 0).
+        throws(xgrad::tensor({0.5, bad}), 2, true, bad == inf ? "infinity or NaN" : "entry < 0");
+    }
+    throws(xgrad::tensor({{0.5, 0.5}, {0.0, 0.0}}), 1, false, "sum of probabilities <= 0) in row 1");
+    throws(xgrad::tensor({{0.5, 0.5}, {0.0, 0.0}}), 3, true, "sum of probabilities <= 0) in row 1");
+    throws(Tensor(), 1, false, "multinomial");
+    // Empty results are fine, as in PyTorch.
+    CHECK(xgrad::multinomial(xgrad::zeros({0, 3}), 2).shape() == xgrad::Shape{0, 2});
+}
+
+TEST_CASE("multinomial: shapes, frequencies and zero weights") {
+    xgrad::manual_seed(8);
+    const Tensor p = xgrad::tensor({0.1, 0.0, 0.2, 0.7});
+    const Tensor draws = xgrad::multinomial(p, 20000, true);
+    CHECK(draws.dtype() == xgrad::kInt64);
+    CHECK(draws.shape() == xgrad::Shape{20000});
+    std::vector<int> count(4);
+    for (auto d : draws.to_vector<std::int64_t>()) ++count[static_cast<std::size_t>(d)];
+    CHECK(count[1] == 0);  // a zero weight is never drawn with replacement
+    CHECK(count[0] / 20000.0 == doctest::Approx(0.1).epsilon(0.1));
+    CHECK(count[2] / 20000.0 == doctest::Approx(0.2).epsilon(0.05));
+    CHECK(count[3] / 20000.0 == doctest::Approx(0.7).epsilon(0.02));
+    // Without replacement every category comes out once, the zero weight last.
+    auto all = xgrad::multinomial(p, 4).to_vector<std::int64_t>();
+    CHECK(all.back() == 1);
+    std::sort(all.begin(), all.end());
+    CHECK(all == std::vector<std::int64_t>{0, 1, 2, 3});
+    // One row per distribution; an explicit generator leaves the default one alone.
+    xgrad::Generator gen(3);
+    const auto state = xgrad::get_rng_state();
+    CHECK(xgrad::multinomial(xgrad::ones({5, 9}), 2, false, &gen).shape() == xgrad::Shape{5, 2});
+    CHECK(xgrad::get_rng_state() == state);
 }

@@ -156,6 +156,23 @@ Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
 /// 1 with probability `p`, else 0, in input's shape and dtype (`torch.bernoulli(input, p)`).
 Tensor bernoulli(const Tensor& input, double p, Generator* gen = nullptr);
 
+/// Indices drawn from the categorical distribution in each row of `probs` (1-D: one distribution;
+/// 2-D: one per row), as `torch.multinomial(probs, num_samples, replacement)`: int64, shaped
+/// (num_samples) or (rows, num_samples). The weights need not sum to one; they must be finite and
+/// non-negative, with a positive entry in each row. Without replacement, num_samples may not exceed
+/// the number of categories, and a zero weight is drawn only once every positive one has been.
+///
+/// The draws are PyTorch 1.13's CPU ones for the same seed (its exponential race without replacement,
+/// its cumulative search with replacement), so a seeded sampling loop prints the
+/// same indices. A CUDA `probs` is sampled on the CPU and the indices copied back.
+///
+/// ```cpp
+/// xgrad::manual_seed(0);
+/// Tensor next = xgrad::multinomial(F::softmax(logits, -1), 1);   // one token per row of logits
+/// Tensor draws = xgrad::multinomial(xgrad::tensor({0.1, 0.2, 0.7}), 10, /*replacement=*/true);
+/// ```
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false, Generator* gen = nullptr);
+
 // In-place fills. They write straight into storage and record nothing; like PyTorch they refuse a
 // leaf that requires grad unless a NoGradGuard is alive (nn::init holds one for you).
 
@@ -165,6 +182,9 @@ Tensor& uniform_(Tensor& self, double from = 0.0, double to = 1.0, Generator* ge
 Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
 /// Fills `self` with 1 (probability `p`) or 0, as `self.bernoulli_(p)`, the draw behind dropout.
 Tensor& bernoulli_(Tensor& self, double p = 0.5, Generator* gen = nullptr);
+/// Fills `self` with values from the exponential distribution of rate `lambd`, as
+/// `self.exponential_(lambd)`: (-1 / lambd) * log(1 - u) for a double uniform u, PyTorch's values.
+Tensor& exponential_(Tensor& self, double lambd = 1.0, Generator* gen = nullptr);
 /// Fills `self` with integers uniform in [from, to), as `self.random_(from, to)`.
 Tensor& random_(Tensor& self, std::int64_t from, std::int64_t to, Generator* gen = nullptr);
 

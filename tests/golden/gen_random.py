@@ -129,6 +129,29 @@ def gen_random():
     g = torch.Generator().manual_seed(42)
     s.out("gen_rand f64 5 42", torch.rand(5, dtype=torch.float64, generator=g))
     s.out("rand f32 5", torch.rand(5))
+    # exponential_ (rate 0 gives inf), then multinomial, its weights drawn first from the same stream.
+    s.seed(19)
+    for dt in ["f32", "f64"]:
+        for n, lam in [(7, 1.0), (1000, 2.5), (5, 0.0)]:
+            s.out("exponential_ %s %d %r" % (dt, n, lam), torch.empty(n, dtype=DTYPES[dt]).exponential_(lam))
+        s.out("exponential_t %s 4,6 1.0" % dt, torch.empty(6, 4, dtype=DTYPES[dt]).t().exponential_(1.0))
+    s.seed(23)
+    for dt in ["f32", "f64"]:
+        for shape, n, repl in [((10,), 1, 0), ((10,), 3, 0), ((10,), 10, 0), ((10,), 1, 1), ((10,), 50, 1),
+                               ((4, 7), 1, 0), ((4, 7), 3, 0), ((4, 7), 20, 1), ((3, 300), 4, 0), ((2, 1000), 5, 1)]:
+            p = torch.rand(shape, dtype=DTYPES[dt])
+            s.out("multinomial %s %s %d %d" % (dt, shape_str(shape), n, repl), torch.multinomial(p, n, bool(repl)))
+        # A transposed weight matrix: the race's exponentials are drawn in its memory order.
+        p = torch.rand(7, 4, dtype=DTYPES[dt]).t()
+        s.out("multinomial_t %s 4,7 2 0" % dt, torch.multinomial(p, 2))
+        # Zero weights (w[i] = i + 1 where i % step == 1): drawn last without replacement, in the order
+        # PyTorch's topk leaves ties (its nth_element path, and its partial_sort path from 64 k <= n).
+        for n_cat, step, n, repl in [(8, 3, 6, 0), (200, 150, 3, 0), (200, 7, 60, 0), (9, 4, 30, 1)]:
+            p = torch.tensor([float(i + 1) if i % step == 1 else 0.0 for i in range(n_cat)], dtype=DTYPES[dt])
+            s.out("multinomial_sparse %s %d %d %d %d" % (dt, n_cat, step, n, repl), torch.multinomial(p, n, bool(repl)))
+        # Sampling from logits, as a language model does.
+        logits = torch.randn(3, 30, dtype=DTYPES[dt]) * 2
+        s.out("multinomial_softmax %s 3,30 1 0" % dt, torch.multinomial(torch.softmax(logits, -1), 1))
     s.write()
 
 
