@@ -15,8 +15,7 @@
 // - exponential_: one double uniform u per element, (-1 / lambda) * log(1 - u) in double, then cast.
 // - multinomial: without replacement, the exponential race (PyTorch 1.13 takes it for one sample
 //   only without replacement; later versions for any one sample): q = p / Exp(1) drawn
-//   in p's memory order, then argmax (one sample) or topk (PyTorch's topk loop: libstdc++'s
-//   partial_sort or nth_element + sort on (value, index) pairs, so even ties come out in its order);
+//   in p's memory order, then argmax (one sample) or topk (Tensor::topk: PyTorch's order of ties);
 //   with replacement, per row, the cumulative sum in p's dtype divided by the total, then one double
 //   uniform per sample and a binary search.
 // - Draws follow memory order: a transposed target is filled storage-first, and rand_like/randn_like
@@ -667,25 +666,6 @@ void check_cumulative_probabilities(const std::vector<T>& p, std::int64_t rows, 
     }
 }
 
-/// The indices of the k largest values of row[0, n), as PyTorch's CPU topk loop orders them: the same
-/// libstdc++ algorithm on the same (value, index) pairs with the same comparison (NaN largest).
-template <typename T>
-void topk_indices(const T* row, std::int64_t n, std::int64_t k, std::int64_t* out,
-                  std::vector<std::pair<double, std::int64_t>>& queue) {
-    queue.resize(static_cast<std::size_t>(n));
-    for (std::int64_t j = 0; j < n; ++j) queue[static_cast<std::size_t>(j)] = {static_cast<double>(row[j]), j};
-    auto greater = [](const std::pair<double, std::int64_t>& x, const std::pair<double, std::int64_t>& y) {
-        return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
-    };
-    if (k * 64 <= n) {
-        std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), greater);
-    } else {
-        std::nth_element(queue.begin(), queue.begin() + (k - 1), queue.end(), greater);
-        std::sort(queue.begin(), queue.begin() + (k - 1), greater);
-    }
-    for (std::int64_t j = 0; j < k; ++j) out[j] = queue[static_cast<std::size_t>(j)].second;
-}
-
 }  // namespace
 
 Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement, Generator* gen) {
@@ -720,18 +700,18 @@ Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replaceme
                     *e = values[static_cast<std::size_t>(i)] / static_cast<T>(exponential_double(g, 1.0));
                 });
             }
+            if (num_samples > 1) {  // PyTorch's topk, whose order of equal (zero) weights Tensor::topk keeps
+                const Tensor picked = q.topk(num_samples, -1).indices.contiguous();
+                std::copy_n(picked.impl()->data<std::int64_t>(), out.numel(), result);
+                return;
+            }
             const std::vector<T> race = q.to_vector<T>();
-            std::vector<std::pair<double, std::int64_t>> queue;
-            for (std::int64_t r = 0; r < rows; ++r) {
+            for (std::int64_t r = 0; r < rows; ++r) {  // argmax: the first largest, NaN above all
                 const T* row = race.data() + r * categories;
-                if (num_samples == 1) {  // argmax: the first largest, NaN above all
-                    std::int64_t best = 0;
-                    for (std::int64_t j = 1; j < categories && !std::isnan(row[best]); ++j)
-                        if (std::isnan(row[j]) || row[j] > row[best]) best = j;
-                    result[r] = best;
-                } else {
-                    topk_indices(row, categories, num_samples, result + r * num_samples, queue);
-                }
+                std::int64_t best = 0;
+                for (std::int64_t j = 1; j < categories && !std::isnan(row[best]); ++j)
+                    if (std::isnan(row[j]) || row[j] > row[best]) best = j;
+                result[r] = best;
             }
             return;
         }

@@ -15,9 +15,9 @@ namespace {
 
 /// The first `k` (all without one) of each row along `dim` in order; `name` is the grad_fn's.
 ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<std::int64_t> k_or_all, bool descending,
-                          const char* op, const char* name) {
+                          kernels::TieOrder ties, const char* op, const char* name) {
     if (self.defined() && detail::is_narrow(self.dtype())) {
-        ValuesIndices r = sorted_rows(self.to(kInt64), dim, k_or_all, descending, op, name);
+        ValuesIndices r = sorted_rows(self.to(kInt64), dim, k_or_all, descending, ties, op, name);
         return {r.values.to(self.dtype()), r.indices};
     }
     detail::AlongDim a = detail::along_dim(self, dim, op);
@@ -30,7 +30,7 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
     if (self.dim() == 0 && k != 1) detail::fail(op, "k must be 1 for a 0-d tensor (k = " + std::to_string(k) + ")");
     Tensor values = detail::make_empty(Shape{a.rows, k}, self.dtype(), self.device());
     Tensor indices = detail::make_empty(Shape{a.rows, k}, kInt64, self.device());
-    kernels::sort_rows(a.view(), values, indices, k, descending);
+    kernels::sort_rows(a.view(), values, indices, k, descending, ties);
     Tensor out = a.restore(values, k);
     if (detail::needs_grad({&self})) {
         a.rows_view = Tensor();  // the backward needs the geometry only
@@ -46,10 +46,13 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
 
 }  // namespace
 
-// Always a stable sort: ties in index order is one of the orders PyTorch's unstable sort may give.
+// Without `stable`, equal values come out in the order of PyTorch's CPU sort (libstdc++'s std::sort),
+// not in index order.
 ValuesIndices Tensor::sort(std::int64_t dim, bool descending, bool stable) const {
     // PyTorch records its `stable=` overload as SortBackward1.
-    return sorted_rows(*this, dim, std::nullopt, descending, "sort", stable ? "SortBackward1" : "SortBackward0");
+    return sorted_rows(*this, dim, std::nullopt, descending,
+                       stable ? kernels::TieOrder::kIndex : kernels::TieOrder::kSort, "sort",
+                       stable ? "SortBackward1" : "SortBackward0");
 }
 
 Tensor Tensor::argsort(std::int64_t dim, bool descending, bool stable) const {
@@ -57,9 +60,10 @@ Tensor Tensor::argsort(std::int64_t dim, bool descending, bool stable) const {
     return detach().sort(dim, descending, stable).indices;
 }
 
-// The k are always in order: `sorted=false` leaves PyTorch free to return any order, this one included.
-ValuesIndices Tensor::topk(std::int64_t k, std::int64_t dim, bool largest, bool /*sorted*/) const {
-    return sorted_rows(*this, dim, k, largest, "topk", "TopkBackward0");
+// PyTorch's CPU topk loop, ties and `sorted=false` included (the k then come in its nth_element order).
+ValuesIndices Tensor::topk(std::int64_t k, std::int64_t dim, bool largest, bool sorted) const {
+    return sorted_rows(*this, dim, k, largest, sorted ? kernels::TieOrder::kTopk : kernels::TieOrder::kTopkUnsorted,
+                       "topk", "TopkBackward0");
 }
 
 }  // namespace xgrad

@@ -501,8 +501,10 @@ TEST_CASE("sort, argsort and topk") {
             const Tensor x = randn(shape, dt);
             check_op("sort", [](const Inputs& v) { return v[0].sort().values; }, {x});
             check_op("sort 0 descending", [](const Inputs& v) { return v[0].sort(0, true).values; }, {x});
-            // Ties: both devices keep them in index order.
-            check_op("argsort ties", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).argsort(-1, true); }, {x});
+            // Ties: with `stable` both devices keep them in index order (without it the CPU gives
+            // PyTorch's CPU order, the GPU index order).
+            check_op("argsort ties", [](const Inputs& v) { return v[0].clamp(-0.3, 0.3).argsort(-1, true, true); },
+                     {x});
             check_op("topk", [](const Inputs& v) { return v[0].topk(1, -1).values; }, {x});
             check_op("topk smallest 0", [](const Inputs& v) { return v[0].topk(2, 0, false).values; }, {x});
             check_op("topk indices", [](const Inputs& v) { return v[0].topk(1, 0).indices; }, {x});
@@ -510,7 +512,7 @@ TEST_CASE("sort, argsort and topk") {
     }
     const Tensor nan = xgrad::tensor({{1.0, NAN, -2.0, NAN, 0.5}});
     check_op("sort with NaN", [](const Inputs& v) { return v[0].sort(-1).values; }, {nan});
-    check_op("argsort with NaN", [](const Inputs& v) { return v[0].argsort(-1, true); }, {nan});
+    check_op("argsort with NaN", [](const Inputs& v) { return v[0].argsort(-1, true, true); }, {nan});
 }
 
 TEST_CASE("shape ops, copies and conversions") {

@@ -158,6 +158,15 @@ TEST_CASE("sort, argsort and topk") {
         {"sort_0d", sort(-1, false)},
         {"argsort_desc", one([](const Tensor& x) { return x.argsort(1, true); })},
         {"argsort_ties_stable", one([](const Tensor& x) { return xgrad::argsort(x, -1, false, true); })},
+        // Ties without `stable`: PyTorch's CPU order (libstdc++'s sort, partial_sort, nth_element).
+        {"sort_ties", sort(-1, false), kFloats, false},
+        {"sort_ties_desc_dim0", sort(0, true), kFloats, false},
+        {"argsort_ties", one([](const Tensor& x) { return x.argsort(-1); }), kFloats, false},
+        {"topk_ties", [](const Tensor& x) { return x.topk(3); }, kFloats, false},
+        {"topk_ties_partial", [](const Tensor& x) { return x.topk(2); }, kFloats, false},
+        {"topk_ties_smallest", [](const Tensor& x) { return x.topk(6, -1, false); }, kFloats, false},
+        {"topk_ties_unsorted", [](const Tensor& x) { return x.topk(7, -1, true, false); }, kFloats, false},
+        {"sort_int_unstable", sort(1, false), kInt64},
         {"topk_2", [](const Tensor& x) { return x.topk(2); }},  // TopkBackward0
         {"topk_3_dim0_smallest", [](const Tensor& x) { return xgrad::topk(x.transpose(0, 1), 3, 0, false); }},
         {"topk_all", [](const Tensor& x) { return x.topk(4, -1); }},

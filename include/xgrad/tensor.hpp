@@ -271,13 +271,15 @@ public:
     /// `log(sum(exp(x), dims))` computed without overflow, as `torch.logsumexp`.
     Tensor logsumexp(const Dims& dims, bool keepdim = false) const;
     /// The values along `dim` in order and their int64 indices, as `torch.sort`; NaN sorts above every
-    /// number. Ties always keep their index order (a stable sort), where PyTorch's `stable=false` may
-    /// order them otherwise; `stable` names the grad_fn SortBackward1, as PyTorch's stable overload.
+    /// number. Equal values keep their index order with `stable`; without it they come in the order
+    /// PyTorch's CPU sort gives them (on a CUDA tensor, index order). `stable` names the grad_fn
+    /// SortBackward1, as PyTorch's stable overload.
     ValuesIndices sort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
     /// The int64 indices that sort the values along `dim`, as `torch.argsort`.
     Tensor argsort(std::int64_t dim = -1, bool descending = false, bool stable = false) const;
-    /// The `k` largest (or smallest) values along `dim` and their int64 indices, as `torch.topk`;
-    /// in order (ties by index) whether or not `sorted` is asked.
+    /// The `k` largest (or smallest) values along `dim` and their int64 indices, as `torch.topk`:
+    /// PyTorch's CPU indices, for equal values and for `sorted = false` too (on a CUDA tensor, always
+    /// in order, ties by index).
     ValuesIndices topk(std::int64_t k, std::int64_t dim = -1, bool largest = true, bool sorted = true) const;
 
     // ---- shape and layout -----------------------------------------------------------------------

@@ -24,6 +24,17 @@ struct RowsView {
     bool outer = false;
 };
 
+/// How sort_rows orders equal values. PyTorch's CPU results come from libstdc++'s algorithms on
+/// (value, index) pairs compared by value alone, so an order other than index order is still a
+/// fixed function of the row: the CPU kernel runs the same algorithms and gets PyTorch's indices.
+enum class TieOrder {
+    kIndex,         ///< index order, a stable sort: `sort(stable=true)`
+    kSort,          ///< PyTorch's sort: std::sort of the whole row
+    kTopk,          ///< PyTorch's topk: std::partial_sort when 64 k <= width, else std::nth_element
+                    ///< at k - 1 and std::sort of the k - 1 before it
+    kTopkUnsorted,  ///< PyTorch's topk(sorted=false): as kTopk, without that std::sort
+};
+
 /// One parameter's tensors for adam_step: the parameter and its gradient (same dtype, both
 /// contiguous) and its state; `max_exp_avg_sq` is defined with amsgrad.
 struct AdamTensors {
@@ -65,9 +76,11 @@ struct Backend {
     /// dx_i = Π_{k<i} x_k · Σ_{j≥i} g_j Π_{i<k≤j} x_k. A `grad` of rows × 1 is the gradient of each
     /// row's last element only (prod's backward).
     void (*cumprod_backward_rows)(const Tensor& x, const Tensor& grad, const Tensor& dx);
-    /// The first `k` elements of each row in ascending (or descending) order, ties in index order
-    /// and NaN above everything, as PyTorch: values and int64 indices (rows × k).
-    void (*sort_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending);
+    /// The first `k` elements of each row in ascending (or descending) order, NaN above everything,
+    /// ties as `ties` says (the CPU's; the CUDA kernel keeps them in index order): values and int64
+    /// indices (rows × k).
+    void (*sort_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
+                      TieOrder ties);
     /// dx (rows × width, contiguous, zeroed by the caller) at indices[r, j] += grad[r, j] (rows × k);
     /// the indices of a row are distinct.
     void (*scatter_rows)(const Tensor& grad, const Tensor& indices, const Tensor& dx);
@@ -196,8 +209,9 @@ inline void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reve
 inline void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx) {
     backend(dx.device()).cumprod_backward_rows(x, grad, dx);
 }
-inline void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending) {
-    backend(values.device()).sort_rows(v, values, indices, k, descending);
+inline void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
+                      TieOrder ties) {
+    backend(values.device()).sort_rows(v, values, indices, k, descending, ties);
 }
 inline void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx) {
     backend(dx.device()).scatter_rows(grad, indices, dx);

@@ -101,7 +101,17 @@ for op in ("argmax", "argmin"):
 case("sort_last", lambda x: tuple(torch.sort(x)), X)
 case("sort_dim0_desc", lambda x: tuple(torch.sort(x, 0, descending=True)), X)
 case("sort_transposed", lambda x: tuple(torch.sort(x.transpose(0, 1), 1)), X)
-# Ties keep their index order with stable=True; xgrad's sort is always stable.
+# Ties keep their index order with stable=True; without it, sort and topk leave them in the order
+# libstdc++'s std::sort / partial_sort / nth_element give, which xgrad's CPU kernel reproduces. Rows
+# wider than 16 take std::sort's introsort; topk takes partial_sort where 64 k <= width.
+case("sort_ties", lambda x: tuple(torch.sort(x, dim=-1)), ties(3, 40))
+case("sort_ties_desc_dim0", lambda x: tuple(torch.sort(x, 0, descending=True)), ties(70, 2))
+case("argsort_ties", lambda x: torch.argsort(x, -1), ties(4, 9))
+case("topk_ties", lambda x: tuple(torch.topk(x, 3)), ties(3, 40))
+case("topk_ties_partial", lambda x: tuple(torch.topk(x, 2)), ties(2, 200))
+case("topk_ties_smallest", lambda x: tuple(torch.topk(x, 6, largest=False)), ties(3, 40))
+case("topk_ties_unsorted", lambda x: tuple(torch.topk(x, 7, sorted=False)), ties(3, 40))
+case("sort_int_unstable", lambda x: tuple(torch.sort(x, dim=1)), ints(3, 30), dtypes=("int64",))
 case("sort_ties_stable", lambda x: tuple(torch.sort(x, stable=True, dim=-1)), ties(3, 8))
 case("sort_ties_stable_desc", lambda x: tuple(torch.sort(x, stable=True, dim=0, descending=True)), ties(8, 3))
 case("sort_nan", lambda x: tuple(torch.sort(x, 1)), WITH_NAN)

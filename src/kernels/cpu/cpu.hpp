@@ -18,7 +18,8 @@ void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& ind
 void prod_rows(const RowsView& v, const Tensor& out);
 void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse);
 void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx);
-void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending);
+void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
+               TieOrder ties);
 void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx);
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out,
                         const Tensor& mean, const Tensor& rstd);

@@ -9,27 +9,64 @@
 
 namespace xgrad::kernels::cpu {
 
-void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending) {
+namespace {
+
+/// Puts the first k of `q` (a row's (value, index) pairs in index order) in place, as `ties` says:
+/// PyTorch 1.13's CPU sort and topk run these libstdc++ algorithms with the same comparison, so equal
+/// values come out in their order (checked against PyTorch in tests/golden/gen_sorting.py's cases).
+template <typename Pair, typename Before>
+void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before before) {
+    const auto first_k = q.begin() + k;
+    switch (ties) {
+        case TieOrder::kIndex:
+            std::stable_sort(q.begin(), q.end(), before);
+            return;
+        case TieOrder::kSort:
+            std::sort(q.begin(), q.end(), before);
+            return;
+        case TieOrder::kTopk:
+        case TieOrder::kTopkUnsorted:
+            if (k == 0) return;
+            if (k * 64 <= static_cast<std::int64_t>(q.size())) {
+                std::partial_sort(q.begin(), first_k, q.end(), before);
+                return;
+            }
+            std::nth_element(q.begin(), first_k - 1, q.end(), before);
+            if (ties == TieOrder::kTopk) std::sort(q.begin(), first_k - 1, before);
+            return;
+    }
+}
+
+}  // namespace
+
+void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
+               TieOrder ties) {
     detail::dispatch(values.dtype(), [&](auto tag) {
         using T = decltype(tag);
+        using Pair = std::pair<T, std::int64_t>;
         const T* in = v.input.impl()->data<T>();
         T* o = values.impl()->data<T>();
         auto* idx = indices.impl()->data<std::int64_t>();
         const std::int64_t grain = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(v.width, 1));
         parallel_for(0, v.rows, grain, [&](std::int64_t lo, std::int64_t hi) {
-            std::vector<std::int64_t> order(static_cast<std::size_t>(v.width));
+            std::vector<Pair> q(static_cast<std::size_t>(v.width));
+            // NaN sorts above every number, as PyTorch.
+            const auto greater = [](const Pair& a, const Pair& b) {
+                return (a.first != a.first && b.first == b.first) || a.first > b.first;
+            };
+            const auto less = [](const Pair& a, const Pair& b) {
+                return (a.first == a.first && b.first != b.first) || a.first < b.first;
+            };
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
-                // NaN sorts above every number, as PyTorch; a stable sort keeps ties in index order.
-                const auto before = [&](std::int64_t a, std::int64_t b) {
-                    const bool na = x[a] != x[a], nb = x[b] != x[b];
-                    return descending ? (na && !nb) || x[a] > x[b] : (!na && nb) || x[a] < x[b];
-                };
-                std::iota(order.begin(), order.end(), std::int64_t{0});
-                std::stable_sort(order.begin(), order.end(), before);
+                for (std::int64_t j = 0; j < v.width; ++j) q[static_cast<std::size_t>(j)] = {x[j], j};
+                if (descending)
+                    order_row(q, k, ties, greater);
+                else
+                    order_row(q, k, ties, less);
                 for (std::int64_t j = 0; j < k; ++j) {
-                    idx[r * k + j] = order[static_cast<std::size_t>(j)];
-                    o[r * k + j] = x[order[static_cast<std::size_t>(j)]];
+                    o[r * k + j] = q[static_cast<std::size_t>(j)].first;
+                    idx[r * k + j] = q[static_cast<std::size_t>(j)].second;
                 }
             }
         });

@@ -179,7 +179,9 @@ void cumprod_backward_rows_entry(const Tensor& x, const Tensor& grad, const Tens
                                 grad.numel() == rows && width != 1);
 }
 
-void sort_rows_entry(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending) {
+// Ties stay in index order whatever `ties` asks (PyTorch's own CUDA sort orders them its own way too).
+void sort_rows_entry(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
+                     TieOrder /*ties*/) {
     use_device(values, {&v.input, &indices}, "sort");
     cuda::sort_rows(scalar(values.dtype()), ptr(v.input), ptr(values), ptr(indices), v.rows, v.width, k, descending);
 }
