@@ -295,4 +295,9 @@ int main() {
               << xgrad::multinomial(odds, 5, true) << "\n";  // torch.multinomial(odds, 5, replacement=True)
     Tensor waits = xgrad::empty({3});                        // waits = torch.empty(3)
     std::cout << xgrad::exponential_(waits, 2.0) << "\n";    // waits.exponential_(2.0)
+
+    // ---- bitwise operators with a number ----
+    Tensor bytes = xgrad::tensor({200.0, 31.0}, xgrad::kUInt8);  // bytes = torch.tensor([200, 31], dtype=torch.uint8)
+    Tensor flags = xgrad::tensor({1.0, 0.0}, xgrad::kBool);      // flags = torch.tensor([True, False])
+    std::cout << (bytes & 15) << " " << (flags ^ true) << "\n";  // bytes & 15, flags ^ True
 }

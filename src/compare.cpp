@@ -212,6 +212,12 @@ Tensor Tensor::logical_not() const {
     return compare(*this, 0.0, "logical_not", CompareOp::kEq);
 }
 
+Tensor detail::integral_operand(std::int64_t value, bool boolean, const Tensor& like) {
+    detail::check_defined(like, "bitwise");
+    return from_vector(std::vector<std::int64_t>{value}, Shape{},
+                       TensorOptions{.dtype = boolean ? kBool : kInt64, .device = like.device()});
+}
+
 Tensor operator&(const Tensor& a, const Tensor& b) {
     return bitwise(a, b, "bitwise_and", CompareOp::kLogicalAnd, BinaryOp::kBitAnd);
 }

@@ -234,6 +234,46 @@ const std::map<std::string, std::function<std::string()>>& cases() {
          [] {
              return golden::printed((tensor({-1.0, 0.0, 5.0, 10.0}) >= 0.0) & (tensor({-1.0, 0.0, 5.0, 10.0}) < 10.0));
          }},
+        {"and_bool_true",
+         [] {
+             return golden::printed(tensor({1.0, 0.0}, b) & true);
+         }},
+        {"and_bool_int",
+         [] {
+             return golden::printed(tensor({1.0, 0.0}, b) & 1);
+         }},
+        {"xor_true_bool",
+         [] {
+             return golden::printed(true ^ tensor({1.0, 0.0}, b));
+         }},
+        {"and_u8_num",
+         [] {
+             return golden::printed(tensor({5.0, 12.0}, u8) & 3);
+         }},
+        {"xor_u8_255",
+         [] {
+             return golden::printed(tensor({5.0, 12.0}, u8) ^ 255);
+         }},
+        {"and_u8_wrap",
+         [] {
+             return golden::printed(tensor({5.0, 12.0}, u8) & 300);
+         }},
+        {"or_int32_num",
+         [] {
+             return golden::printed(tensor({5.0, -3.0}, i32) | 8);
+         }},
+        {"and_num_int32",
+         [] {
+             return golden::printed(3 & tensor({5.0, -3.0}, i32));
+         }},
+        {"and_int32_big",
+         [] {
+             return golden::printed(tensor({5.0, -3.0}, i32) & 5000000000LL);
+         }},
+        {"or_int_neg",
+         [] {
+             return golden::printed(tensor({12.0, 0.0}, i64) | -16);
+         }},
         {"isnan", [] { return golden::printed(xgrad::isnan(X())); }},
         {"isinf", [] { return golden::printed(xgrad::isinf(X())); }},
         {"isposinf", [] { return golden::printed(xgrad::isposinf(X())); }},
@@ -440,6 +480,8 @@ TEST_CASE("comparisons name the op in their errors; bitwise operators refuse flo
           }) == "all: dimension -3 is out of range for a tensor of 2 dimensions (expected to be in [-2, 1])");
     CHECK(golden::invalid_argument_of([] { return tensor({1.0}) & tensor({1.0}, i64); }) ==
           "bitwise_and: \"bitwise_and_cpu\" not implemented for 'Float'");
+    CHECK(golden::invalid_argument_of([] { return tensor({1.0}) ^ 1; }) ==
+          "bitwise_xor: \"bitwise_xor_cpu\" not implemented for 'Float'");
     CHECK(golden::invalid_argument_of([] { return ~tensor({1.0}, f64); }) ==
           "bitwise_not: \"bitwise_not_cpu\" not implemented for 'Double'");
     CHECK(golden::invalid_argument_of([] { return xgrad::isnan(Tensor()); }).find("isnan:") == 0);

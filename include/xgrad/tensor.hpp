@@ -1,6 +1,7 @@
 // The Tensor handle: a shared, strided view of typed storage plus its autograd record.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -588,5 +589,50 @@ Tensor operator&(const Tensor& a, const Tensor& b);
 Tensor operator|(const Tensor& a, const Tensor& b);  ///< Elementwise OR, logical or bitwise as `&`.
 Tensor operator^(const Tensor& a, const Tensor& b);  ///< Elementwise XOR, logical or bitwise as `&`.
 Tensor operator~(const Tensor& a);                   ///< logical_not of a bool tensor, bitwise NOT of an integer one.
+
+namespace detail {
+/// The 0-d operand on `like`'s device that an integer (or, with `boolean`, a bool) number of a
+/// bitwise operator stands for: bool for a bool, else int64, which then promotes as PyTorch's
+/// wrapped numbers do (an integer tensor keeps its dtype, a bool one becomes int64).
+Tensor integral_operand(std::int64_t value, bool boolean, const Tensor& like);
+}  // namespace detail
+
+/// `a & n` with an integer or bool number, as PyTorch's: the number takes an integer tensor's dtype
+/// (wrapping, as `uint8_tensor & 300` does), a bool tensor with a bool number stays bool, with an
+/// integer number becomes int64; floating tensors throw.
+///
+/// ```cpp
+/// auto low_bits = bytes & 15;       // uint8
+/// auto flipped = mask ^ true;       // bool
+/// ```
+template <std::integral I>
+Tensor operator&(const Tensor& a, I b) {
+    return a & detail::integral_operand(static_cast<std::int64_t>(b), std::is_same_v<I, bool>, a);
+}
+/// `n & a`, as `a & n`.
+template <std::integral I>
+Tensor operator&(I a, const Tensor& b) {
+    return b & a;
+}
+/// `a | n` with an integer or bool number, as `a & n`.
+template <std::integral I>
+Tensor operator|(const Tensor& a, I b) {
+    return a | detail::integral_operand(static_cast<std::int64_t>(b), std::is_same_v<I, bool>, a);
+}
+/// `n | a`, as `a | n`.
+template <std::integral I>
+Tensor operator|(I a, const Tensor& b) {
+    return b | a;
+}
+/// `a ^ n` with an integer or bool number, as `a & n`.
+template <std::integral I>
+Tensor operator^(const Tensor& a, I b) {
+    return a ^ detail::integral_operand(static_cast<std::int64_t>(b), std::is_same_v<I, bool>, a);
+}
+/// `n ^ a`, as `a ^ n`.
+template <std::integral I>
+Tensor operator^(I a, const Tensor& b) {
+    return b ^ a;
+}
 
 }  // namespace xgrad

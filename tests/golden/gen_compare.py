@@ -86,6 +86,17 @@ CASES = {
     "not_u8": lambda: ~T([0, 5, 255], dtype=u8),
     "not_int32": lambda: ~T([7], dtype=i32),
     "range_mask": lambda: (T([-1.0, 0.0, 5.0, 10.0]) >= 0) & (T([-1.0, 0.0, 5.0, 10.0]) < 10),
+    # an integer or bool number: it takes an integer tensor's dtype (wrapping), makes a bool one int64
+    "and_bool_true": lambda: T([True, False]) & True,
+    "and_bool_int": lambda: T([True, False]) & 1,
+    "xor_true_bool": lambda: True ^ T([True, False]),
+    "and_u8_num": lambda: T([5, 12], dtype=u8) & 3,
+    "xor_u8_255": lambda: T([5, 12], dtype=u8) ^ 255,
+    "and_u8_wrap": lambda: T([5, 12], dtype=u8) & 300,
+    "or_int32_num": lambda: T([5, -3], dtype=i32) | 8,
+    "and_num_int32": lambda: 3 & T([5, -3], dtype=i32),
+    "and_int32_big": lambda: T([5, -3], dtype=i32) & 5000000000,
+    "or_int_neg": lambda: T([12, 0]) | -16,
     # the tests of each element
     "isnan": lambda: torch.isnan(X()),
     "isinf": lambda: torch.isinf(X()),
