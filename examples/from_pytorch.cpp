@@ -159,6 +159,8 @@ int main() {
     Tensor idx = xgrad::tensor({2.0, 0.0}, xgrad::kInt64);         // idx = torch.tensor([2, 0])
     Tensor rows = x.index({idx}), sel = x.index_select(1, idx);    // x[idx], x.index_select(1, idx)
     Tensor gath = x.gather(1, idx.view({1, 2}));                   // x.gather(1, idx.view(1, 2))
+    Tensor pairs = x.index({idx, idx.flip({0})});                  // x[idx, idx.flip(0)]
+    x.index_put_({idx, idx.flip({0})}, pairs * 2.0);               // x[idx, idx.flip(0)] = pairs * 2
     Tensor onehot = F::one_hot(idx, 4);                            // F.one_hot(idx, 4)
     std::vector<Tensor> halves = x.chunk(2, 1);                    // x.chunk(2, 1)
     Tensor low = x.tril(), padded = F::pad(x, {1, 1}, "reflect");  // x.tril(), F.pad(x, (1, 1), mode="reflect")

@@ -282,12 +282,70 @@ Tensor Tensor::index_add(std::int64_t dim, const Tensor& index, const Tensor& so
 
 namespace detail {
 Tensor index_by_mask(const Tensor& self, const Tensor& mask);  // masking.cpp: x[mask]
+
+Tensor merged_index(const Tensor& self, const std::vector<Tensor>& indices, const char* op) {
+    const auto k = static_cast<std::int64_t>(indices.size());
+    if (k > self.dim())
+        fail(op, "too many indices for tensor of dimension " + std::to_string(self.dim()) + " (got " +
+                     std::to_string(k) + ")");
+    std::vector<std::int64_t> b;  // the index tensors' broadcast shape
+    std::string shapes;
+    for (const Tensor& i : indices) {
+        check_defined(i, op);
+        if (i.dtype() == kBool || i.dtype() == kUInt8)
+            fail(op, "takes a bool mask alone; with other index tensors, index with its nonzero() columns");
+        check_int64(i, op,
+                    "tensors used as indices must be long, byte or bool tensors (xgrad takes int64 index tensors)");
+        check_same_device(self, i, op);
+        shapes += (shapes.empty() ? "" : ", ") + size_list(i.shape());
+        const auto& s = i.shape();
+        if (s.size() > static_cast<std::int64_t>(b.size()))
+            b.insert(b.begin(), static_cast<std::size_t>(s.size()) - b.size(), 1);
+    }
+    for (const Tensor& i : indices)
+        for (std::int64_t d = 1; d <= i.dim(); ++d) {
+            auto& out = b[b.size() - static_cast<std::size_t>(d)];
+            const std::int64_t n = i.size(-d);
+            if (n != 1 && out != 1 && n != out)
+                fail(op, "shape mismatch: indexing tensors could not be broadcast together with shapes " + shapes);
+            if (n != 1) out = n;
+        }
+    const Shape shape(b);
+    std::vector<std::int64_t> linear(static_cast<std::size_t>(shape.numel()), 0);
+    NoGradGuard no_grad;
+    for (std::int64_t d = 0; d < k; ++d) {  // row-major over the first k dims, found on the host
+        const std::int64_t n = self.size(d);
+        const auto v =
+            indices[static_cast<std::size_t>(d)].to(kCPU).expand(shape).contiguous().to_vector<std::int64_t>();
+        for (std::size_t e = 0; e < v.size(); ++e) {
+            if (v[e] < -n || v[e] >= n)
+                fail(op, "index " + std::to_string(v[e]) + " is out of bounds for dimension " + std::to_string(d) +
+                             " with size " + std::to_string(n));
+            linear[e] = linear[e] * n + (v[e] < 0 ? v[e] + n : v[e]);
+        }
+    }
+    return from_vector(linear, shape, FactoryOptions(kInt64).device(self.device()));
+}
+
+Shape merged_rows(const Tensor& self, std::int64_t k) {
+    std::vector<std::int64_t> rows{1};
+    for (std::int64_t d = 0; d < self.dim(); ++d) {
+        if (d < k)
+            rows[0] *= self.size(d);
+        else
+            rows.push_back(self.size(d));
+    }
+    return Shape(rows);
+}
 }  // namespace detail
 
 Tensor Tensor::index(const std::vector<Tensor>& indices) const {
     detail::check_defined(*this, "index");
-    if (indices.size() != 1)
-        fail("index", "takes one index tensor (for dim 0) so far, got " + std::to_string(indices.size()));
+    if (indices.empty()) fail("index", "takes at least one index tensor");
+    if (indices.size() > 1) {  // x[i, j, ...]: one index into the leading dims merged
+        const Tensor merged = detail::merged_index(*this, indices, "index");
+        return reshape(detail::merged_rows(*this, static_cast<std::int64_t>(indices.size()))).index({merged});
+    }
     const Tensor& idx = indices.front();
     detail::check_defined(idx, "index");
     if (idx.dtype() == kBool || idx.dtype() == kUInt8) return detail::index_by_mask(*this, idx);

@@ -19,6 +19,15 @@ using detail::Saved;
 using detail::sum_to;
 using Grads = detail::GradList;
 
+namespace detail {
+/// For x[i0, ..., ik-1] with k >= 2 int64 index tensors (indexing.cpp): one int64 index of their
+/// broadcast shape into the first k dims merged row-major, bounds checked, negative indices from
+/// the end.
+Tensor merged_index(const Tensor& self, const std::vector<Tensor>& indices, const char* op);
+/// self's shape with its first k dims merged into one.
+Shape merged_rows(const Tensor& self, std::int64_t k);
+}  // namespace detail
+
 namespace {
 
 /// A 0-d tensor holding `value` as `like`'s dtype, on its device.
@@ -282,28 +291,34 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     const char* op = "index_put_";
     detail::check_inplace(*this, op);
     detail::check_defined(values, op);
-    if (indices.size() != 1) fail(op, "takes one index tensor so far, got " + std::to_string(indices.size()));
+    if (indices.empty()) fail(op, "takes at least one index tensor");
     const Tensor& mask = indices.front();
     detail::check_defined(mask, op);
     NoGradGuard no_grad;
-    // The places as an int64 index into the merged leading dims (a bool mask) or into dim 0.
+    // The places as an int64 index into the merged leading dims (a bool mask, or several index
+    // tensors) or into dim 0, and the shape of x[indices] (the index's shape, then the other dims).
     Tensor idx = mask;
-    std::vector<std::int64_t> rows{dim() == 0 ? 1 : size(0)};
-    if (mask.dtype() == kBool || mask.dtype() == kUInt8) {
+    std::vector<std::int64_t> rows{dim() == 0 ? 1 : size(0)}, picked;
+    if (indices.size() > 1) {
+        idx = detail::merged_index(*this, indices, op);
+        rows = detail::merged_rows(*this, static_cast<std::int64_t>(indices.size())).vec();
+        picked = idx.shape().vec();
+    } else if (mask.dtype() == kBool || mask.dtype() == kUInt8) {
         (void)detail::index_by_mask(*this, mask);  // the mask's checks
         const std::vector<std::int64_t> at = true_positions(mask);
         idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(device()));
         rows = {mask.numel()};
         for (std::int64_t d = mask.dim(); d < dim(); ++d) rows.push_back(size(d));
+        picked = {idx.numel()};
     } else {
         (void)index({mask});  // int64 index checks
         std::vector<std::int64_t> at = mask.to(kCPU).contiguous().to_vector<std::int64_t>();
         for (auto& i : at) i = i < 0 ? i + rows[0] : i;  // negative indices count from the end
-        idx = from_vector(at, Shape{static_cast<std::int64_t>(at.size())}, FactoryOptions(kInt64).device(device()));
+        idx = from_vector(at, mask.shape(), FactoryOptions(kInt64).device(device()));
         for (std::int64_t d = 1; d < dim(); ++d) rows.push_back(size(d));
+        picked = mask.shape().vec();
     }
-    std::vector<std::int64_t> picked = rows;  // the indexing result's shape
-    picked[0] = idx.numel();
+    picked.insert(picked.end(), rows.begin() + 1, rows.end());
     const Shape result_shape(picked);
     bool fits = values.dim() <= result_shape.size();
     for (std::int64_t d = 1; fits && d <= values.dim(); ++d)
@@ -312,9 +327,10 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
         fail(op, "shape mismatch: value tensor of shape " + detail::size_list(values.shape()) +
                      " cannot be broadcast to indexing result of shape " + detail::size_list(result_shape));
     detail::check_same_device(*this, values, op);
-    const std::int64_t width = result_shape.numel() / std::max<std::int64_t>(idx.numel(), 1);
+    std::int64_t width = 1;  // the elements each index names
+    for (std::size_t d = 1; d < rows.size(); ++d) width *= rows[d];
     const Tensor v2 = values.to(dtype()).expand(result_shape).reshape({idx.numel(), width});
-    const Tensor i2 = idx.view({idx.numel(), 1}).expand({idx.numel(), width});
+    const Tensor i2 = idx.reshape({idx.numel(), 1}).expand({idx.numel(), width});
     const Tensor merged = reshape({rows[0], width}).scatter(0, i2, v2.contiguous());
     copy_(merged.view(shape()));
     return *this;

@@ -562,6 +562,7 @@ TEST_CASE("indexing: gather and scatter kernels, and the ops and shape ops built
         check_op("index_add", [](const Inputs& v) { return v[0].index_add(0, v[2], v[1], 0.5); },
                  {big, randn({4, 3, 5}, dt), sel});
         check_op("x[idx]", [](const Inputs& v) { return v[0].index({v[1].view({2, 2})}); }, {big, sel});
+        check_op("x[i, j]", [](const Inputs& v) { return v[0].index({v[1], v[1].flip({0}) - 1}); }, {big, sel});
         check_op("embedding", [](const Inputs& v) { return F::embedding(v[1].view({2, 2}), v[0], 2); }, {x, sel});
         check_op("flip", [](const Inputs& v) { return v[0].flip({0, 2}); }, {big});
         check_op("roll", [](const Inputs& v) { return v[0].roll({1, -2}, {0, 2}); }, {big});

@@ -89,6 +89,10 @@ TEST_CASE("index_select, index_add and x[idx] match PyTorch") {
     check("index_add_alpha_dim1", [](const auto& in) { return xgrad::index_add(in[0], 1, idx("select"), in[1], 2.0); });
     check("index_tensor", [](const auto& in) { return in[0].index({idx("rows")}); });
     check("index_tensor_3d", [](const auto& in) { return in[0].index({idx("rows").select(0, 0)}); });
+    check("index_pair", [](const auto& in) { return in[0].index({idx("pair_i"), idx("pair_j")}); });
+    check("index_pair_bcast", [](const auto& in) { return in[0].index({idx("bcast_i"), idx("bcast_j")}); });
+    check("index_triple", [](const auto& in) { return in[0].index({idx("tri_a"), idx("tri_b"), idx("tri_c")}); });
+    check("index_pair_noncontig", [](const auto& in) { return in[0].t().index({idx("pair_i"), idx("pair_j")}); });
 }
 
 TEST_CASE("indexing refuses bad indices with PyTorch's messages") {

@@ -46,6 +46,16 @@ Tensor put(Tensor t, const Tensor& idx, double v) {
     t.index_put_({idx}, v);
     return t;
 }
+Tensor put(Tensor t, const std::vector<Tensor>& idx, const Tensor& v) {
+    t = t.clone();
+    t.index_put_(idx, v);
+    return t;
+}
+Tensor put(Tensor t, const std::vector<Tensor>& idx, double v) {
+    t = t.clone();
+    t.index_put_(idx, v);
+    return t;
+}
 Tensor fill_(Tensor t, const Tensor& m, double v) {
     t = t.clone();
     t.masked_fill_(m, v);
@@ -195,6 +205,36 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
         {"put_int_tensor",
          [] {
              return put(tensor({1.0, 2.0, 3.0}, i64), m3(), tensor(2.7));
+         }},
+        {"put_pair",
+         [] {
+             return put(x23(), {tensor({0.0, 1.0}, i64), tensor({2.0, -3.0}, i64)}, 9.0);
+         }},
+        {"put_pair_bcast",
+         [] {
+             return put(xgrad::zeros({3, 4}), {tensor({{1.0}, {2.0}}, i64), tensor({0.0, 3.0}, i64)},
+                        tensor({7.0, 8.0}));
+         }},
+        {"put_pair_slices",
+         [] {
+             return put(xgrad::zeros({2, 3, 2}), {tensor({1.0, 0.0}, i64), tensor({2.0, 2.0}, i64)},
+                        tensor({5.0, 6.0}));
+         }},
+        {"put_index_2d",
+         [] {
+             return put(xgrad::zeros({3, 2}), tensor({{0.0}, {2.0}}, i64), tensor({{1.0, 2.0}}));
+         }},
+        {"err_put_pair_shapes",
+         [] {
+             return put(x23(), {tensor({0.0, 1.0}, i64), tensor({0.0, 1.0, 2.0}, i64)}, 1.0);
+         }},
+        {"err_put_pair_bounds",
+         [] {
+             return put(x23(), {tensor({0.0}, i64), tensor({3.0}, i64)}, 1.0);
+         }},
+        {"err_put_pair_values",
+         [] {
+             return put(x23(), {tensor({0.0, 1.0}, i64), tensor({0.0, 1.0}, i64)}, tensor({1.0, 2.0, 3.0}));
          }},
         {"err_where_cond",
          [] {

@@ -360,14 +360,17 @@ public:
     /// A copy of self with `alpha * source`'s slices along `dim` added to the slices that the 1-D
     /// `index` names (`torch.index_add`); repeated indices sum.
     Tensor index_add(std::int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
-    /// `x[idx]` for one index tensor. An int64 `idx` picks the rows (along dim 0) it names, with
-    /// idx's shape in front of the remaining dims; negative indices count from the end. A kBool
-    /// (or uint8) mask covering the leading dims picks the elements of those dims where it is true,
-    /// in row-major order, each with the remaining dims (PyTorch's `x[mask]`).
+    /// `x[idx]` or `x[i, j, ...]` with index tensors for the leading dims. An int64 `idx` picks the
+    /// rows (along dim 0) it names, with idx's shape in front of the remaining dims; negative indices
+    /// count from the end. Several int64 tensors index the first dims together (PyTorch's advanced
+    /// indexing): they broadcast to one shape, which comes in front of the remaining dims. A kBool
+    /// (or uint8) mask, alone, covering the leading dims picks the elements of those dims where it is
+    /// true, in row-major order, each with the remaining dims (PyTorch's `x[mask]`).
     ///
     /// ```cpp
     /// auto picked = x.index({xgrad::tensor({{0.0, 2.0}}, xgrad::kInt64)});   // shape (1, 2, ...)
     /// auto rows = x.index({xgrad::tensor({1.0, 0.0, 1.0}, xgrad::kBool)});   // rows 0 and 2
+    /// auto target_logp = logp.index({xgrad::arange(n, xgrad::kInt64), targets});   // logp[arange(n), y]
     /// ```
     Tensor index(const std::vector<Tensor>& indices) const;
 
@@ -507,8 +510,9 @@ public:
     /// ```
     Tensor masked_select(const Tensor& mask) const;
     /// `x[idx] = values` in place, as `torch.Tensor.index_put_`: `indices` holds one bool mask
-    /// covering self's leading dims, or one int64 index of dim 0; `values` broadcasts to the shape
-    /// of `x[idx]` and is converted to self's dtype.
+    /// covering self's leading dims, or int64 indices of the leading dims as `index` takes them;
+    /// `values` broadcasts to the shape of `x[idx]` and is converted to self's dtype. Where a place
+    /// is named twice, which value it keeps is unspecified, as in PyTorch.
     ///
     /// ```cpp
     /// x.index_put_({mask}, xgrad::tensor({1.0, 2.0, 3.0}));   // every selected row = [1, 2, 3]

@@ -91,6 +91,12 @@ case("index_add_alpha_dim1", lambda x, s: x.index_add(1, sel, s, alpha=2.0), [(2
 rows = idx("rows", [[0, -1], [2, 0], [1, 1]])
 case("index_tensor", lambda x: x[rows], [(3, 4)], both)
 case("index_tensor_3d", lambda x: x[rows[0]], [(3, 2, 2)])
+# Several index tensors (x[i, j]): broadcast together; repeated places sum their gradients.
+pi, pj = idx("pair_i", [0, 2, 2, 1]), idx("pair_j", [3, -1, 3, 0])
+case("index_pair", lambda x: x[pi, pj], [(3, 4)], both)
+case("index_pair_bcast", lambda x: x[idx("bcast_i", [[0], [2]]), idx("bcast_j", [1, 3, 0])], [(3, 4, 2)])
+case("index_triple", lambda x: x[idx("tri_a", [1, 0]), idx("tri_b", [2, -1]), idx("tri_c", [3, 0])], [(2, 3, 4)])
+case("index_pair_noncontig", lambda x: x.t()[pi, pj], [(4, 3)])
 put("one_hot.in", idx("one_hot", [[0, 3], [1, 0]]))
 put("one_hot.out", F.one_hot(idx("one_hot2", [[0, 3], [1, 0]])))
 put("one_hot5.out", F.one_hot(idx("one_hot3", [[0, 3], [1, 0]]), 5))

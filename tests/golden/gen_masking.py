@@ -80,6 +80,11 @@ CASES = {
     "put_mask_values": lambda: put(X23, M23, T([-1.0, -2.0, -3.0])),
     "put_index": lambda: put(X23, T([-1]), 0.0),
     "put_int_tensor": lambda: put(T([1, 2, 3]), M, T(2.7)),
+    # several index tensors (x[i, j] = v): broadcast together, one element (or slice) each
+    "put_pair": lambda: put(X23, (T([0, 1]), T([2, -3])), 9.0),
+    "put_pair_bcast": lambda: put(torch.zeros(3, 4), (T([[1], [2]]), T([0, 3])), T([7.0, 8.0])),
+    "put_pair_slices": lambda: put(torch.zeros(2, 3, 2), (T([1, 0]), T([2, 2])), T([5.0, 6.0])),
+    "put_index_2d": lambda: put(torch.zeros(3, 2), T([[0], [2]]), T([[1.0, 2.0]])),
     # errors
     "err_where_cond": lambda: torch.where(T([1, 0, 1]), X, X),
     "err_where_shapes": lambda: torch.where(M, T([1.0, 2.0]), T([1.0])),
@@ -89,6 +94,9 @@ CASES = {
     "err_masked_select_mask": lambda: X.masked_select(T([1, 0, 1])),
     "err_index_mask_shape": lambda: X23[M],
     "err_put_values": lambda: put(torch.zeros(2, 3), M23, T([1.0, 2.0])),
+    "err_put_pair_shapes": lambda: put(X23, (T([0, 1]), T([0, 1, 2])), 1.0),
+    "err_put_pair_bounds": lambda: put(X23, (T([0]), T([3])), 1.0),
+    "err_put_pair_values": lambda: put(X23, (T([0, 1]), T([0, 1])), T([1.0, 2.0, 3.0])),
 }
 
 lines = repr_lines(CASES)
