@@ -1,6 +1,5 @@
 // CPU sorting kernels over rows: sort/topk with indices, and the scatter of their gradients.
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
 #include "detail/kernels.hpp"
@@ -13,7 +12,7 @@ namespace {
 
 /// Puts the first k of `q` (a row's (value, index) pairs in index order) in place, as `ties` says:
 /// PyTorch 1.13's CPU sort and topk run these libstdc++ algorithms with the same comparison, so equal
-/// values come out in their order (checked against PyTorch in tests/golden/gen_sorting.py's cases).
+/// values come out in their order (tests/golden/gen_reduction_more.py's *_ties cases check it).
 template <typename Pair, typename Before>
 void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before before) {
     const auto first_k = q.begin() + k;
