@@ -302,4 +302,10 @@ int main() {
     Tensor bytes = xgrad::tensor({200.0, 31.0}, xgrad::kUInt8);  // bytes = torch.tensor([200, 31], dtype=torch.uint8)
     Tensor flags = xgrad::tensor({1.0, 0.0}, xgrad::kBool);      // flags = torch.tensor([True, False])
     std::cout << (bytes & 15) << " " << (flags ^ true) << "\n";  // bytes & 15, flags ^ True
+
+    // ---- medians ----
+    Tensor scores =
+        xgrad::tensor({{3.0, 1.0, 2.0, 2.0}, {0.0, 5.0, 4.0, 1.0}});  // scores = torch.tensor([[3., 1., 2., 2.], ...])
+    auto [med, med_at] = scores.median(1);                            // med, med_at = scores.median(1)
+    std::cout << med << " " << med_at << " " << scores.kthvalue(2).indices << " " << scores.median() << "\n";
 }

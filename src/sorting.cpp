@@ -1,9 +1,14 @@
-// Sorting along a dim: sort, argsort and topk, whose gradients go back to the indices they return.
+// Sorting along a dim: sort, argsort, topk, kthvalue and median, whose gradients go back to the
+// indices they return.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "detail/along_dim.hpp"
+#include "detail/maps.hpp"
+#include "xgrad/factory.hpp"
+#include "xgrad/ops.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad {
@@ -44,7 +49,87 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
     return {out, a.restore(indices, k)};
 }
 
+/// The element of rank k (from 1) of each row along `dim`, smallest first, with its index: kthvalue's
+/// (PyTorch's quickselect decides between equal values), or with `median` the lower median's, rank
+/// (width + 1) / 2 by value and then index, except that a row holding NaN gives its first NaN, as
+/// PyTorch's median.
+ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool keepdim, bool median, const char* op,
+                     const char* name) {
+    if (self.defined() && detail::is_narrow(self.dtype())) {
+        ValuesIndices r = ranked(self.to(kInt64), dim, k, keepdim, median, op, name);
+        return {r.values.to(self.dtype()), r.indices};
+    }
+    detail::AlongDim a = detail::along_dim(self, dim, op);
+    if (median) {
+        if (a.width == 0)
+            detail::fail(op, "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
+                                 to_string(self.shape()) + ")");
+        k = (a.width + 1) / 2;
+    }
+    const kernels::TieOrder ties = median ? kernels::TieOrder::kIndex : kernels::TieOrder::kSelect;
+    if (k < 1 || k > a.width)
+        detail::fail(op, "selected number k out of range for dimension " + std::to_string(a.dim) +
+                             " (k = " + std::to_string(k) + ", size " + std::to_string(a.width) + " of shape " +
+                             to_string(self.shape()) + ")");
+    Tensor at;  // rows × 1
+    {
+        NoGradGuard no_grad;
+        Tensor values = detail::make_empty(Shape{a.rows, k}, self.dtype(), self.device());
+        Tensor indices = detail::make_empty(Shape{a.rows, k}, kInt64, self.device());
+        kernels::sort_rows(a.view(), values, indices, k, false, ties);
+        at = indices.narrow(1, k - 1, 1);
+        if (median && self.is_floating_point()) {
+            const Tensor nan = a.rows_view.isnan();
+            at = where(nan.any(1, true), nan.to(kUInt8).argmax(1, true), at);
+        }
+        at = at.contiguous();
+    }
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
+    if (detail::needs_grad({&self})) {
+        a.rows_view = Tensor();  // the backward needs the geometry only
+        detail::record(out, name, {&self}, [a, i = at](const Tensor& g, const NeedsGrad&) {
+            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+            kernels::fill(dx, 0);
+            kernels::scatter_rows(g.reshape(Shape{a.rows, 1}).contiguous(), i, dx);
+            return Grads{a.restore(dx, a.width)};
+        });
+    }
+    return {out, at.reshape(out_shape)};
+}
+
 }  // namespace
+
+ValuesIndices Tensor::kthvalue(std::int64_t k, std::int64_t dim, bool keepdim) const {
+    return ranked(*this, dim, k, keepdim, false, "kthvalue", "KthvalueBackward0");
+}
+
+ValuesIndices Tensor::median(std::int64_t dim, bool keepdim) const {
+    return ranked(*this, dim, 0, keepdim, true, "median", "MedianBackward1");
+}
+
+Tensor Tensor::median() const {
+    detail::check_defined(*this, "median");
+    if (numel() == 0) {  // PyTorch gives NaN (an integer tensor cannot hold it)
+        if (!is_floating_point()) detail::fail("median", "of an empty " + to_string(dtype()) + " tensor");
+        return full({}, NAN, FactoryOptions(dtype()).device(device()));
+    }
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = ranked(reshape({numel()}), 0, 0, false, true, "median", "MedianBackward0").values;
+    }
+    // As PyTorch's: the gradient is shared evenly by the elements equal to the median (the NaNs when
+    // it is NaN), where median(dim) gives it to the one index.
+    if (detail::needs_grad({this}))
+        detail::record(out, "MedianBackward0", {this},
+                       [x = detail::Saved(*this), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
+                           Tensor hit =
+                               detail::map_binary(x, o->to(x->dtype()), "median", kernels::BinaryOp::kEqualOrBothNan);
+                           return Grads{hit * (g / hit.sum())};
+                       });
+    return out;
+}
 
 // Without `stable`, equal values come out in the order of PyTorch's CPU sort (libstdc++'s std::sort),
 // not in index order.

@@ -508,6 +508,10 @@ TEST_CASE("sort, argsort and topk") {
             check_op("topk", [](const Inputs& v) { return v[0].topk(1, -1).values; }, {x});
             check_op("topk smallest 0", [](const Inputs& v) { return v[0].topk(2, 0, false).values; }, {x});
             check_op("topk indices", [](const Inputs& v) { return v[0].topk(1, 0).indices; }, {x});
+            check_op("kthvalue", [](const Inputs& v) { return v[0].kthvalue(1, -1).values; }, {x});
+            check_op("median", [](const Inputs& v) { return v[0].median(0, true).values; }, {x});
+            check_op("median indices", [](const Inputs& v) { return v[0].median(-1).indices; }, {x});
+            check_op("median of all", [](const Inputs& v) { return v[0].median(); }, {x});
         }
     }
     const Tensor nan = xgrad::tensor({{1.0, NAN, -2.0, NAN, 0.5}});

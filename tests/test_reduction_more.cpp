@@ -167,6 +167,20 @@ TEST_CASE("sort, argsort and topk") {
         {"topk_ties_smallest", [](const Tensor& x) { return x.topk(6, -1, false); }, kFloats, false},
         {"topk_ties_unsorted", [](const Tensor& x) { return x.topk(7, -1, true, false); }, kFloats, false},
         {"sort_int_unstable", sort(1, false), kInt64},
+        {"kthvalue_2", [](const Tensor& x) { return x.kthvalue(2); }},  // KthvalueBackward0
+        {"kthvalue_dim0_keep", [](const Tensor& x) { return xgrad::kthvalue(x, 3, 0, true); }},
+        {"kthvalue_ties", [](const Tensor& x) { return x.kthvalue(17); }, kFloats, false},
+        {"kthvalue_ties_dim0", [](const Tensor& x) { return x.kthvalue(30, 0); }, kFloats, false},
+        {"kthvalue_nan", [](const Tensor& x) { return x.kthvalue(3, 1); }, kFloats, false},
+        {"kthvalue_int", [](const Tensor& x) { return x.kthvalue(4, 1); }, kInt64},
+        {"median_dim", [](const Tensor& x) { return x.median(-1); }},  // MedianBackward1
+        {"median_dim0_keep", [](const Tensor& x) { return xgrad::median(x, 0, true); }},
+        {"median_ties", [](const Tensor& x) { return x.median(1); }, kFloats, false},
+        {"median_ties_odd", [](const Tensor& x) { return x.median(0); }, kFloats, false},
+        {"median_nan", [](const Tensor& x) { return x.median(1); }, kFloats, false},
+        {"median_all", one([](const Tensor& x) { return x.median(); })},  // MedianBackward0
+        {"median_all_nan", one([](const Tensor& x) { return xgrad::median(x); }), kFloats, false},
+        {"median_int", [](const Tensor& x) { return x.median(1); }, kInt64},
         {"topk_2", [](const Tensor& x) { return x.topk(2); }},  // TopkBackward0
         {"topk_3_dim0_smallest", [](const Tensor& x) { return xgrad::topk(x.transpose(0, 1), 3, 0, false); }},
         {"topk_all", [](const Tensor& x) { return x.topk(4, -1); }},
@@ -263,4 +277,20 @@ TEST_CASE("bad dims, k and dtypes throw naming the op and the shape, in PyTorch'
     Tensor undefined;
     golden::check_throws([&] { (void)undefined.sort(); }, {"sort"});
     golden::check_throws([&] { (void)undefined.argmax(); }, {"argmax"});
+}
+
+TEST_CASE("kthvalue and median refuse what PyTorch refuses") {
+    using doctest::Contains;
+    const Tensor x = xgrad::tensor({1.0, 2.0});
+    CHECK_THROWS_WITH_AS(x.kthvalue(3), Contains("kthvalue: selected number k out of range for dimension 0"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(x.kthvalue(0), Contains("selected number k out of range"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(xgrad::zeros({0, 3}).median(0),
+                         Contains("median: Expected reduction dim 0 to have non-zero size"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(x.median(1), Contains("median: dimension 1 is out of range"), std::invalid_argument);
+    CHECK(std::isnan(xgrad::zeros({0}).median().item<float>()));  // PyTorch's NaN for an empty tensor
+    // A 0-d tensor is its own median and first value, index 0.
+    auto [v, i] = xgrad::tensor(5.0).median(0);
+    CHECK(v.item<float>() == 5.0f);
+    CHECK(i.item<std::int64_t>() == 0);
 }

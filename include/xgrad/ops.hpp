@@ -274,6 +274,18 @@ inline ValuesIndices sort(const Tensor& x, std::int64_t dim = -1, bool descendin
 inline Tensor argsort(const Tensor& x, std::int64_t dim = -1, bool descending = false, bool stable = false) {
     return x.argsort(dim, descending, stable);
 }
+/// `torch.kthvalue(x, k, dim, keepdim)`.
+inline ValuesIndices kthvalue(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool keepdim = false) {
+    return x.kthvalue(k, dim, keepdim);
+}
+/// `torch.median(x, dim, keepdim)`.
+inline ValuesIndices median(const Tensor& x, std::int64_t dim, bool keepdim = false) {
+    return x.median(dim, keepdim);
+}
+/// `torch.median(x)`: the lower median of all elements.
+inline Tensor median(const Tensor& x) {
+    return x.median();
+}
 /// `torch.topk(x, k, dim, largest, sorted)`.
 inline ValuesIndices topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
                           bool sorted = true) {

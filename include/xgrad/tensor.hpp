@@ -282,6 +282,17 @@ public:
     /// PyTorch's CPU indices, for equal values and for `sorted = false` too (on a CUDA tensor, always
     /// in order, ties by index).
     ValuesIndices topk(std::int64_t k, std::int64_t dim = -1, bool largest = true, bool sorted = true) const;
+    /// The k-th smallest value (k from 1) along `dim` and its int64 index, as `torch.kthvalue`; NaN
+    /// counts above every number. Between equal values the CPU picks PyTorch's index (its
+    /// quickselect), a CUDA tensor the lowest. The gradient goes to that index.
+    ValuesIndices kthvalue(std::int64_t k, std::int64_t dim = -1, bool keepdim = false) const;
+    /// The lower median along `dim` (the ((n + 1) / 2)-th smallest of n) and its int64 index, as
+    /// `torch.median(x, dim)`: between equal values the index ranked there by index order; a NaN in
+    /// the row gives NaN and the first NaN's index. The gradient goes to that index.
+    ValuesIndices median(std::int64_t dim, bool keepdim = false) const;
+    /// The lower median of all elements (0-d), as `torch.median(x)`; NaN if any element is NaN or
+    /// self is empty.
+    Tensor median() const;
 
     // ---- shape and layout -----------------------------------------------------------------------
     /// Matrix product with torch.matmul's rules (1-D, 2-D and batched N-D with broadcasting).

@@ -33,6 +33,7 @@ enum class TieOrder {
     kTopk,          ///< PyTorch's topk: std::partial_sort when 64 k <= width, else std::nth_element
                     ///< at k - 1 and std::sort of the k - 1 before it
     kTopkUnsorted,  ///< PyTorch's topk(sorted=false): as kTopk, without that std::sort
+    kSelect,        ///< PyTorch's kthvalue: its quickselect (Sedgewick's) puts the k-th alone in place
 };
 
 /// One parameter's tensors for adam_step: the parameter and its gradient (same dtype, both

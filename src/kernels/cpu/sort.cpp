@@ -10,13 +10,49 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
+/// Puts the element of rank k (from 0, in the order `after` is the reverse of) at q[k], the smaller
+/// ones before it, as PyTorch's kthvalue does: Sedgewick's quickselect with a median-of-three pivot,
+/// swapping (value, index) pairs, so equal values leave the same index at q[k] as there.
+template <typename Pair, typename After>
+void quick_select(std::vector<Pair>& q, std::int64_t k, After after) {
+    std::int64_t lo = 0, hi = static_cast<std::int64_t>(q.size()) - 1;
+    auto at = [&](std::int64_t i) -> Pair& { return q[static_cast<std::size_t>(i)]; };
+    auto swap = [&](std::int64_t i, std::int64_t j) { std::swap(at(i), at(j)); };
+    while (hi > lo) {
+        if (hi == lo + 1) {
+            if (after(at(lo), at(hi))) swap(lo, hi);
+            return;
+        }
+        swap((lo + hi) >> 1, lo + 1);
+        if (after(at(lo + 1), at(hi))) swap(lo + 1, hi);
+        if (after(at(lo), at(hi))) swap(lo, hi);
+        if (after(at(lo + 1), at(lo))) swap(lo + 1, lo);
+        const Pair pivot = at(lo);
+        std::int64_t i = lo + 1, j = hi;
+        while (true) {
+            do ++i;
+            while (after(pivot, at(i)));
+            do --j;
+            while (after(at(j), pivot));
+            if (j < i) break;
+            swap(i, j);
+        }
+        swap(lo, j);
+        if (j <= k) lo = i;
+        if (j >= k) hi = j - 1;
+    }
+}
+
 /// Puts the first k of `q` (a row's (value, index) pairs in index order) in place, as `ties` says:
 /// PyTorch 1.13's CPU sort and topk run these libstdc++ algorithms with the same comparison, so equal
 /// values come out in their order (tests/golden/gen_reduction_more.py's *_ties cases check it).
-template <typename Pair, typename Before>
-void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before before) {
+template <typename Pair, typename Before, typename After>
+void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before before, After after) {
     const auto first_k = q.begin() + k;
     switch (ties) {
+        case TieOrder::kSelect:
+            if (k > 0) quick_select(q, k - 1, after);
+            return;
         case TieOrder::kIndex:
             std::stable_sort(q.begin(), q.end(), before);
             return;
@@ -60,9 +96,9 @@ void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, s
                 const T* x = in + r * v.width;
                 for (std::int64_t j = 0; j < v.width; ++j) q[static_cast<std::size_t>(j)] = {x[j], j};
                 if (descending)
-                    order_row(q, k, ties, greater);
+                    order_row(q, k, ties, greater, less);
                 else
-                    order_row(q, k, ties, less);
+                    order_row(q, k, ties, less, greater);
                 for (std::int64_t j = 0; j < k; ++j) {
                     o[r * k + j] = q[static_cast<std::size_t>(j)].first;
                     idx[r * k + j] = q[static_cast<std::size_t>(j)].second;
