@@ -705,14 +705,8 @@ Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replaceme
                 std::copy_n(picked.impl()->data<std::int64_t>(), out.numel(), result);
                 return;
             }
-            const std::vector<T> race = q.to_vector<T>();
-            for (std::int64_t r = 0; r < rows; ++r) {  // argmax: the first largest, NaN above all
-                const T* row = race.data() + r * categories;
-                std::int64_t best = 0;
-                for (std::int64_t j = 1; j < categories && !std::isnan(row[best]); ++j)
-                    if (std::isnan(row[j]) || row[j] > row[best]) best = j;
-                result[r] = best;
-            }
+            const Tensor best = q.argmax(-1).contiguous();  // the first largest, NaN above all
+            std::copy_n(best.impl()->data<std::int64_t>(), out.numel(), result);
             return;
         }
         check_cumulative_probabilities(values, rows, categories);

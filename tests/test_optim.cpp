@@ -287,6 +287,30 @@ TEST_CASE("SGD's fused kernel gives the composite update's bits (every option, f
 
 namespace {
 
+/// Two sets of leaves holding `init`'s values: one for an optimizer over all of them, one for an
+/// optimizer each.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> twin_leaves(const std::vector<Tensor>& init) {
+    std::vector<Tensor> together, alone;
+    for (const Tensor& t : init) {
+        together.push_back(t.detach().clone().requires_grad_());
+        alone.push_back(t.detach().clone().requires_grad_());
+    }
+    return {together, alone};
+}
+
+/// An optimizer of type Opt with options `o` for each of `params`, parameter `other` with rate `other_lr`.
+template <class Opt, class Options>
+std::vector<std::unique_ptr<optim::Optimizer>> one_each(const std::vector<Tensor>& params, const Options& o,
+                                                        std::size_t other, double other_lr) {
+    std::vector<std::unique_ptr<optim::Optimizer>> own;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        Options oi = o;
+        if (i == other) oi.lr = other_lr;
+        own.push_back(std::make_unique<Opt>(std::vector<Tensor>{params[i]}, oi));
+    }
+    return own;
+}
+
 /// Three steps with the same random gradients: `opt` over the `together` parameters, and one optimizer
 /// each (`own[i]`) over copies of them (`alone`); after each, the two must hold the same values.
 void step_together_and_alone(optim::Optimizer& opt, const std::vector<std::unique_ptr<optim::Optimizer>>& own,
@@ -318,23 +342,14 @@ TEST_CASE("Adam's updates, run together at the end of step(), equal each paramet
         xgrad::manual_seed(5);
         std::vector<Tensor> init = {xgrad::randn({3, 4}), xgrad::randn({5}, xgrad::kFloat64), xgrad::randn({2}),
                                     xgrad::randn({4, 3}).t()};
-        std::vector<Tensor> together, alone;
-        for (const Tensor& t : init) {
-            together.push_back(t.detach().clone().requires_grad_());
-            alone.push_back(t.detach().clone().requires_grad_());
-        }
+        auto [together, alone] = twin_leaves(init);
         together[3] = init[3].detach().requires_grad_();  // a non-contiguous leaf
         alone[3] = init[3].detach().clone().t().contiguous().t().requires_grad_();
         REQUIRE_FALSE(together[3].is_contiguous());
         const optim::AdamOptions o{.lr = 0.01, .weight_decay = 0.1, .amsgrad = amsgrad};
         optim::Adam opt({together[0], together[1], together[3]}, o);
         opt.add_param_group({together[2]}, {{"lr", 0.2}});
-        std::vector<std::unique_ptr<optim::Optimizer>> own;
-        for (std::size_t i = 0; i < alone.size(); ++i) {
-            optim::AdamOptions oi = o;
-            if (i == 2) oi.lr = 0.2;
-            own.push_back(std::make_unique<optim::Adam>(std::vector<Tensor>{alone[i]}, oi));
-        }
+        const auto own = one_each<optim::Adam>(alone, o, 2, 0.2);
         step_together_and_alone(opt, own, together, alone);
     }
 }
@@ -359,20 +374,11 @@ TEST_CASE("SGD's updates, run together at the end of step(), equal each paramete
         CAPTURE(momentum);
         xgrad::manual_seed(6);
         std::vector<Tensor> init = {xgrad::randn({3, 4}), xgrad::randn({5}, xgrad::kFloat64), xgrad::randn({2})};
-        std::vector<Tensor> together, alone;
-        for (const Tensor& t : init) {
-            together.push_back(t.detach().clone().requires_grad_());
-            alone.push_back(t.detach().clone().requires_grad_());
-        }
+        auto [together, alone] = twin_leaves(init);
         const optim::SGDOptions o{.lr = 0.05, .momentum = momentum, .weight_decay = 0.01, .nesterov = momentum > 0};
         optim::SGD opt({together[0], together[1]}, o);
         opt.add_param_group({together[2]}, {{"lr", 0.3}});
-        std::vector<std::unique_ptr<optim::Optimizer>> own;
-        for (std::size_t i = 0; i < alone.size(); ++i) {
-            optim::SGDOptions oi = o;
-            if (i == 2) oi.lr = 0.3;
-            own.push_back(std::make_unique<optim::SGD>(std::vector<Tensor>{alone[i]}, oi));
-        }
+        const auto own = one_each<optim::SGD>(alone, o, 2, 0.3);
         step_together_and_alone(opt, own, together, alone);
     }
 }

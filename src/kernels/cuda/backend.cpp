@@ -275,34 +275,44 @@ void nll_loss_backward_entry(const Tensor& grad, const Tensor& target, const Ten
                             static_cast<const double*>(ptr(total_weight)), ptr(dx));
 }
 
+/// The kernel's pointers for `count` parameters updated in one launch (adam_step, sgd_step): `make`
+/// checks one parameter's devices and gives its pointers; all must share the first one's dtype, and
+/// have the optional state `extra` (amsgrad's maximum, the momentum buffer) all or none.
+template <class Pointers, class Params, class Make>
+std::vector<Pointers> update_list(const Params* params, std::size_t count, Tensor Params::*extra, const char* op,
+                                  const char* extra_name, Make make) {
+    const Tensor& first = params[0].param;
+    check_floating(first, op);
+    std::vector<Pointers> pointers(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const Params& t = params[i];
+        pointers[i] = make(t);
+        if (t.param.dtype() != first.dtype() || (t.*extra).defined() != (params[0].*extra).defined())
+            fail(op, std::string("parameters updated together need one dtype and ") + extra_name + " for all or none");
+    }
+    return pointers;
+}
+
 void adam_step_entry(const AdamTensors* params, std::size_t count, const AdamStep& s) {
     if (count == 0) return;
     const Tensor& first = params[0].param;
-    check_floating(first, "adam");
-    std::vector<cuda::AdamPointers> pointers(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        const AdamTensors& t = params[i];
-        use_device(first, {&t.param, &t.grad, &t.exp_avg, &t.exp_avg_sq, &t.max_exp_avg_sq}, "adam");
-        if (t.param.dtype() != first.dtype() || t.max_exp_avg_sq.defined() != params[0].max_exp_avg_sq.defined())
-            fail("adam", "parameters updated together need one dtype and amsgrad for all or none");
-        pointers[i] = {ptr(t.param),      ptr(t.grad),           ptr(t.exp_avg),
-                       ptr(t.exp_avg_sq), ptr(t.max_exp_avg_sq), t.param.numel()};
-    }
+    const auto pointers = update_list<cuda::AdamPointers>(
+        params, count, &AdamTensors::max_exp_avg_sq, "adam", "amsgrad", [&](const AdamTensors& t) {
+            use_device(first, {&t.param, &t.grad, &t.exp_avg, &t.exp_avg_sq, &t.max_exp_avg_sq}, "adam");
+            return cuda::AdamPointers{ptr(t.param),      ptr(t.grad),           ptr(t.exp_avg),
+                                      ptr(t.exp_avg_sq), ptr(t.max_exp_avg_sq), t.param.numel()};
+        });
     cuda::adam_step(scalar(first.dtype()), pointers.data(), count, s);
 }
 
 void sgd_step_entry(const SgdTensors* params, std::size_t count, const SgdStep& s) {
     if (count == 0) return;
     const Tensor& first = params[0].param;
-    check_floating(first, "sgd");
-    std::vector<cuda::SgdPointers> pointers(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        const SgdTensors& t = params[i];
-        use_device(first, {&t.param, &t.grad, &t.momentum_buffer}, "sgd");
-        if (t.param.dtype() != first.dtype() || t.momentum_buffer.defined() != params[0].momentum_buffer.defined())
-            fail("sgd", "parameters updated together need one dtype and momentum buffers for all or none");
-        pointers[i] = {ptr(t.param), ptr(t.grad), ptr(t.momentum_buffer), t.param.numel()};
-    }
+    const auto pointers = update_list<cuda::SgdPointers>(
+        params, count, &SgdTensors::momentum_buffer, "sgd", "momentum buffers", [&](const SgdTensors& t) {
+            use_device(first, {&t.param, &t.grad, &t.momentum_buffer}, "sgd");
+            return cuda::SgdPointers{ptr(t.param), ptr(t.grad), ptr(t.momentum_buffer), t.param.numel()};
+        });
     cuda::sgd_step(scalar(first.dtype()), pointers.data(), count, s);
 }
 
