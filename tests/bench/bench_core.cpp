@@ -12,7 +12,8 @@
 //                                      prints PyTorch's): join_results.awk and bench_docs.sh name them
 // The "% limit" column compares GFLOP/s rows with `limit_gflops` (the single-core FMA peak × threads)
 // and GB/s rows with `limit_gbs` (the triad bandwidth at the run's thread count or fewer), both the
-// fast end (p90) of their measurements.
+// fast end (p90) of their measurements; a group that ends with a `limit_gbs_<group>` row (the triad
+// measured again around that group, see GroupLimit) is compared with that instead.
 // Human-readable lines come in between. Times are medians over many repetitions after a warm-up,
 // because this machine is noisy; with one thread they are the process's CPU time, which time spent
 // preempted does not inflate, with more threads wall time.
@@ -290,6 +291,65 @@ void print_blas() {
                 forced != nullptr && *forced != '\0' ? forced : "unset", openblas_get_config());
 }
 
+/// The triad's three 64 MiB arrays, far larger than the caches, and its timing at t threads.
+struct Triad {
+    static constexpr std::int64_t kN = 16 << 20;
+    AlignedFloats a{kN, 0.0f}, b{kN, 1.0f}, c{kN, 2.0f};
+
+    static double bytes() { return 3.0 * kF * static_cast<double>(kN); }
+
+    /// Seconds per triad over the arrays, split between t OpenMP threads.
+    std::vector<double> seconds(int t, bool nt_stores, Reps reps) {
+        auto kernel = nt_stores ? triad_nt : triad;
+        auto run = [&] {
+            if (t == 1) {
+                kernel(a.data, b.data, c.data, 0.5f, kN);
+                return;
+            }
+#pragma omp parallel num_threads(t)
+            {
+                const std::int64_t nt = omp_get_num_threads(), i = omp_get_thread_num();
+                const std::int64_t lo = kN * i / nt / 16 * 16, hi = i + 1 == nt ? kN : kN * (i + 1) / nt / 16 * 16;
+                kernel(a.data + lo, b.data + lo, c.data + lo, 0.5f, hi - lo);
+            }
+        };
+        return measure(run, reps, t == 1 ? Timer::kThreadCpu : Timer::kWall);
+    }
+
+    /// limit_gbs measured now, shorter than the limits group does: the fast end of the triad with either
+    /// store at 1 and at the run's threads.
+    double limit_now() {
+        double best = 0;
+        for (int t : {1, g_threads})
+            for (bool nt_stores : {false, true})
+                best = std::max(best, fast_rate(seconds(t, nt_stores, {2, 8, 0.15, 100}), bytes(), 1e9));
+        return best;
+    }
+};
+
+/// The host's memory bandwidth drifts by up to half between minutes (other tenants of the VM), so a
+/// limit measured only at the start of a run can be far from the one a group meets. A GB/s group is
+/// therefore bracketed: the triad limit is measured again just before and just after it, and the
+/// faster of the two is reported as `limit_gbs_<group>`, which join_results.awk uses for that group's
+/// "% limit" (limit_gbs stays the run's first measurement, in the limits group).
+class GroupLimit {
+public:
+    explicit GroupLimit(std::string group) : name_("limit_gbs_" + std::move(group)), before_(triad_.limit_now()) {}
+    ~GroupLimit() {
+        const double after = triad_.limit_now();
+        std::printf("%-26s %10.2f GB/s    (triad p90 %.2f before this group, %.2f after)\n", name_.c_str(),
+                    std::max(before_, after), before_, after);
+        result(name_, std::max(before_, after), "GB/s");
+    }
+    GroupLimit(const GroupLimit&) = delete;
+    GroupLimit& operator=(const GroupLimit&) = delete;
+
+private:
+    std::string name_;
+    Triad triad_;
+    double before_;
+};
+
 void bench_limits() {
     group("machine limits, measured; % limit compares with limit_* (the fast end, p90, of the rates)");
     const FmaKernel k = best_fma_kernel();
@@ -302,7 +362,7 @@ void bench_limits() {
     report_rate("fma_peak_1t", seconds, flops, 1e9, "GFLOP/s");
     const double fma_fast = fast_rate(seconds, flops, 1e9);
 
-    const std::int64_t n = 16 << 20;  // 64 MiB of float32, far larger than the caches
+    const std::int64_t n = Triad::kN;  // 64 MiB of float32, far larger than the caches
     // What an output costs when its memory is new to the process: malloc, write, free of 64 MiB, which
     // glibc maps and unmaps each time, so every page faults in (on a VM each fault can cost many µs).
     // Not a limit: it shows why a library that does not reuse large blocks falls far below the triad.
@@ -320,8 +380,7 @@ void bench_limits() {
     // with ordinary stores (whose write-allocate read is not counted, as in those rows) and with
     // non-temporal stores (which skip it). The limit at T threads is the faster of either at T threads
     // or fewer: T threads can always leave some idle.
-    const double bytes = 3.0 * kF * static_cast<double>(n);
-    AlignedFloats va(n, 0.0f), vb(n, 1.0f), vc(n, 2.0f);
+    Triad triad_arrays;
     const int procs = omp_get_num_procs();
     std::vector<int> counts{1};
     for (int t : {g_threads, procs})
@@ -330,37 +389,27 @@ void bench_limits() {
     double bw_fast = 0;
     for (int t : counts) {
         for (bool nt_stores : {false, true}) {
-            auto kernel = nt_stores ? triad_nt : triad;
-            auto run = [&] {
-                if (t == 1) {
-                    kernel(va.data, vb.data, vc.data, 0.5f, n);
-                    return;
-                }
-#pragma omp parallel num_threads(t)
-                {
-                    const std::int64_t nt = omp_get_num_threads(), i = omp_get_thread_num();
-                    const std::int64_t lo = n * i / nt / 16 * 16, hi = i + 1 == nt ? n : n * (i + 1) / nt / 16 * 16;
-                    kernel(va.data + lo, vb.data + lo, vc.data + lo, 0.5f, hi - lo);
-                }
-            };
-            auto s = measure(run, {3, 20, t == 1 ? 0.3 : 0.6, 400}, t == 1 ? Timer::kThreadCpu : Timer::kWall);
-            report_rate(std::string(nt_stores ? "dram_triad_nt_" : "dram_triad_") + std::to_string(t) + "t", s, bytes,
-                        1e9, "GB/s");
-            if (t <= g_threads) bw_fast = std::max(bw_fast, fast_rate(s, bytes, 1e9));
+            auto s = triad_arrays.seconds(t, nt_stores, {3, 20, t == 1 ? 0.3 : 0.6, 400});
+            report_rate(std::string(nt_stores ? "dram_triad_nt_" : "dram_triad_") + std::to_string(t) + "t", s,
+                        triad_arrays.bytes(), 1e9, "GB/s");
+            if (t <= g_threads) bw_fast = std::max(bw_fast, fast_rate(s, triad_arrays.bytes(), 1e9));
         }
     }
+    float* va = triad_arrays.a.data;
+    float* vb = triad_arrays.b.data;
+    float* vc = triad_arrays.c.data;
     // Not limits either: what one thread reaches for the other access patterns of the tables, beside
     // the triad (two reads, one write). A reduction only reads (dram_read_1t); a one-input map or a
     // norm's forward on 64 MiB reads one array and writes another (dram_copy_nt_1t); the 1024x1500
     // norms work on 6 MiB that stay in the caches between calls (cache_copy_1t: a plain copy of that
     // size, ordinary stores, counted as read + write).
-    report_rate("dram_read_1t", measure([&] { g_sink = read_sum(vb.data, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
+    report_rate("dram_read_1t", measure([&] { g_sink = read_sum(vb, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
                 kF * static_cast<double>(n), 1e9, "GB/s");
-    report_rate("dram_copy_nt_1t", measure([&] { copy_nt(va.data, vb.data, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
+    report_rate("dram_copy_nt_1t", measure([&] { copy_nt(va, vb, n); }, {3, 20, 0.3, 400}, Timer::kThreadCpu),
                 2.0 * kF * static_cast<double>(n), 1e9, "GB/s");
     const std::int64_t small = 1024 * 1500;
     report_rate("cache_copy_1t",
-                measure([&] { std::memcpy(va.data, vc.data, static_cast<std::size_t>(small) * sizeof(float)); },
+                measure([&] { std::memcpy(va, vc, static_cast<std::size_t>(small) * sizeof(float)); },
                         {20, 20, 0.3, 1000, 10}, Timer::kThreadCpu),
                 2.0 * kF * static_cast<double>(small), 1e9, "GB/s");
     std::printf("%-26s %10.2f GFLOP/s (p90 of fma_peak_1t x %d thread(s))\n", "limit_gflops", fma_fast * g_threads,
@@ -488,6 +537,7 @@ NormCase norm_case(bool rms, bool backward, std::int64_t rows, std::int64_t cols
 
 void bench_norms() {
     group("LayerNorm (F::layer_norm, weight+bias) and RMSNorm (F::rms_norm; PyTorch 1.13: its composite)");
+    GroupLimit limit("norm");
     for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1024, 1500}, {16384, 768}}) {
         const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
         for (bool rms : {false, true}) {
@@ -567,6 +617,7 @@ void bench_matmul() {
 
 void bench_elementwise_and_reductions() {
     group("elementwise and reductions on 4096x4096 = 16M float32 (64 MiB per tensor)");
+    GroupLimit limit("ew");
     const std::int64_t rows = 4096, cols = 4096;
     const double n = static_cast<double>(rows * cols);
     Tensor a = pattern_tensor({rows, cols}, 6, 2.0);

@@ -8,17 +8,23 @@
 #
 # "xgrad ×" says how many times better xgrad is: PyTorch's time (or memory) over xgrad's, xgrad's rate
 # over PyTorch's. "% limit" is a rate against the machine's limit measured by bench_core at the same
-# thread count (GFLOP/s against limit_gflops, GB/s against limit_gbs), for xgrad / for PyTorch.
+# thread count (GFLOP/s against limit_gflops, GB/s against limit_gbs, or against the group's own
+# limit_gbs_<group> row where the group has one), for xgrad / for PyTorch.
 # Goals (GOAL lines of bench_core) are checked against the medians: `limit` with % limit, `ratio`
 # with xgrad ×, `scaling` with xgrad's 2-thread rate over its 1-thread rate (markdown only).
 # Plain POSIX awk: Debian's default awk is mawk.
 
-function load(file, run, is_xgrad,    line, f, n, key) {
+function load(file, run, is_xgrad,    line, f, n, key, i) {
     if (file == "") return
     while ((getline line < file) > 0) {
         n = split(line, f, " ")
+        if (is_xgrad && f[1] == "GROUP") ncur = 0
         if (n >= 6 && f[1] == "RESULT") {
             key = run SUBSEP f[2]
+            if (is_xgrad && f[2] ~ /^limit_gbs_/) {
+                # the limit measured around this group: the group's GB/s rows so far compare with it
+                for (i = 1; i <= ncur; i++) glim[run, cur[i]] = f[3]
+            } else if (is_xgrad) cur[++ncur] = f[2]
             if (is_xgrad) {
                 xm[key] = f[3]; xlo[key] = f[4]; xhi[key] = f[5]
                 if (!(f[2] in unit)) { order[++rows] = f[2]; unit[f[2]] = f[6]; grp[f[2]] = groups }
@@ -61,6 +67,7 @@ function pct(r, k, v,    u) {
     u = unit[k]
     if (v == "" || is_limit_row(k)) return ""
     if (u == "GFLOP/s" && xm[r, "limit_gflops"] > 0) return 100 * v / xm[r, "limit_gflops"]
+    if (u == "GB/s" && ((r, k) in glim) && glim[r, k] > 0) return 100 * v / glim[r, k]
     if (u == "GB/s" && xm[r, "limit_gbs"] > 0) return 100 * v / xm[r, "limit_gbs"]
     return ""
 }

@@ -83,7 +83,8 @@ else
 fi
 
 # Each group runs in a fresh process on each side (no group inherits another's heap or caches); the
-# machine's limits first, which the "% limit" column needs.
+# machine's limits first, which the "% limit" column needs. The two sides take turns group by group, so
+# that both meet the host in the same state: its bandwidth drifts by up to half over minutes.
 groups=(limits)
 for g in "${@:-tiny norm linear mm ew mlp mem}"; do
     for w in $g; do
@@ -91,23 +92,22 @@ for g in "${@:-tiny norm linear mm ew mlp mem}"; do
     done
 done
 
-echo "== xgrad ($exe, groups: ${groups[*]}; threads $XGRAD_BENCH_THREADS; malloc: $malloc${GLIBC_TUNABLES:+, GLIBC_TUNABLES=$GLIBC_TUNABLES}; BLAS: $blas_note)"
 : > "$out/xgrad.txt"
-for g in "${groups[@]}"; do
-    "$exe" "$g" | tee -a "$out/xgrad.txt"
-done
-threads=$(awk '$1 == "RESULT" && $2 == "threads" { print $3; exit }' "$out/xgrad.txt")
-
-echo
 : > "$out/torch.txt"
-if "$python" -c 'import torch' 2>/dev/null; then
-    echo "== PyTorch ($python, torch.set_num_threads($threads); BLAS: $blas_note)"
-    for g in "${groups[@]}"; do
-        [ "$g" = limits ] || "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
-    done
-else
-    echo "== PyTorch: torch is not importable with $python; xgrad's figures only"
-fi
+have_torch=false
+"$python" -c 'import torch' 2>/dev/null && have_torch=true
+echo "== xgrad ($exe) and PyTorch ($python), groups: ${groups[*]}; threads $XGRAD_BENCH_THREADS; malloc: $malloc${GLIBC_TUNABLES:+, GLIBC_TUNABLES=$GLIBC_TUNABLES}; BLAS: $blas_note"
+$have_torch || echo "== PyTorch: torch is not importable with $python; xgrad's figures only"
+threads=
+for g in "${groups[@]}"; do
+    echo "== xgrad: $g"
+    "$exe" "$g" | tee -a "$out/xgrad.txt"
+    [ -n "$threads" ] || threads=$(awk '$1 == "RESULT" && $2 == "threads" { print $3; exit }' "$out/xgrad.txt")
+    if $have_torch && [ "$g" != limits ]; then
+        echo "== PyTorch: $g (torch.set_num_threads($threads))"
+        "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
+    fi
+done
 
 echo
 echo "MALLOC $malloc ${GLIBC_TUNABLES:-}" >> "$out/xgrad.txt"
