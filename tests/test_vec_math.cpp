@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <xgrad/parallel.hpp>
@@ -519,8 +520,27 @@ void check_var_row(SimdArch arch, std::size_t n) {
     std::normal_distribution<double> dist(100, 30);  // a mean far from 0: cancellation shows
     std::vector<T> x(n);
     for (T& v : x) v = static_cast<T>(dist(gen));
-    const double want_mean = lane_sum(x, [](double v) { return v; }) / static_cast<double>(n);
-    const double want_m2 = lane_sum(x, [&](double v) { return (v - want_mean) * (v - want_mean); });
+    double want_mean = 0, want_m2 = 0;
+    if constexpr (std::is_same_v<T, float>) {
+        // One pass, shifted by c: the mean of the first 32 elements, rounded to float.
+        const std::size_t head = std::min<std::size_t>(n, 32);
+        double c = 0;
+        for (std::size_t i = 0; i < head; ++i) c += static_cast<double>(x[i]);
+        c = static_cast<double>(static_cast<float>(c / static_cast<double>(head)));
+        const double s1 = lane_sum(x, [&](double v) { return v - c; });
+        const double s2 = lane_sum(x, [&](double v) { return (v - c) * (v - c); });
+        want_mean = c + s1 / static_cast<double>(n);
+        want_m2 = std::max(0.0, s2 - s1 * s1 / static_cast<double>(n));
+        // Against the exact two-pass sums (long double): the shift keeps the cancellation small.
+        long double m = 0, q = 0;
+        for (T v : x) m += v;
+        m /= static_cast<long double>(n);
+        for (T v : x) q += (v - m) * (v - m);
+        CHECK(std::abs(static_cast<double>(q) - want_m2) <= 1e-13 * static_cast<double>(q) + 1e-300);
+    } else {
+        want_mean = lane_sum(x, [](double v) { return v; }) / static_cast<double>(n);
+        want_m2 = lane_sum(x, [&](double v) { return (v - want_mean) * (v - want_mean); });
+    }
     double mean = -1, m2 = -1;
     vm::var_row(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
     INFO(arch_name(arch) << (sizeof(T) == 4 ? " float32" : " float64") << " n " << n);

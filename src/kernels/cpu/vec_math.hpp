@@ -150,9 +150,11 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 /// As the float overload.
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out);
 
-/// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (two passes, n >= 1):
-/// 32 accumulators, the same order on every instruction set. With ahead > 0, x[ahead, ahead + n) exists
-/// and is prefetched during the second pass (norm_apply's `ahead`).
+/// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (n >= 1): float
+/// rows in one pass of sums shifted by c, the mean of the first 32 elements rounded to float
+/// (Σ (x - c), Σ (x - c)², then m2 = Σ (x - c)² - (Σ (x - c))² / n), double rows in two passes; 32
+/// accumulators, the same order on every instruction set. With ahead > 0, x[ahead, ahead + n) exists
+/// and is prefetched on the way (during the second pass of a double row; norm_apply's `ahead`).
 void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
 /// As the float overload.
 void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
