@@ -12,6 +12,8 @@
 
 #include "xgrad/xgrad.hpp"
 
+#include "../src/detail/tensor_impl.hpp"
+
 using xgrad::Shape;
 using xgrad::Tensor;
 
@@ -251,6 +253,32 @@ TEST_CASE("without a usable GPU, CUDA tensors are refused with the op's name") {
     xgrad::nn::Linear layer(2, 3);
     check_throws([&] { layer.to(xgrad::kCUDA); }, {"Module::to:", "cuda"});
     CHECK(layer.weight.device() == xgrad::kCPU);  // nothing moved
+}
+
+TEST_CASE("the CPU block cache keeps the newest large blocks, evicting the oldest when full") {
+    using xgrad::detail::cpu_block_cache_held;
+    const std::size_t cap = std::size_t{256} << 20;                             // BlockCache::kMaxCached
+    const std::int64_t a = std::int64_t{60} << 18, b = std::int64_t{48} << 18;  // floats: 60 MiB, 48 MiB
+    const std::size_t a_bytes = static_cast<std::size_t>(a) * 4, b_bytes = static_cast<std::size_t>(b) * 4;
+    {
+        std::vector<Tensor> first;
+        for (int i = 0; i < 4; ++i) first.push_back(xgrad::empty({a}));
+    }  // freed: 240 MiB kept, the cache nearly full
+    CHECK(cpu_block_cache_held(a_bytes).second >= 4);
+    const std::size_t b_before = cpu_block_cache_held(b_bytes).second;
+    { const Tensor t = xgrad::empty({b}); }  // 48 MiB more: kept, older blocks make room
+    const auto [total, of_b] = cpu_block_cache_held(b_bytes);
+    CHECK(of_b == b_before + 1);
+    CHECK(total <= cap);
+    CHECK(cpu_block_cache_held(a_bytes).second < 4);  // the oldest 60 MiB block went back to the system
+    {
+        const Tensor t = xgrad::empty({b});  // served from the cache
+        CHECK(cpu_block_cache_held(b_bytes).second == b_before);
+    }
+    // A block larger than the whole cache is never kept, and evicts nothing.
+    const std::size_t before = cpu_block_cache_held(a_bytes).first;
+    { const Tensor t = xgrad::empty({static_cast<std::int64_t>(cap / 4) + 16}); }
+    CHECK(cpu_block_cache_held(a_bytes).first == before);
 }
 
 TEST_CASE("casting NaN, inf and out-of-range floats to int64 gives PyTorch's x86-64 values") {

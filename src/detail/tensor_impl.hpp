@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pool.hpp"  // relative: tests include this header by path
@@ -330,6 +331,10 @@ std::int64_t checked_numel(const Shape& shape, const char* op);
 std::size_t checked_nbytes(const Shape& shape, DType dtype, const char* op);
 /// Throws OutOfMemoryError: `op` could not get `bytes` from the system.
 [[noreturn]] void out_of_memory(const char* op, std::size_t bytes);
+
+/// The CPU block cache now: the bytes it keeps, and how many blocks it keeps that a Storage of `nbytes`
+/// would take (tests).
+std::pair<std::size_t, std::size_t> cpu_block_cache_held(std::size_t nbytes);
 /// A new contiguous tensor with uninitialised storage; `op` names the caller in errors (a shape
 /// that overflows, memory that cannot be had).
 Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU, const char* op = "empty");
