@@ -244,6 +244,7 @@ TEST_CASE("var and std with correction; the unbiased flag still works") {
             {op + "_dims02_correction2_keep", f({0, 2}, 2, true)},
             {op + "_all_correction0", f(xgrad::Dims(std::vector<std::int64_t>{}), 0, false)},
             {op + "_correction_past_n", f(1, 5, false), kFloats, false},  // N - 5 < 0: NaN, as PyTorch
+            {op + "_special_rows", f(1, 1, false), kFloats, false},       // inf and NaN give NaN; 0 stays 0
             {op + "_dim1_correction1", one([op](const Tensor& x) { return op == "var" ? x.var(1) : x.std(1, true); })},
             {op + "_dim1_correction0",
              one([op](const Tensor& x) { return op == "var" ? x.var(1, false) : x.std(1, false); })},

@@ -530,7 +530,8 @@ void check_var_row(SimdArch arch, std::size_t n) {
         const double s1 = lane_sum(x, [&](double v) { return v - c; });
         const double s2 = lane_sum(x, [&](double v) { return (v - c) * (v - c); });
         want_mean = c + s1 / static_cast<double>(n);
-        want_m2 = std::max(0.0, s2 - s1 * s1 / static_cast<double>(n));
+        want_m2 = s2 - s1 * s1 / static_cast<double>(n);
+        want_m2 = want_m2 < 0 ? 0.0 : want_m2;
         // Against the exact two-pass sums (long double): the shift keeps the cancellation small.
         long double m = 0, q = 0;
         for (T v : x) m += v;

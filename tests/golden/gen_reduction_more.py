@@ -169,6 +169,13 @@ case("logsumexp_inf", lambda x: x.logsumexp(1), const([[INF, 1.0], [-INF, -INF],
 case("logsumexp_int", lambda x: x.logsumexp(1), ints(3, 4), dtypes=("int64",))
 
 # ---- var and std with correction ---------------------------------------------------------------
+SPECIAL_ROWS = [
+    [INF] + [0.1 * i for i in range(1, 40)],
+    [0.1 * i if i != 37 else NAN for i in range(40)],
+    [-INF] + [0.25 * i for i in range(1, 39)] + [INF],
+    [1000.25] * 40,
+    [10000.0 + 0.01 * i for i in range(40)],
+]
 for op in ("var", "std"):
     f = getattr(torch.Tensor, op)
     for c in (0, 1, 2):
@@ -176,6 +183,9 @@ for op in ("var", "std"):
     case(f"{op}_dims02_correction2_keep", lambda x, f=f: f(x, (0, 2), correction=2, keepdim=True), X)
     case(f"{op}_all_correction0", lambda x, f=f: f(x, None, correction=0), X)
     case(f"{op}_correction_past_n", lambda x, f=f: f(x, 1, correction=5), X)
+    # Rows long enough for the vector path: inf, NaN, inf - inf, a constant row (variance 0 exactly),
+    # a large mean over a small spread (cancellation).
+    case(f"{op}_special_rows", lambda x, f=f: f(x, 1), const(SPECIAL_ROWS))
 
 # ---- PyTorch's error messages, which the C++ ones follow -----------------------------------------------
 z = torch.zeros(2, 3)

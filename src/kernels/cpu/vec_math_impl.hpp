@@ -1239,7 +1239,8 @@ template <class A>
     }
     const double nd = static_cast<double>(n);
     *mean = c + t1 / nd;
-    *m2 = std::max(0.0, t2 - t1 * t1 / nd);
+    const double centred = t2 - t1 * t1 / nd;
+    *m2 = centred < 0 ? 0.0 : centred;  // rounding can leave a tiny negative; NaN (from inf or NaN) stays
 }
 
 /// A row's mean and Σ (x - mean)², both in double: float rows in one pass (var_row_shifted), double
