@@ -155,6 +155,7 @@ public:
         if (it == blocks_.end() || it->second.empty()) return nullptr;
         const auto entry = it->second.back();  // the most recently kept block of this size
         it->second.pop_back();
+        if (it->second.empty()) blocks_.erase(it);  // sizes seen once do not pile up in the map
         void* p = entry->p;
         kept_.erase(entry);
         cached_ -= bytes;
@@ -170,8 +171,9 @@ public:
             std::lock_guard<std::mutex> lock(mutex_);
             while (cached_ + bytes > kMaxCached) {
                 const Entry oldest = kept_.front();
-                auto& same = blocks_[oldest.bytes];
-                same.erase(same.begin());  // the oldest of its size comes first there
+                const auto same = blocks_.find(oldest.bytes);
+                same->second.erase(same->second.begin());  // the oldest of its size comes first there
+                if (same->second.empty()) blocks_.erase(same);
                 kept_.pop_front();
                 cached_ -= oldest.bytes;
                 evicted.push_back(oldest);
