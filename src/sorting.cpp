@@ -18,6 +18,20 @@ using Grads = detail::GradList;
 
 namespace {
 
+/// Records `name` on `out`, k values taken from each row of `self` along a's dim at `indices` (rows × k):
+/// the gradient (of a's shape with that dim of size k, or without it when k is 1) goes back to those
+/// places, zeros elsewhere.
+void record_scatter_back(Tensor& out, const char* name, const Tensor& self, detail::AlongDim a, const Tensor& indices,
+                         std::int64_t k) {
+    a.rows_view = Tensor();  // the backward needs the geometry only
+    detail::record(out, name, {&self}, [a, k, i = indices](const Tensor& g, const NeedsGrad&) {
+        Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+        kernels::fill(dx, 0);
+        kernels::scatter_rows(a.to_rows(g.reshape(a.with_size(k)), k), i, dx);
+        return Grads{a.restore(dx, a.width)};
+    });
+}
+
 /// The first `k` (all without one) of each row along `dim` in order; `name` is the grad_fn's.
 ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<std::int64_t> k_or_all, bool descending,
                           kernels::TieOrder ties, const char* op, const char* name) {
@@ -37,15 +51,7 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
     Tensor indices = detail::make_empty(Shape{a.rows, k}, kInt64, self.device());
     kernels::sort_rows(a.view(), values, indices, k, descending, ties);
     Tensor out = a.restore(values, k);
-    if (detail::needs_grad({&self})) {
-        a.rows_view = Tensor();  // the backward needs the geometry only
-        detail::record(out, name, {&self}, [a, k, i = indices](const Tensor& g, const NeedsGrad&) {
-            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
-            kernels::fill(dx, 0);
-            kernels::scatter_rows(a.to_rows(g, k), i, dx);
-            return Grads{a.restore(dx, a.width)};
-        });
-    }
+    if (detail::needs_grad({&self})) record_scatter_back(out, name, self, a, indices, k);
     return {out, a.restore(indices, k)};
 }
 
@@ -86,15 +92,7 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
     }
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
     Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
-    if (detail::needs_grad({&self})) {
-        a.rows_view = Tensor();  // the backward needs the geometry only
-        detail::record(out, name, {&self}, [a, i = at](const Tensor& g, const NeedsGrad&) {
-            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
-            kernels::fill(dx, 0);
-            kernels::scatter_rows(g.reshape(Shape{a.rows, 1}).contiguous(), i, dx);
-            return Grads{a.restore(dx, a.width)};
-        });
-    }
+    if (detail::needs_grad({&self})) record_scatter_back(out, name, self, a, at, 1);
     return {out, at.reshape(out_shape)};
 }
 

@@ -319,8 +319,10 @@ struct Triad {
     /// limit_gbs measured now, shorter than the limits group does: the fast end of the triad with either
     /// store at 1 and at the run's threads.
     double limit_now() {
+        std::vector<int> counts{1};
+        if (g_threads > 1) counts.push_back(g_threads);
         double best = 0;
-        for (int t : {1, g_threads})
+        for (int t : counts)
             for (bool nt_stores : {false, true})
                 best = std::max(best, fast_rate(seconds(t, nt_stores, {2, 8, 0.15, 100}), bytes(), 1e9));
         return best;
