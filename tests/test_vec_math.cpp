@@ -562,6 +562,72 @@ TEST_CASE("var_row adds in double in the same order on every instruction set") {
     }
 }
 
+namespace {
+
+/// norm_moments of x against the long-double two-pass moments: the mean within 64 ε of |mean| + σ,
+/// m2 within 64 ε relative (a one-pass sum about a far shift is off by hundreds of ε there).
+template <typename T>
+void check_norm_moments(const std::vector<T>& x, const char* what) {
+    long double m = 0, q = 0;
+    for (T v : x) m += v;
+    m /= static_cast<long double>(x.size());
+    for (T v : x) q += (v - m) * (v - m);
+    T mean = -1, m2 = -1;
+    vm::norm_moments(x.data(), static_cast<std::int64_t>(x.size()), &mean, &m2);
+    const double eps = std::numeric_limits<T>::epsilon();
+    const double sd = std::sqrt(static_cast<double>(q) / static_cast<double>(x.size()));
+    INFO(what << (sizeof(T) == 4 ? " float32" : " float64") << " n " << x.size() << " mean " << mean << " m2 " << m2
+              << " want " << static_cast<double>(m) << " " << static_cast<double>(q));
+    CHECK(std::abs(static_cast<double>(mean) - static_cast<double>(m)) <=
+          64 * eps * (std::abs(static_cast<double>(m)) + sd));
+    CHECK(std::abs(static_cast<double>(m2) - static_cast<double>(q)) <= 64 * eps * static_cast<double>(q));
+}
+
+template <typename T>
+void check_norm_moments_rows(std::size_t n) {
+    std::mt19937 gen(static_cast<unsigned>(n));
+    std::normal_distribution<double> normal;
+    std::vector<T> x(n);
+    for (T& v : x) v = static_cast<T>(normal(gen));
+    check_norm_moments(x, "N(0, 1)");
+    for (T& v : x) v = static_cast<T>(1e3 + normal(gen));  // a large mean: the shift takes it away
+    check_norm_moments(x, "N(1000, 1)");
+    // The first batch far outside the rest's spread: one pass about it would cancel (mean - c)²·n of
+    // the squares; the row is summed again in two passes.
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<T>(i < 32 ? 0.0 : 1e3 + 1e-2 * normal(gen));
+    if (n > 64) check_norm_moments(x, "a far first batch");
+    for (std::size_t i = 0; i < n; ++i)
+        x[i] = static_cast<T>(1e3 + static_cast<double>(i * i) / static_cast<double>(n));
+    check_norm_moments(x, "a ramp");
+    std::fill(x.begin(), x.end(), static_cast<T>(3.25));
+    T mean = -1, m2 = -1;
+    vm::norm_moments(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
+    CHECK(mean == static_cast<T>(3.25));
+    CHECK(m2 == T(0));
+    x[n / 2] = std::numeric_limits<T>::infinity();  // as the two-pass sums: mean inf, m2 NaN
+    vm::norm_moments(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
+    CHECK(std::isinf(mean));
+    CHECK(std::isnan(m2));
+    x[0] = std::numeric_limits<T>::quiet_NaN();
+    vm::norm_moments(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
+    CHECK(std::isnan(mean));
+    CHECK(std::isnan(m2));
+}
+
+}  // namespace
+
+TEST_CASE("norm_moments: one pass where it is accurate, two where it is not, on every instruction set") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        INFO(arch_name(arch));
+        for (std::size_t n : {8, 15, 16, 17, 64, 100, 768, 1500, 4099}) {
+            check_norm_moments_rows<float>(n);
+            check_norm_moments_rows<double>(n);
+        }
+    }
+}
+
 TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
     // With FMA, matmul sums products with k < 8 itself (matmul.cpp); on SSE2 it always calls BLAS. The
     // two must agree bit for bit, for every operand layout, with and without a bias (beta = 1).

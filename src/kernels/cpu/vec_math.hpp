@@ -109,9 +109,10 @@ void vpow(const double* x, double e, double* y, std::int64_t n);
 // One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand
 // elements), so that each call reads its inputs from memory once.
 
-/// mean = Σx / n and m2 = Σ(x - mean)², in two passes over the row (no cancellation).
+/// mean = Σx / n and m2 = Σ(x - mean)²: in one pass over the row, about a shift near the mean, where
+/// that loses at most two bits to cancellation; in two passes otherwise (vec_math_impl.hpp).
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
-/// mean = Σx / n and m2 = Σ(x - mean)², in two passes over the row (no cancellation).
+/// As the float overload.
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
 /// Σx².
 float sum_squares(const float* x, std::int64_t n);
