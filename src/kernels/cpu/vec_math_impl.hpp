@@ -1375,7 +1375,12 @@ void padded2(const typename B::value_type* a, const typename B::value_type* b, t
 /// y[i] = f(x[i]) a batch at a time, the ends through padded batches. With `stream`, the batches
 /// are written with non-temporal stores (outputs larger than the caches: kStreamBytes). `flatten`
 /// inlines all of f: GCC would otherwise call tanh_ or expk2 once per batch, passing and returning
-/// vectors through memory (30% slower).
+/// vectors through memory (30% slower). Without streaming, four batches go through f at a time: f is
+/// one long chain of dependent operations (tanh's is about 150), and the out-of-order core cannot
+/// look far enough ahead to overlap one batch's chain with the next. Four independent chains in one
+/// loop body, interleaved by GCC's first scheduling pass (src/meson.build gives the vec_math files
+/// -fschedule-insns), run tanh 1.47x, gelu 1.13x and exp 1.08x faster on 64K floats in the caches
+/// here (AVX-512). Every lane's operations are the same, so the bits are too.
 template <class B, class F>
 [[gnu::flatten]] void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f,
                            bool stream) {
@@ -1387,6 +1392,14 @@ template <class B, class F>
         for (; i + kW <= n; i += kW) stream_store(f(B::load_unaligned(x + i)), y + i);
         _mm_sfence();  // the streamed lines are visible to other threads before the caller signals them
     } else {
+        for (; i + 4 * kW <= n; i += 4 * kW) {
+            const B a = f(B::load_unaligned(x + i)), b = f(B::load_unaligned(x + i + kW));
+            const B c = f(B::load_unaligned(x + i + 2 * kW)), d = f(B::load_unaligned(x + i + 3 * kW));
+            a.store_unaligned(y + i);
+            b.store_unaligned(y + i + kW);
+            c.store_unaligned(y + i + 2 * kW);
+            d.store_unaligned(y + i + 3 * kW);
+        }
         for (; i + kW <= n; i += kW) f(B::load_unaligned(x + i)).store_unaligned(y + i);
     }
     padded1<B>(x + i, y + i, n - i, f);
@@ -1407,7 +1420,7 @@ void map1_streaming(const typename B::value_type* x, typename B::value_type* y, 
     map1<B>(x, y, n, f, n * static_cast<std::int64_t>(sizeof(typename B::value_type)) >= kStreamBytes);
 }
 
-/// out[i] = f(a[i], b[i]), as map1.
+/// out[i] = f(a[i], b[i]), as map1 (four batches at a time too: the gelu backward 1.06x).
 template <class B, class F>
 [[gnu::flatten]] void map2(const typename B::value_type* a, const typename B::value_type* b,
                            typename B::value_type* out, std::int64_t n, F f, bool stream) {
@@ -1418,6 +1431,16 @@ template <class B, class F>
         padded2<B>(a, b, out, i, f);
         for (; i + kW <= n; i += kW) stream_store(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i);
     } else {
+        for (; i + 4 * kW <= n; i += 4 * kW) {
+            const B r0 = f(B::load_unaligned(a + i), B::load_unaligned(b + i));
+            const B r1 = f(B::load_unaligned(a + i + kW), B::load_unaligned(b + i + kW));
+            const B r2 = f(B::load_unaligned(a + i + 2 * kW), B::load_unaligned(b + i + 2 * kW));
+            const B r3 = f(B::load_unaligned(a + i + 3 * kW), B::load_unaligned(b + i + 3 * kW));
+            r0.store_unaligned(out + i);
+            r1.store_unaligned(out + i + kW);
+            r2.store_unaligned(out + i + 2 * kW);
+            r3.store_unaligned(out + i + 3 * kW);
+        }
         for (; i + kW <= n; i += kW) f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
     }
     padded2<B>(a + i, b + i, out + i, n - i, f);
