@@ -28,10 +28,52 @@ constexpr std::int64_t kBlock = 1024;
 
 // ---- contiguous blocks ------------------------------------------------------------------------------
 
+/// The unary maps that vec_math computes (this CPU's vectors, PyTorch's bits on AVX2/AVX-512); false for
+/// the others. Tried before unary_block builds its xtensor views, which cost more than a small map.
+template <typename T>
+bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
+    switch (op) {
+        case UnaryOp::kSqrt:
+            vsqrt(px, py, n);
+            return true;
+        case UnaryOp::kRsqrt:
+            vrsqrt(px, py, n);
+            return true;
+        case UnaryOp::kExp:
+            vexp(px, py, n);
+            return true;
+        case UnaryOp::kLog:
+            vlog(px, py, n);
+            return true;
+        case UnaryOp::kTanh:
+            vtanh(px, py, n);
+            return true;
+        case UnaryOp::kSigmoid:
+            vsigmoid(px, py, n);
+            return true;
+        case UnaryOp::kRelu:
+            vrelu(px, py, n);
+            return true;
+        case UnaryOp::kGelu:
+            vgelu(px, py, n);
+            return true;
+        case UnaryOp::kGeluTanh:
+            vgelu_tanh(px, py, n);
+            return true;
+        case UnaryOp::kPow:
+            vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
+            return true;
+        case UnaryOp::kErf:
+            verf(px, py, n);
+            return true;
+        default:
+            return false;
+    }
+}
+
 template <typename T>
 void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, double b) {
     const auto un = static_cast<std::size_t>(n);
-    auto y = flat(py, un);
     if constexpr (std::is_integral_v<T>) {
         for (std::int64_t i = 0; i < n; ++i) {
             const T v = px[i];
@@ -67,40 +109,15 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
         }
         return;
     } else {
+        if (vec_unary(op, px, py, n, a)) return;
         const auto x = flat(px, un);
+        auto y = flat(py, un);
         switch (op) {
             case UnaryOp::kNeg:
                 xt::noalias(y) = -x;
                 break;
             case UnaryOp::kAbs:
                 xt::noalias(y) = xt::abs(x);
-                break;
-            case UnaryOp::kSqrt:
-                vsqrt(px, py, n);
-                break;
-            case UnaryOp::kRsqrt:
-                vrsqrt(px, py, n);
-                break;
-            case UnaryOp::kExp:
-                vexp(px, py, n);  // vec_math: this CPU's vectors, PyTorch's bits on AVX2/AVX-512
-                break;
-            case UnaryOp::kLog:
-                vlog(px, py, n);
-                break;
-            case UnaryOp::kTanh:
-                vtanh(px, py, n);
-                break;
-            case UnaryOp::kSigmoid:
-                vsigmoid(px, py, n);
-                break;
-            case UnaryOp::kRelu:
-                vrelu(px, py, n);
-                break;
-            case UnaryOp::kGelu:
-                vgelu(px, py, n);
-                break;
-            case UnaryOp::kGeluTanh:
-                vgelu_tanh(px, py, n);
                 break;
             case UnaryOp::kSquare:
                 xt::noalias(y) = x * x;
@@ -110,9 +127,6 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 break;
             case UnaryOp::kReciprocal:
                 xt::noalias(y) = T(1) / x;
-                break;
-            case UnaryOp::kPow:
-                vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
                 break;
             case UnaryOp::kAdd:
                 xt::noalias(y) = x + static_cast<T>(a);
@@ -135,9 +149,6 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                 xt::noalias(y) = xt::where(x < static_cast<T>(a), static_cast<T>(a), x);
                 xt::noalias(y) = xt::where(static_cast<T>(b) < y, static_cast<T>(b), y);
                 break;
-            case UnaryOp::kErf:
-                verf(px, py, n);
-                break;
             case UnaryOp::kSilu:  // x / (1 + exp(-x)) with vec_math's exp, as PyTorch's vectorised silu
                 xt::noalias(y) = -x;
                 vexp(py, py, n);
@@ -159,6 +170,38 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
                     py[i] = scalar::float_unary<T>(op, px[i], static_cast<T>(a), static_cast<T>(b));
                 break;
         }
+    }
+}
+
+/// The binary maps that vec_math computes (non-temporal stores for large outputs where `stream`);
+/// false for the others. Tried before binary_block builds its xtensor views, as vec_unary.
+template <typename T>
+bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, bool stream) {
+    switch (op) {
+        case BinaryOp::kAdd:
+            varith(Arith::kAdd, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kSub:
+            varith(Arith::kSub, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kMul:
+            varith(Arith::kMul, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kDiv:
+            varith(Arith::kDiv, px, pq, po, n, stream);
+            return true;
+        // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
+        case BinaryOp::kReluBackward:
+            varith(Arith::kReluBackward, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kGeluBackward:
+            vgelu_backward(px, pq, po, n);
+            return true;
+        case BinaryOp::kGeluTanhBackward:
+            vgelu_tanh_backward(px, pq, po, n);
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -200,23 +243,12 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
         }
         return;
     } else {
+        if (vec_binary(op, px, pq, po, n, stream)) return;
         const auto x = flat(px, un);
         const auto y = flat(pq, un);
         auto o = flat(po, un);
         constexpr T inf = std::numeric_limits<T>::infinity();
         switch (op) {
-            case BinaryOp::kAdd:  // vec_math: this CPU's vectors, non-temporal stores for large outputs
-                varith(Arith::kAdd, px, pq, po, n, stream);
-                break;
-            case BinaryOp::kSub:
-                varith(Arith::kSub, px, pq, po, n, stream);
-                break;
-            case BinaryOp::kMul:
-                varith(Arith::kMul, px, pq, po, n, stream);
-                break;
-            case BinaryOp::kDiv:
-                varith(Arith::kDiv, px, pq, po, n, stream);
-                break;
             case BinaryOp::kPow:
                 // xsimd's pow is exp(y log|x|): C's answers where that gives 0 or NaN.
                 xt::noalias(o) =
@@ -240,16 +272,6 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 break;
             case BinaryOp::kSigmoidBackward:
                 xt::noalias(o) = x * y * (T(1) - y);
-                break;
-            // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
-            case BinaryOp::kReluBackward:
-                varith(Arith::kReluBackward, px, pq, po, n, stream);
-                break;
-            case BinaryOp::kGeluBackward:
-                vgelu_backward(px, pq, po, n);
-                break;
-            case BinaryOp::kGeluTanhBackward:
-                vgelu_tanh_backward(px, pq, po, n);
                 break;
             case BinaryOp::kClampBackward:
                 xt::noalias(o) = xt::where(y >= static_cast<T>(a) && y <= static_cast<T>(b), x, T(0));
