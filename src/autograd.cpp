@@ -13,7 +13,7 @@
 namespace xgrad {
 
 namespace {
-thread_local bool grad_enabled = true;
+thread_local bool grad_enabled [[gnu::tls_model("initial-exec")]] = true;
 }
 
 bool is_grad_enabled() {
@@ -54,8 +54,8 @@ static void delete_node(Node* node) {
     // for deeper graphs. Freeing a training step's graph then allocates nothing.
     constexpr int kInline = 64;
     thread_local Node* inline_queue[kInline];
-    thread_local int inline_count = 0;
-    thread_local std::vector<Node*>* spill = nullptr;
+    thread_local int inline_count [[gnu::tls_model("initial-exec")]] = 0;
+    thread_local std::vector<Node*>* spill [[gnu::tls_model("initial-exec")]] = nullptr;
     if (spill) {  // inside the outermost call
         if (inline_count < kInline)
             inline_queue[inline_count++] = node;
@@ -92,7 +92,7 @@ Saved::Saved(const Tensor& t)
       version_(t.defined() ? t.impl()->storage->version.load(std::memory_order_relaxed) : 0) {}
 
 const char*& current_backward_node() {
-    thread_local const char* name = nullptr;
+    thread_local const char* name [[gnu::tls_model("initial-exec")]] = nullptr;
     return name;
 }
 
@@ -153,7 +153,7 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 std::atomic<std::int64_t> hooked_leaves{0};
 
 namespace {
-thread_local int backward_depth = 0;
+thread_local int backward_depth [[gnu::tls_model("initial-exec")]] = 0;
 thread_local std::vector<std::function<void(bool)>> backward_callbacks;
 }  // namespace
 

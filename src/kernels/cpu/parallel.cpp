@@ -26,7 +26,7 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
-thread_local bool t_in_region = false;
+thread_local bool t_in_region [[gnu::tls_model("initial-exec")]] = false;
 
 /// Spin iterations before a waiting thread sleeps (a few tens of microseconds).
 constexpr int kSpins = 2000;
