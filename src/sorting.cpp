@@ -1,6 +1,8 @@
-// Sorting along a dim: sort, argsort, topk, kthvalue and median, whose gradients go back to the
-// indices they return.
+// Sorting along a dim: sort, argsort, topk, kthvalue, median and nanmedian, whose gradients go back
+// to the indices they return; quantile and nanquantile, composed of sort, gather and lerp.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +98,122 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
     return {out, at.reshape(out_shape)};
 }
 
+/// Records `name` on `out`, a 0-d statistic of all of `self` (median, nanmedian): as PyTorch's, the
+/// gradient is shared evenly by the elements equal to it (the NaNs when it is NaN).
+void record_evenly(Tensor& out, const char* name, const Tensor& self) {
+    if (!detail::needs_grad({&self})) return;
+    detail::record(
+        out, name, {&self}, [x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
+            Tensor hit = detail::map_binary(x, o->to(x->dtype()), "median", kernels::BinaryOp::kEqualOrBothNan);
+            return Grads{hit * (g / hit.sum())};
+        });
+}
+
+/// The index that std::nth_element leaves first among n elements that all compare equivalent. PyTorch's
+/// nanmedian picks a row's median with std::nth_element over the indices, its comparator putting NaN
+/// after every number and treating NaNs as equivalent; in a row of NaNs the median's rank is 0, so its
+/// index is this (0, 0, 2, 0, 2, ... for n = 1, 2, 3, 4, 5; 67 for 100), from the same libstdc++.
+std::int64_t all_nan_index(std::int64_t n) {
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+    std::iota(idx.begin(), idx.end(), std::int64_t{0});
+    std::nth_element(idx.begin(), idx.begin(), idx.end(), [](std::int64_t, std::int64_t) { return false; });
+    return idx.empty() ? 0 : idx.front();
+}
+
+enum class Interpolation { kLinear, kLower, kHigher, kMidpoint, kNearest };
+
+Interpolation interpolation_of(const std::string& s, const char* op) {
+    if (s == "linear") return Interpolation::kLinear;
+    if (s == "lower") return Interpolation::kLower;
+    if (s == "higher") return Interpolation::kHigher;
+    if (s == "midpoint") return Interpolation::kMidpoint;
+    if (s == "nearest") return Interpolation::kNearest;
+    detail::fail(op, "interpolation must be one of linear, lower, higher, midpoint or nearest, but got " + s);
+}
+
+void check_scalar_q(double q, const char* op) {
+    if (!(q >= 0 && q <= 1)) detail::fail(op, "q must be in the range [0, 1] but got " + std::to_string(q));
+}
+
+/// torch.quantile / torch.nanquantile, in PyTorch 1.13's steps (quantile_compute), so that the values,
+/// the gradients and the grad_fn are its: sort along `dim` (all elements without one), ranks q·(n - 1)
+/// (q·(count - 1) of the numbers with `ignore_nan`), adjusted for the interpolation, the values at
+/// floor and ceil of the ranks gathered and lerped. Without `ignore_nan` a row holding NaN gives NaN
+/// (its rank goes to the last place, where NaN sorts); with it, a row of NaNs gives NaN.
+Tensor quantile_of(const Tensor& self, const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,
+                   const std::string& interpolation, bool ignore_nan) {
+    const char* op = ignore_nan ? "nanquantile" : "quantile";
+    detail::check_defined(self, op);
+    detail::check_defined(q, op);
+    if (self.numel() == 0) detail::fail(op, "input tensor must be non-empty (shape " + to_string(self.shape()) + ")");
+    if (q.dim() > 1) detail::fail(op, "q must be a scalar or 1D tensor, got shape " + to_string(q.shape()));
+    if (self.dtype() != kFloat32 && self.dtype() != kFloat64)
+        detail::fail(op, "input tensor must be either float or double dtype, got " + to_string(self.dtype()));
+    if (q.dtype() != self.dtype())
+        detail::fail(op, "q tensor must be same dtype as the input tensor (" + to_string(self.dtype()) + "), got " +
+                             to_string(q.dtype()));
+    detail::check_same_device(self, q, op);
+    const Interpolation mode = interpolation_of(interpolation, op);
+    {
+        NoGradGuard no_grad;
+        if (!q.ge(0.0).logical_and(q.le(1.0)).all().item<bool>())
+            detail::fail(op, "q values must be in the range [0, 1]");
+    }
+    // The output's shape without q's dim; the sorted values as (that shape, n).
+    const std::int64_t nd = self.dim();
+    std::vector<std::int64_t> rest;
+    Tensor sorted;
+    if (dim) {
+        const std::int64_t w = detail::wrap_dim(*dim, std::max<std::int64_t>(nd, 1), op);
+        for (std::int64_t d = 0; d < nd; ++d)
+            if (d != w || keepdim) rest.push_back(d == w ? 1 : self.size(d));
+        sorted = w == nd - 1 ? self.sort(-1).values : self.unsqueeze(-1).transpose(w, -1).sort(-1).values;
+    } else {
+        if (keepdim) rest.assign(static_cast<std::size_t>(nd), 1);
+        sorted = self.flatten().sort(-1).values;
+    }
+    std::vector<std::int64_t> in_shape = rest;
+    in_shape.push_back(sorted.size(-1));
+    sorted = sorted.reshape(Shape(in_shape));
+
+    Tensor ranks;
+    {
+        NoGradGuard no_grad;  // ranks are positions: no gradient flows through them
+        if (ignore_nan) {
+            ranks = q.mul(sorted.isnan().logical_not().sum(Dims{-1}, true).sub(1));
+            ranks = ranks.masked_fill(ranks.lt(0.0), 0.0);
+        } else {
+            const auto last = static_cast<double>(sorted.size(-1) - 1);
+            ranks = q.mul(last).masked_fill(sorted.isnan().any(-1, true), last);
+        }
+        if (mode == Interpolation::kLower)
+            ranks = ranks.floor();
+        else if (mode == Interpolation::kHigher)
+            ranks = ranks.ceil();
+        else if (mode == Interpolation::kNearest)
+            ranks = ranks.round();
+    }
+    const Tensor below = ranks.to(kInt64);
+    Tensor values = sorted.gather(-1, below);
+    if (mode == Interpolation::kLinear || mode == Interpolation::kMidpoint) {
+        Tensor weights = mode == Interpolation::kMidpoint ? full_like(ranks, 0.5) : ranks.sub(below);
+        values = values.lerp(sorted.gather(-1, ranks.ceil().to(kInt64)), weights);
+    }
+    // PyTorch ends with in-place views (q's dim first for a q vector, then squeeze_(-1)): its result's
+    // grad_fn is SqueezeBackward3.
+    const bool vector = q.dim() == 1;
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = vector ? values.unsqueeze(0).transpose(0, -1).squeeze(-1) : values.squeeze(-1);
+    }
+    if (detail::needs_grad({&values}))
+        detail::record(out, "SqueezeBackward3", {&values}, [vector](const Tensor& g, const NeedsGrad&) {
+            return Grads{vector ? g.unsqueeze(-1).transpose(0, -1).squeeze(0) : g.unsqueeze(-1)};
+        });
+    return out;
+}
+
 }  // namespace
 
 ValuesIndices Tensor::kthvalue(std::int64_t k, std::int64_t dim, bool keepdim) const {
@@ -117,16 +235,70 @@ Tensor Tensor::median() const {
         NoGradGuard no_grad;
         out = ranked(reshape({numel()}), 0, 0, false, true, "median", "MedianBackward0").values;
     }
-    // As PyTorch's: the gradient is shared evenly by the elements equal to the median (the NaNs when
-    // it is NaN), where median(dim) gives it to the one index.
-    if (detail::needs_grad({this}))
-        detail::record(out, "MedianBackward0", {this},
-                       [x = detail::Saved(*this), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
-                           Tensor hit =
-                               detail::map_binary(x, o->to(x->dtype()), "median", kernels::BinaryOp::kEqualOrBothNan);
-                           return Grads{hit * (g / hit.sum())};
-                       });
+    record_evenly(out, "MedianBackward0", *this);
     return out;
+}
+
+ValuesIndices Tensor::nanmedian(std::int64_t dim, bool keepdim) const {
+    detail::check_defined(*this, "nanmedian");
+    if (!is_floating_point()) return median(dim, keepdim);  // no NaN to leave out, as PyTorch
+    detail::AlongDim a = detail::along_dim(*this, dim, "nanmedian");
+    if (a.width == 0)
+        detail::fail("nanmedian", "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
+                                      to_string(shape()) + ")");
+    Tensor at;  // rows × 1
+    {
+        NoGradGuard no_grad;
+        Tensor values = detail::make_empty(Shape{a.rows, a.width}, dtype(), device());
+        Tensor indices = detail::make_empty(Shape{a.rows, a.width}, kInt64, device());
+        // NaN sorts last, equal values by index: the order of PyTorch's comparator.
+        kernels::sort_rows(a.view(), values, indices, a.width, false, kernels::TieOrder::kIndex);
+        const Tensor count = a.rows_view.isnan().logical_not().sum(Dims{1}, true);  // rows × 1, int64
+        // Rank (count - 1) / 2 among the numbers: the lower median.
+        const Tensor rank = count.sub(1).clamp(0.0).to(kFloat64).mul(0.5).floor().to(kInt64);
+        at = where(count.eq(0), full_like(rank, static_cast<double>(all_nan_index(a.width))), indices.gather(1, rank));
+    }
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
+    if (detail::needs_grad({this})) record_scatter_back(out, "NanmedianBackward1", *this, a, at, 1);
+    return {out, at.reshape(out_shape)};
+}
+
+Tensor Tensor::nanmedian() const {
+    detail::check_defined(*this, "nanmedian");
+    if (!is_floating_point()) return median();
+    if (numel() == 0) return full({}, NAN, FactoryOptions(dtype()).device(device()));
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = reshape({numel()}).nanmedian(0).values;
+    }
+    record_evenly(out, "NanmedianBackward0", *this);
+    return out;
+}
+
+Tensor Tensor::quantile(const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,
+                        const std::string& interpolation) const {
+    return quantile_of(*this, q, dim, keepdim, interpolation, false);
+}
+
+Tensor Tensor::quantile(double q, std::optional<std::int64_t> dim, bool keepdim,
+                        const std::string& interpolation) const {
+    check_scalar_q(q, "quantile");
+    detail::check_defined(*this, "quantile");
+    return quantile(full({}, q, FactoryOptions(dtype()).device(device())), dim, keepdim, interpolation);
+}
+
+Tensor Tensor::nanquantile(const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,
+                           const std::string& interpolation) const {
+    return quantile_of(*this, q, dim, keepdim, interpolation, true);
+}
+
+Tensor Tensor::nanquantile(double q, std::optional<std::int64_t> dim, bool keepdim,
+                           const std::string& interpolation) const {
+    check_scalar_q(q, "nanquantile");
+    detail::check_defined(*this, "nanquantile");
+    return nanquantile(full({}, q, FactoryOptions(dtype()).device(device())), dim, keepdim, interpolation);
 }
 
 // Without `stable`, equal values come out in the order of PyTorch's CPU sort (libstdc++'s std::sort),

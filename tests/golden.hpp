@@ -41,6 +41,16 @@ inline std::string dir() {
     return here.substr(0, here.find_last_of('/')) + "/golden";
 }
 
+/// PyTorch's message for error case `name`: the `# error <name> <message>` line of a golden file.
+inline std::string error_message(const std::string& file, const std::string& name) {
+    std::ifstream in(dir() + "/" + file);
+    std::string line, prefix = "# error " + name + " ";
+    while (std::getline(in, line))
+        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+    FAIL("no error " << name << " in " << file);
+    return "";
+}
+
 /// Every tensor in `file` (cached), by name.
 inline const std::map<std::string, xgrad::Tensor>& load(const std::string& file) {
     static std::map<std::string, std::map<std::string, xgrad::Tensor>> cache;

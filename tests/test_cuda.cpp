@@ -512,11 +512,24 @@ TEST_CASE("sort, argsort and topk") {
             check_op("median", [](const Inputs& v) { return v[0].median(0, true).values; }, {x});
             check_op("median indices", [](const Inputs& v) { return v[0].median(-1).indices; }, {x});
             check_op("median of all", [](const Inputs& v) { return v[0].median(); }, {x});
+            check_op("nanmedian", [](const Inputs& v) { return v[0].nanmedian(-1).values; }, {x});
+            check_op("nanmedian of all", [](const Inputs& v) { return v[0].nanmedian(); }, {x});
+            // Composed of sort, gather and lerp: the CUDA kernels of those, and their gradients.
+            check_op("quantile", [](const Inputs& v) { return v[0].quantile(0.3, -1); }, {x});
+            check_op("quantile vector, all elements",
+                     [](const Inputs& v) {
+                         return v[0].quantile(xgrad::tensor({0.1, 0.9}).to(v[0].dtype()).to(v[0].device()));
+                     },
+                     {x});
+            check_op("nanquantile nearest", [](const Inputs& v) { return v[0].nanquantile(0.6, 0, true, "nearest"); },
+                     {x});
         }
     }
-    const Tensor nan = xgrad::tensor({{1.0, NAN, -2.0, NAN, 0.5}});
+    const Tensor nan = xgrad::tensor({{1.0, NAN, -2.0, NAN, 0.5}, {NAN, NAN, NAN, NAN, NAN}});
     check_op("sort with NaN", [](const Inputs& v) { return v[0].sort(-1).values; }, {nan});
     check_op("argsort with NaN", [](const Inputs& v) { return v[0].argsort(-1, true, true); }, {nan});
+    check_op("nanmedian with NaN", [](const Inputs& v) { return v[0].nanmedian(-1).indices; }, {nan});
+    check_op("nanquantile with NaN", [](const Inputs& v) { return v[0].nanquantile(0.5, -1); }, {nan});
 }
 
 TEST_CASE("shape ops, copies and conversions") {

@@ -59,12 +59,7 @@ std::vector<std::int64_t> int_values(const std::string& name) {
 
 /// PyTorch's message for error case `name` (`# error <name> <message>` in the golden file).
 std::string torch_error(const std::string& name) {
-    std::ifstream in(golden::dir() + "/" + kFile);
-    std::string line, prefix = "# error " + name + " ";
-    while (std::getline(in, line))
-        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-    FAIL("no error " << name << " in " << kFile);
-    return "";
+    return golden::error_message(kFile, name);
 }
 
 /// Checks that `f` throws std::invalid_argument containing PyTorch's message for `name` (after the

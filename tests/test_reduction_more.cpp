@@ -295,3 +295,78 @@ TEST_CASE("kthvalue and median refuse what PyTorch refuses") {
     CHECK(v.item<float>() == 5.0f);
     CHECK(i.item<std::int64_t>() == 0);
 }
+
+TEST_CASE("nanmedian: the lower median of the numbers, NaNs left out, PyTorch's index for a row of NaNs") {
+    check_cases({
+        {"nanmedian_dim", [](const Tensor& x) { return x.nanmedian(1); }, kFloats, false},  // NanmedianBackward1
+        {"nanmedian_all_nan_rows", [](const Tensor& x) { return xgrad::nanmedian(x, 1); }, kFloats, false},
+        {"nanmedian_long_nan_keep", [](const Tensor& x) { return x.nanmedian(1, true); }, kFloats, false},
+        {"nanmedian_dim0", [](const Tensor& x) { return x.nanmedian(0); }},
+        {"nanmedian_ties", [](const Tensor& x) { return x.nanmedian(1); }, kFloats, false},
+        {"nanmedian_all", one([](const Tensor& x) { return x.nanmedian(); }), kFloats, false},  // NanmedianBackward0
+        {"nanmedian_all_of_nans", one([](const Tensor& x) { return xgrad::nanmedian(x); }), kFloats, false},
+        {"nanmedian_int", [](const Tensor& x) { return x.nanmedian(1); }, kInt64},  // as median
+    });
+    CHECK(std::isnan(xgrad::zeros({0}).nanmedian().item<float>()));  // PyTorch's NaN for an empty tensor
+    golden::check_throws(
+        [&] {
+            (void)xgrad::zeros({2, 0}).nanmedian(1);
+        },
+        {"nanmedian", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
+}
+
+TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
+    // q as a tensor of x's dtype, as PyTorch requires.
+    auto q = [](const std::vector<double>& v, const Tensor& x) {
+        return xgrad::from_vector(v, {static_cast<std::int64_t>(v.size())}).to(x.dtype());
+    };
+    const std::vector<double> q5 = {0.0, 0.33, 0.5, 0.875, 1.0};
+    check_cases({
+        {"quantile_dim1", one([](const Tensor& x) { return x.quantile(0.3, 1); })},  // SqueezeBackward3
+        {"quantile_vec_dim0_keep", one([q](const Tensor& x) {
+             return x.quantile(q({0.1, 0.5, 0.9}, x), 0, true);
+         })},
+        {"quantile_all", one([](const Tensor& x) { return xgrad::quantile(x, 0.75); })},
+        {"quantile_all_vec_keep", one([q](const Tensor& x) {
+             return xgrad::quantile(x, q({0.25, 0.6}, x), std::nullopt, true);
+         })},
+        {"quantile_lower", one([q, q5](const Tensor& x) { return x.quantile(q(q5, x), -1, false, "lower"); })},
+        {"quantile_higher", one([q, q5](const Tensor& x) { return x.quantile(q(q5, x), -1, false, "higher"); })},
+        {"quantile_midpoint", one([q, q5](const Tensor& x) { return x.quantile(q(q5, x), -1, false, "midpoint"); })},
+        {"quantile_nearest", one([q, q5](const Tensor& x) { return x.quantile(q(q5, x), -1, false, "nearest"); })},
+        // Equal values: the gradient goes where PyTorch's unstable sort put them.
+        {"quantile_ties", one([q](const Tensor& x) {
+             return x.quantile(q({0.25, 0.5}, x), 1);
+         }),
+         kFloats, false},
+        {"quantile_nan", one([](const Tensor& x) { return x.quantile(0.4, 1); }), kFloats, false},  // NaN rows
+        {"quantile_0d", one([](const Tensor& x) { return x.quantile(0.5, 0); })},
+        {"nanquantile_rows", one([q](const Tensor& x) {
+             return xgrad::nanquantile(x, q({0.2, 0.5}, x), 1);
+         }),
+         kFloats, false},
+        {"nanquantile_all", one([](const Tensor& x) { return x.nanquantile(0.5); }), kFloats, false},
+        {"nanquantile_dim0_keep", one([](const Tensor& x) { return x.nanquantile(0.8, 0, true); })},
+    });
+}
+
+TEST_CASE("quantile refuses what PyTorch refuses, in its words") {
+    const Tensor z = xgrad::zeros({2, 3});
+    auto expect = [](const std::function<void()>& f, const std::string& what, std::vector<std::string> extra = {}) {
+        std::string message = golden::error_message(kFile, what);
+        const std::string prefix = "quantile() ";  // PyTorch's; xgrad's messages begin "quantile: "
+        REQUIRE(message.rfind(prefix, 0) == 0);
+        extra.insert(extra.begin(), message.substr(prefix.size()));
+        extra.insert(extra.begin(), "quantile");
+        golden::check_throws(f, extra);
+    };
+    expect([&] { (void)z.quantile(1.5); }, "quantile_q_range");
+    expect([&] { (void)z.quantile(xgrad::tensor({0.5, -0.1})); }, "quantile_q_values");
+    expect([&] { (void)z.quantile(xgrad::tensor({0.5}).reshape({1, 1})); }, "quantile_q_2d", {"(1, 1)"});
+    expect([&] { (void)xgrad::zeros({0}).quantile(0.5); }, "quantile_empty", {"(0,)"});
+    expect([&] { (void)xgrad::zeros({3}, xgrad::kInt64).quantile(0.5); }, "quantile_int", {"torch.int64"});
+    expect([&] { (void)z.quantile(xgrad::tensor({0.5}).to(xgrad::kFloat64)); }, "quantile_q_dtype", {"torch.float64"});
+    expect([&] { (void)z.quantile(0.5, std::nullopt, false, "cubic"); }, "quantile_interpolation");
+    golden::check_throws([&] { (void)z.quantile(0.5, 2); }, {"quantile", "dimension 2", "[-2, 1]"});
+    golden::check_throws([&] { (void)z.nanquantile(-0.5); }, {"nanquantile", "q must be in the range [0, 1]"});
+}

@@ -286,6 +286,34 @@ inline ValuesIndices median(const Tensor& x, std::int64_t dim, bool keepdim = fa
 inline Tensor median(const Tensor& x) {
     return x.median();
 }
+/// `torch.nanmedian(x, dim, keepdim)`: the lower median of the numbers, NaNs left out.
+inline ValuesIndices nanmedian(const Tensor& x, std::int64_t dim, bool keepdim = false) {
+    return x.nanmedian(dim, keepdim);
+}
+/// `torch.nanmedian(x)`: the lower median of all elements that are not NaN.
+inline Tensor nanmedian(const Tensor& x) {
+    return x.nanmedian();
+}
+/// `torch.quantile(x, q, dim, keepdim, interpolation)` (Tensor::quantile).
+inline Tensor quantile(const Tensor& x, const Tensor& q, std::optional<std::int64_t> dim = std::nullopt,
+                       bool keepdim = false, const std::string& interpolation = "linear") {
+    return x.quantile(q, dim, keepdim, interpolation);
+}
+/// `torch.quantile(x, q, dim, keepdim, interpolation)` with one q.
+inline Tensor quantile(const Tensor& x, double q, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false,
+                       const std::string& interpolation = "linear") {
+    return x.quantile(q, dim, keepdim, interpolation);
+}
+/// `torch.nanquantile(x, q, dim, keepdim, interpolation)` (Tensor::nanquantile).
+inline Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<std::int64_t> dim = std::nullopt,
+                          bool keepdim = false, const std::string& interpolation = "linear") {
+    return x.nanquantile(q, dim, keepdim, interpolation);
+}
+/// `torch.nanquantile(x, q, dim, keepdim, interpolation)` with one q.
+inline Tensor nanquantile(const Tensor& x, double q, std::optional<std::int64_t> dim = std::nullopt,
+                          bool keepdim = false, const std::string& interpolation = "linear") {
+    return x.nanquantile(q, dim, keepdim, interpolation);
+}
 /// `torch.topk(x, k, dim, largest, sorted)`.
 inline ValuesIndices topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
                           bool sorted = true) {

@@ -293,6 +293,31 @@ public:
     /// The lower median of all elements (0-d), as `torch.median(x)`; NaN if any element is NaN or
     /// self is empty.
     Tensor median() const;
+    /// The lower median along `dim` of the elements that are not NaN, and its int64 index, as
+    /// `torch.nanmedian(x, dim)`: between equal values the one ranked there by index order; a row of
+    /// NaNs gives NaN and PyTorch's index. The gradient goes to that index. Integer tensors: median.
+    ValuesIndices nanmedian(std::int64_t dim, bool keepdim = false) const;
+    /// The lower median of the elements that are not NaN (0-d), as `torch.nanmedian(x)`; NaN when all
+    /// are NaN or self is empty.
+    Tensor nanmedian() const;
+    /// The `q`-quantiles (q in [0, 1], a 0-d or 1-D tensor of self's dtype) along `dim`, or of all
+    /// elements without one, as `torch.quantile`. Between the two neighbouring sorted values
+    /// `interpolation` is "linear" (the default), "lower", "higher", "midpoint" or "nearest". A 1-D `q`
+    /// adds a first dim of its size to the result. A row holding NaN gives NaN. float32 and float64.
+    /// @code
+    /// auto q = x.quantile(xgrad::tensor({0.25, 0.5, 0.75}), 1);   // x of shape (4, 10): (3, 4)
+    /// @endcode
+    Tensor quantile(const Tensor& q, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false,
+                    const std::string& interpolation = "linear") const;
+    /// `quantile` of one `q` in [0, 1].
+    Tensor quantile(double q, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false,
+                    const std::string& interpolation = "linear") const;
+    /// `quantile` of the elements that are not NaN, as `torch.nanquantile`; a row of NaNs gives NaN.
+    Tensor nanquantile(const Tensor& q, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false,
+                       const std::string& interpolation = "linear") const;
+    /// `nanquantile` of one `q` in [0, 1].
+    Tensor nanquantile(double q, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false,
+                       const std::string& interpolation = "linear") const;
 
     // ---- shape and layout -----------------------------------------------------------------------
     /// Matrix product with torch.matmul's rules (1-D, 2-D and batched N-D with broadcasting).

@@ -128,6 +128,34 @@ case("median_nan", lambda x: tuple(torch.median(x, 1)), WITH_NAN)
 case("median_all", lambda x: torch.median(x), X)
 case("median_all_nan", lambda x: torch.median(x), WITH_NAN)
 case("median_int", lambda x: tuple(torch.median(x, 1)), ints(3, 30), dtypes=("int64",))
+# nanmedian: the lower median of the numbers (ranked by value then index); a row of NaNs gives NaN
+# at the index libstdc++'s nth_element leaves first (67 for a row of 100).
+ALL_NAN_ROWS = const([[NAN] * 5, [1.0, NAN, 3.0, 2.0, NAN], [NAN] * 4 + [7.0]])
+LONG_NAN = const([[NAN] * 100, [float(i % 7) if i % 3 else NAN for i in range(100)]])
+case("nanmedian_dim", lambda x: tuple(torch.nanmedian(x, 1)), WITH_NAN)
+case("nanmedian_all_nan_rows", lambda x: tuple(torch.nanmedian(x, 1)), ALL_NAN_ROWS)
+case("nanmedian_long_nan_keep", lambda x: tuple(torch.nanmedian(x, 1, keepdim=True)), LONG_NAN)
+case("nanmedian_dim0", lambda x: tuple(torch.nanmedian(x, 0)), randn(5, 3))
+case("nanmedian_ties", lambda x: tuple(torch.nanmedian(x, 1)), ties(3, 40))
+case("nanmedian_all", lambda x: torch.nanmedian(x), WITH_NAN)
+case("nanmedian_all_of_nans", lambda x: torch.nanmedian(x), const([[NAN, NAN], [NAN, NAN]]))
+case("nanmedian_int", lambda x: tuple(torch.nanmedian(x, 1)), ints(3, 30), dtypes=("int64",))
+# quantile / nanquantile (composed of sort, gather and lerp in PyTorch too: same gradients).
+Q3 = [0.1, 0.5, 0.9]
+Q5 = [0.0, 0.33, 0.5, 0.875, 1.0]
+case("quantile_dim1", lambda x: torch.quantile(x, 0.3, dim=1), X)
+case("quantile_vec_dim0_keep", lambda x: torch.quantile(x, torch.tensor(Q3, dtype=x.dtype), dim=0, keepdim=True), X)
+case("quantile_all", lambda x: torch.quantile(x, 0.75), X)
+case("quantile_all_vec_keep", lambda x: torch.quantile(x, torch.tensor([0.25, 0.6], dtype=x.dtype), keepdim=True), X)
+for mode in ("lower", "higher", "midpoint", "nearest"):
+    case(f"quantile_{mode}",
+         lambda x, mode=mode: torch.quantile(x, torch.tensor(Q5, dtype=x.dtype), dim=-1, interpolation=mode), randn(3, 7))
+case("quantile_ties", lambda x: torch.quantile(x, torch.tensor([0.25, 0.5], dtype=x.dtype), dim=1), ties(3, 40))
+case("quantile_nan", lambda x: torch.quantile(x, 0.4, dim=1), WITH_NAN)
+case("quantile_0d", lambda x: torch.quantile(x, 0.5, dim=0), randn())
+case("nanquantile_rows", lambda x: torch.nanquantile(x, torch.tensor([0.2, 0.5], dtype=x.dtype), dim=1), ALL_NAN_ROWS)
+case("nanquantile_all", lambda x: torch.nanquantile(x, 0.5), WITH_NAN)
+case("nanquantile_dim0_keep", lambda x: torch.nanquantile(x, 0.8, dim=0, keepdim=True), X)
 case("sort_ties_stable", lambda x: tuple(torch.sort(x, stable=True, dim=-1)), ties(3, 8))
 case("sort_ties_stable_desc", lambda x: tuple(torch.sort(x, stable=True, dim=0, descending=True)), ties(8, 3))
 case("sort_nan", lambda x: tuple(torch.sort(x, 1)), WITH_NAN)
@@ -198,6 +226,14 @@ for what, fn in [
     ("sort_dim_range", lambda: z.sort(2)),
     ("cumsum_dim_range", lambda: z.cumsum(-3)),
     ("var_int", lambda: torch.zeros(2, 3, dtype=torch.long).var(0, correction=1)),
+    ("quantile_q_range", lambda: torch.quantile(z, 1.5)),
+    ("quantile_q_values", lambda: torch.quantile(z, torch.tensor([0.5, -0.1]))),
+    ("quantile_q_2d", lambda: torch.quantile(z, torch.tensor([[0.5]]))),
+    ("quantile_empty", lambda: torch.quantile(torch.zeros(0), 0.5)),
+    ("quantile_int", lambda: torch.quantile(torch.zeros(3, dtype=torch.long), 0.5)),
+    ("quantile_q_dtype", lambda: torch.quantile(z, torch.tensor([0.5], dtype=torch.float64))),
+    ("quantile_interpolation", lambda: torch.quantile(z, 0.5, interpolation="cubic")),
+    ("nanmedian_empty_dim", lambda: torch.zeros(2, 0).nanmedian(1)),
 ]:
     try:
         fn()
