@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -132,7 +133,10 @@ Interpolation interpolation_of(const std::string& s, const char* op) {
 }
 
 void check_scalar_q(double q, const char* op) {
-    if (!(q >= 0 && q <= 1)) detail::fail(op, "q must be in the range [0, 1] but got " + std::to_string(q));
+    if (q >= 0 && q <= 1) return;
+    std::ostringstream shown;  // "1.5", as PyTorch's message writes it
+    shown << q;
+    detail::fail(op, "q must be in the range [0, 1] but got " + shown.str());
 }
 
 /// torch.quantile / torch.nanquantile, in PyTorch 1.13's steps (quantile_compute), so that the values,
