@@ -180,28 +180,26 @@ Tensor quantile_of(const Tensor& self, const Tensor& q, std::optional<std::int64
     in_shape.push_back(sorted.size(-1));
     sorted = sorted.reshape(Shape(in_shape));
 
+    // The ranks carry q's gradient (through the linear interpolation's weights), as PyTorch's do.
     Tensor ranks;
-    {
-        NoGradGuard no_grad;  // ranks are positions: no gradient flows through them
-        if (ignore_nan) {
-            ranks = q.mul(sorted.isnan().logical_not().sum(Dims{-1}, true).sub(1));
-            ranks = ranks.masked_fill(ranks.lt(0.0), 0.0);
-        } else {
-            const auto last = static_cast<double>(sorted.size(-1) - 1);
-            ranks = q.mul(last).masked_fill(sorted.isnan().any(-1, true), last);
-        }
-        if (mode == Interpolation::kLower)
-            ranks = ranks.floor();
-        else if (mode == Interpolation::kHigher)
-            ranks = ranks.ceil();
-        else if (mode == Interpolation::kNearest)
-            ranks = ranks.round();
+    if (ignore_nan) {
+        ranks = q.mul(sorted.isnan().logical_not().sum(Dims{-1}, true).sub(1));
+        ranks = ranks.masked_fill(ranks.lt(0.0), 0.0);
+    } else {
+        const auto last = static_cast<double>(sorted.size(-1) - 1);
+        ranks = q.mul(last).masked_fill(sorted.isnan().any(-1, true), last);
     }
-    const Tensor below = ranks.to(kInt64);
+    if (mode == Interpolation::kLower)
+        ranks = ranks.floor();
+    else if (mode == Interpolation::kHigher)
+        ranks = ranks.ceil();
+    else if (mode == Interpolation::kNearest)
+        ranks = ranks.round();
+    const Tensor below = ranks.detach().to(kInt64);
     Tensor values = sorted.gather(-1, below);
     if (mode == Interpolation::kLinear || mode == Interpolation::kMidpoint) {
         Tensor weights = mode == Interpolation::kMidpoint ? full_like(ranks, 0.5) : ranks.sub(below);
-        values = values.lerp(sorted.gather(-1, ranks.ceil().to(kInt64)), weights);
+        values = values.lerp(sorted.gather(-1, ranks.detach().ceil().to(kInt64)), weights);
     }
     // PyTorch ends with in-place views (q's dim first for a q vector, then squeeze_(-1)): its result's
     // grad_fn is SqueezeBackward3.

@@ -350,6 +350,20 @@ TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes an
     });
 }
 
+TEST_CASE("quantile passes a gradient to q, through the linear interpolation's weights, as PyTorch") {
+    const Tensor x = xgrad::tensor({{0.3, -1.2, 2.5, 0.7, 1.9}, {1.1, 0.2, -0.4, 3.0, 0.9}}).to(xgrad::kFloat64);
+    const Tensor q = xgrad::tensor({0.3, 0.55}).to(xgrad::kFloat64);
+    golden::check_gradcheck([](const std::vector<Tensor>& in) { return in[0].quantile(in[1], 1); },
+                            {x.clone().requires_grad_(), q.clone().requires_grad_()}, "quantile: x and q");
+    golden::check_gradcheck([](const std::vector<Tensor>& in) { return in[0].nanquantile(in[1], 0, true); },
+                            {x.clone().requires_grad_(), q.clone().requires_grad_()}, "nanquantile: x and q");
+    // The other interpolations only gather at rounded ranks: q alone requiring grad gives a result
+    // that does not, as PyTorch's.
+    const Tensor qq = q.clone().requires_grad_();
+    CHECK_FALSE(x.quantile(qq, 1, false, "nearest").requires_grad());
+    CHECK(x.quantile(qq, 1, false, "midpoint").grad_fn_name() == "");
+}
+
 TEST_CASE("quantile refuses what PyTorch refuses, in its words") {
     const Tensor z = xgrad::zeros({2, 3});
     auto expect = [](const std::function<void()>& f, const std::string& what, std::vector<std::string> extra = {}) {
