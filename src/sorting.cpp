@@ -132,11 +132,15 @@ Interpolation interpolation_of(const std::string& s, const char* op) {
     detail::fail(op, "interpolation must be one of linear, lower, higher, midpoint or nearest, but got " + s);
 }
 
-void check_scalar_q(double q, const char* op) {
-    if (q >= 0 && q <= 1) return;
-    std::ostringstream shown;  // "1.5", as PyTorch's message writes it
-    shown << q;
-    detail::fail(op, "q must be in the range [0, 1] but got " + shown.str());
+/// One q in [0, 1] as a 0-d tensor of self's dtype and device.
+Tensor scalar_q(const Tensor& self, double q, const char* op) {
+    if (!(q >= 0 && q <= 1)) {
+        std::ostringstream shown;  // "1.5", as PyTorch's message writes it
+        shown << q;
+        detail::fail(op, "q must be in the range [0, 1] but got " + shown.str());
+    }
+    detail::check_defined(self, op);
+    return full({}, q, FactoryOptions(self.dtype()).device(self.device()));
 }
 
 /// torch.quantile / torch.nanquantile, in PyTorch 1.13's steps (quantile_compute), so that the values,
@@ -286,9 +290,7 @@ Tensor Tensor::quantile(const Tensor& q, std::optional<std::int64_t> dim, bool k
 
 Tensor Tensor::quantile(double q, std::optional<std::int64_t> dim, bool keepdim,
                         const std::string& interpolation) const {
-    check_scalar_q(q, "quantile");
-    detail::check_defined(*this, "quantile");
-    return quantile(full({}, q, FactoryOptions(dtype()).device(device())), dim, keepdim, interpolation);
+    return quantile(scalar_q(*this, q, "quantile"), dim, keepdim, interpolation);
 }
 
 Tensor Tensor::nanquantile(const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,
@@ -298,9 +300,7 @@ Tensor Tensor::nanquantile(const Tensor& q, std::optional<std::int64_t> dim, boo
 
 Tensor Tensor::nanquantile(double q, std::optional<std::int64_t> dim, bool keepdim,
                            const std::string& interpolation) const {
-    check_scalar_q(q, "nanquantile");
-    detail::check_defined(*this, "nanquantile");
-    return nanquantile(full({}, q, FactoryOptions(dtype()).device(device())), dim, keepdim, interpolation);
+    return nanquantile(scalar_q(*this, q, "nanquantile"), dim, keepdim, interpolation);
 }
 
 // Without `stable`, equal values come out in the order of PyTorch's CPU sort (libstdc++'s std::sort),
