@@ -103,11 +103,11 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
 /// gradient is shared evenly by the elements equal to it (the NaNs when it is NaN).
 void record_evenly(Tensor& out, const char* name, const Tensor& self) {
     if (!detail::needs_grad({&self})) return;
-    detail::record(
-        out, name, {&self}, [x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
-            Tensor hit = detail::map_binary(x, o->to(x->dtype()), "median", kernels::BinaryOp::kEqualOrBothNan);
-            return Grads{hit * (g / hit.sum())};
-        });
+    detail::record(out, name, {&self},
+                   [name, x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
+                       Tensor hit = detail::map_binary(x, o->to(x->dtype()), name, kernels::BinaryOp::kEqualOrBothNan);
+                       return Grads{hit * (g / hit.sum())};
+                   });
 }
 
 /// The index that std::nth_element leaves first among n elements that all compare equivalent. PyTorch's
@@ -262,7 +262,9 @@ ValuesIndices Tensor::nanmedian(std::int64_t dim, bool keepdim) const {
         const Tensor count = a.rows_view.isnan().logical_not().sum(Dims{1}, true);  // rows × 1, int64
         // Rank (count - 1) / 2 among the numbers: the lower median.
         const Tensor rank = count.sub(1).clamp(0.0).to(kFloat64).mul(0.5).floor().to(kInt64);
-        at = where(count.eq(0), full_like(rank, static_cast<double>(all_nan_index(a.width))), indices.gather(1, rank));
+        at = indices.gather(1, rank);
+        const Tensor none = count.eq(0);  // rows of NaNs (all_nan_index walks a whole row: only then)
+        if (none.any().item<bool>()) at = where(none, full_like(rank, static_cast<double>(all_nan_index(a.width))), at);
     }
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
     Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
