@@ -199,11 +199,11 @@ Tensor quantile_of(const Tensor& self, const Tensor& q, std::optional<std::int64
         ranks = ranks.ceil();
     else if (mode == Interpolation::kNearest)
         ranks = ranks.round();
-    const Tensor below = ranks.detach().to(kInt64);
+    const Tensor at = ranks.detach(), below = at.to(kInt64);
     Tensor values = sorted.gather(-1, below);
     if (mode == Interpolation::kLinear || mode == Interpolation::kMidpoint) {
         Tensor weights = mode == Interpolation::kMidpoint ? full_like(ranks, 0.5) : ranks.sub(below);
-        values = values.lerp(sorted.gather(-1, ranks.detach().ceil().to(kInt64)), weights);
+        values = values.lerp(sorted.gather(-1, at.ceil().to(kInt64)), weights);
     }
     // PyTorch ends with in-place views (q's dim first for a q vector, then squeeze_(-1)): its result's
     // grad_fn is SqueezeBackward3.
@@ -261,7 +261,7 @@ ValuesIndices Tensor::nanmedian(std::int64_t dim, bool keepdim) const {
         kernels::sort_rows(a.view(), values, indices, a.width, false, kernels::TieOrder::kIndex);
         const Tensor count = a.rows_view.isnan().logical_not().sum(Dims{1}, true);  // rows × 1, int64
         // Rank (count - 1) / 2 among the numbers: the lower median.
-        const Tensor rank = count.sub(1).clamp(0.0).to(kFloat64).mul(0.5).floor().to(kInt64);
+        const Tensor rank = count.sub(1).clamp(0.0).div(2.0, "floor");  // int64
         at = indices.gather(1, rank);
         const Tensor none = count.eq(0);  // rows of NaNs (all_nan_index walks a whole row: only then)
         if (none.any().item<bool>()) at = where(none, full_like(rank, static_cast<double>(all_nan_index(a.width))), at);
