@@ -530,6 +530,28 @@ TEST_CASE("sort, argsort and topk") {
     check_op("argsort with NaN", [](const Inputs& v) { return v[0].argsort(-1, true, true); }, {nan});
     check_op("nanmedian with NaN", [](const Inputs& v) { return v[0].nanmedian(-1).indices; }, {nan});
     check_op("nanquantile with NaN", [](const Inputs& v) { return v[0].nanquantile(0.5, -1); }, {nan});
+    // One wide row (CUB's device-wide radix sort) and many rows (its segmented sort), with ties, both
+    // zeros and NaN; int64 keys too.
+    xgrad::manual_seed(17);
+    for (xgrad::DType dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        Tensor wide = (randn({1, 300000}, dt) * 8.0).round() / 8.0;
+        wide.narrow(1, 0, 1000).fill_(-0.0);
+        wide.narrow(1, 5000, 7).fill_(NAN);
+        check_op("argsort of a wide row, stable", [](const Inputs& v) { return v[0].argsort(-1, false, true); },
+                 {wide});
+        check_op("sort of a wide row, descending, stable",
+                 [](const Inputs& v) { return v[0].sort(-1, true, true).values; }, {wide});
+        // Without ties: the CPU's topk orders ties as PyTorch's CPU does, the GPU in index order.
+        check_op("topk of a wide row", [](const Inputs& v) { return v[0].topk(50).values; }, {randn({1, 300000}, dt)});
+        check_op("argsort of many rows, stable", [](const Inputs& v) { return v[0].argsort(-1, true, true); },
+                 {wide.reshape({3000, 100})});
+        check_op("median of a wide row", [](const Inputs& v) { return v[0].nanmedian(); }, {wide});
+    }
+    const Tensor ints = (randn({40, 1000}, xgrad::kFloat64) * 30.0).round().to(xgrad::kInt64);
+    check_op("int64 argsort, stable", [](const Inputs& v) { return v[0].argsort(-1, false, true); }, {ints});
+    check_op("int64 sort of one row, descending", [](const Inputs& v) { return v[0].flatten().sort(0, true).values; },
+             {ints});
 }
 
 TEST_CASE("shape ops, copies and conversions") {

@@ -21,6 +21,7 @@
 #include "../src/kernels/cpu/matmul.hpp"
 #include "../src/kernels/cpu/sum_order.hpp"
 #include "../src/kernels/cpu/vec_math.hpp"
+#include "../src/kernels/cuda/sort_key.hpp"
 #include "golden.hpp"
 
 namespace vm = xgrad::kernels::cpu;
@@ -746,4 +747,87 @@ TEST_CASE("var and std over the rows of a tensor from memory give the bits of sm
         CHECK(var.equal(xgrad::cat(vars)));
         CHECK(std.equal(xgrad::cat(stds)));
     }
+}
+
+namespace {
+
+/// The positions of `v` stably sorted by the CUDA sort's keys (kernels/cuda/sort_key.hpp).
+template <typename T>
+std::vector<std::int64_t> order_by_keys(const std::vector<T>& v, bool descending) {
+    std::vector<std::int64_t> pos(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+    std::stable_sort(pos.begin(), pos.end(), [&](std::int64_t a, std::int64_t b) {
+        return xgrad::kernels::cuda::sort_key(v[static_cast<std::size_t>(a)], descending) <
+               xgrad::kernels::cuda::sort_key(v[static_cast<std::size_t>(b)], descending);
+    });
+    return pos;
+}
+
+/// Values with every case a sort key must order: NaNs of both signs and other payloads, both zeros,
+/// both infinities, subnormals, extremes, ties; then random numbers.
+template <typename T>
+std::vector<T> awkward_values(std::uint32_t seed) {
+    using L = std::numeric_limits<T>;
+    std::vector<T> v;
+    if constexpr (std::is_floating_point_v<T>) {
+        v = {T(1),
+             T(-1),
+             T(0),
+             -T(0),
+             L::infinity(),
+             -L::infinity(),
+             L::quiet_NaN(),
+             -L::quiet_NaN(),
+             L::denorm_min(),
+             -L::denorm_min(),
+             L::max(),
+             L::lowest(),
+             L::min(),
+             -L::min(),
+             T(1),
+             T(0),
+             -T(0),
+             T(2.5)};
+        // A NaN with another payload.
+        T nan = L::quiet_NaN();
+        unsigned char bytes[sizeof(T)];
+        std::memcpy(bytes, &nan, sizeof(T));
+        bytes[0] ^= 0x5a;
+        std::memcpy(&nan, bytes, sizeof(T));
+        v.push_back(nan);
+        std::mt19937 gen(seed);
+        std::normal_distribution<double> normal;
+        for (int i = 0; i < 300; ++i) v.push_back(static_cast<T>(std::round(normal(gen) * 4) / 4));  // many ties
+        for (int i = 0; i < 300; ++i) v.push_back(static_cast<T>(normal(gen) * 1e3));
+    } else {
+        v = {T(0), T(-1), T(1), L::max(), L::min(), T(-7), T(7), T(0), L::max(), L::min()};
+        std::mt19937_64 gen(seed);
+        for (int i = 0; i < 300; ++i) v.push_back(static_cast<T>(gen() % 41) - 20);  // ties
+        for (int i = 0; i < 300; ++i) v.push_back(static_cast<T>(gen()));
+    }
+    std::shuffle(v.begin(), v.end(), std::mt19937(seed + 1));
+    return v;
+}
+
+template <typename T>
+void check_sort_keys(xgrad::DType dtype) {
+    const std::vector<T> v = awkward_values<T>(7);
+    const auto n = static_cast<std::int64_t>(v.size());
+    const xgrad::Tensor x = xgrad::from_vector(v, {n}, dtype);
+    for (bool descending : {false, true}) {
+        INFO(xgrad::to_string(dtype) << (descending ? ", descending" : ", ascending"));
+        // The CPU's stable sort is PyTorch's order: NaN above every number, ties in index order.
+        const xgrad::Tensor expected = x.argsort(0, descending, /*stable=*/true);
+        CHECK(xgrad::from_vector(order_by_keys(v, descending), {n}).equal(expected));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA sort's keys order a row as the CPU's stable sort does") {
+    // The CUDA sort radix-sorts these keys (with the positions) and keeps ties in index order, so
+    // its indices are the stable sort's wherever this holds; run here on the host, where no GPU is.
+    check_sort_keys<float>(xgrad::kFloat32);
+    check_sort_keys<double>(xgrad::kFloat64);
+    check_sort_keys<std::int64_t>(xgrad::kInt64);
 }
