@@ -1,5 +1,5 @@
-// Sorting along a dim: sort, argsort, topk, kthvalue, median and nanmedian, whose gradients go back
-// to the indices they return; quantile and nanquantile, composed of sort, gather and lerp.
+// Sorting along a dim: sort, argsort, topk, kthvalue, median, nanmedian and mode, whose gradients go
+// back to the indices they return; quantile and nanquantile, composed of sort, gather and lerp.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -283,6 +283,48 @@ Tensor Tensor::nanmedian() const {
     }
     record_evenly(out, "NanmedianBackward0", *this);
     return out;
+}
+
+ValuesIndices Tensor::mode(std::int64_t dim, bool keepdim) const {
+    detail::check_defined(*this, "mode");
+    if (detail::is_narrow(dtype())) {
+        ValuesIndices r = to(kInt64).mode(dim, keepdim);
+        return {r.values.to(dtype()), r.indices};
+    }
+    detail::AlongDim a = detail::along_dim(*this, dim, "mode");
+    if (a.width == 0)
+        detail::fail("mode", "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
+                                 to_string(shape()) + ")");
+    Tensor at;  // rows × 1
+    {
+        // PyTorch's CPU kernel: std::sort of each row's (value, index) pairs, then a scan for the
+        // first longest run of equal values, whose last pair gives the index. kSort runs that sort
+        // (NaN after the numbers, where PyTorch's comparison leaves NaN unordered).
+        NoGradGuard no_grad;
+        const std::int64_t w = a.width;
+        Tensor values = detail::make_empty(Shape{a.rows, w}, dtype(), device());
+        Tensor indices = detail::make_empty(Shape{a.rows, w}, kInt64, device());
+        kernels::sort_rows(a.view(), values, indices, w, false, kernels::TieOrder::kSort);
+        const FactoryOptions at_device = FactoryOptions(kInt64).device(device());
+        // A run ends where the next value differs (after each NaN: NaN equals nothing) and at the end.
+        const Tensor ends = cat({values.narrow(1, 0, w - 1).ne(values.narrow(1, 1, w - 1)),
+                                 full({a.rows, 1}, 1, FactoryOptions(kBool).device(device()))},
+                                1);
+        // The ends' positions in order, w after them. A run's length is the step from the end before
+        // it; the last run ends at w - 1, so the first w adds a step of 1, which never comes before
+        // a run as long, and the later ones steps of 0.
+        const Tensor ends_at = where(ends, arange(static_cast<double>(w), at_device).expand({a.rows, w}),
+                                     full({a.rows, w}, static_cast<double>(w), at_device))
+                                   .sort(1)
+                                   .values;
+        const Tensor steps = ends_at - cat({full({a.rows, 1}, -1, at_device), ends_at.narrow(1, 0, w - 1)}, 1);
+        // argmax takes the first longest run: the smallest of the most frequent values.
+        at = indices.gather(1, ends_at.gather(1, steps.argmax(1, true))).contiguous();
+    }
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
+    if (detail::needs_grad({this})) record_scatter_back(out, "ModeBackward0", *this, a, at, 1);
+    return {out, at.reshape(out_shape)};
 }
 
 Tensor Tensor::quantile(const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,

@@ -513,6 +513,9 @@ TEST_CASE("sort, argsort and topk") {
             check_op("median indices", [](const Inputs& v) { return v[0].median(-1).indices; }, {x});
             check_op("median of all", [](const Inputs& v) { return v[0].median(); }, {x});
             check_op("nanmedian", [](const Inputs& v) { return v[0].nanmedian(-1).values; }, {x});
+            check_op("mode of distinct values", [](const Inputs& v) { return v[0].mode(-1).values; }, {x});
+            // Ties: the same values; the indices of equal values may differ (the CPU's are PyTorch's).
+            check_op("mode with ties", [](const Inputs& v) { return (v[0] * 2.0).round().mode(0, true).values; }, {x});
             check_op("nanmedian of all", [](const Inputs& v) { return v[0].nanmedian(); }, {x});
             // Composed of sort, gather and lerp: the CUDA kernels of those, and their gradients.
             check_op("quantile", [](const Inputs& v) { return v[0].quantile(0.3, -1); }, {x});

@@ -315,6 +315,38 @@ TEST_CASE("nanmedian: the lower median of the numbers, NaNs left out, PyTorch's 
         {"nanmedian", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
 }
 
+TEST_CASE("mode: the smallest most frequent value, at PyTorch's index, and the gradient there") {
+    check_cases({
+        {"mode_dim1", [](const Tensor& x) { return x.mode(1); }, kFloats, false},            // ModeBackward0
+        {"mode_ties_long", [](const Tensor& x) { return xgrad::mode(x); }, kFloats, false},  // introsort's order
+        {"mode_wide_keep", [](const Tensor& x) { return x.mode(-1, true); }, kFloats, false},
+        {"mode_dim0", [](const Tensor& x) { return x.mode(0); }, kFloats, false},
+        {"mode_distinct", [](const Tensor& x) { return x.mode(1); }},  // every run of one: the smallest
+        {"mode_nan", [](const Tensor& x) { return x.mode(1); }, kFloats, false},
+        {"mode_0d", [](const Tensor& x) { return x.mode(); }},
+        {"mode_int", [](const Tensor& x) { return x.mode(1); }, kInt64},
+        {"mode_bool",
+         [](const Tensor& x) {
+             ValuesIndices r = x.to(xgrad::kBool).mode(1);
+             CHECK(r.values.dtype() == xgrad::kBool);
+             return ValuesIndices{r.values.to(xgrad::kInt64), r.indices};
+         },
+         kInt64},
+    });
+    // Where NaNs split a run of equal numbers PyTorch's CPU answer depends on their places (its sort
+    // leaves NaN unordered: NaN at 0 for this row); xgrad sorts NaN last and counts each once.
+    auto [v, i] = xgrad::tensor({NAN, 1.0, NAN, 1.0, NAN}).mode();
+    CHECK(v.item<float>() == 1.0f);
+    CHECK(i.item<std::int64_t>() == 3);
+    CHECK(xgrad::zeros({0, 3}).mode(1).values.shape() == xgrad::Shape{0});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::zeros({2, 0}).mode(1);
+        },
+        {"mode", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
+    golden::check_throws([&] { (void)xgrad::zeros({2, 3}).mode(2); }, {"mode", "2", "(2, 3)"});
+}
+
 TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
     // q as a tensor of x's dtype, as PyTorch requires.
     auto q = [](const std::vector<double>& v, const Tensor& x) {

@@ -294,6 +294,10 @@ inline ValuesIndices nanmedian(const Tensor& x, std::int64_t dim, bool keepdim =
 inline Tensor nanmedian(const Tensor& x) {
     return x.nanmedian();
 }
+/// `torch.mode(x, dim, keepdim)`: the most frequent value along `dim` and its index (Tensor::mode).
+inline ValuesIndices mode(const Tensor& x, std::int64_t dim = -1, bool keepdim = false) {
+    return x.mode(dim, keepdim);
+}
 /// `torch.quantile(x, q, dim, keepdim, interpolation)` (Tensor::quantile).
 inline Tensor quantile(const Tensor& x, const Tensor& q, std::optional<std::int64_t> dim = std::nullopt,
                        bool keepdim = false, const std::string& interpolation = "linear") {

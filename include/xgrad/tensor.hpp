@@ -300,6 +300,15 @@ public:
     /// The lower median of the elements that are not NaN (0-d), as `torch.nanmedian(x)`; NaN when all
     /// are NaN or self is empty.
     Tensor nanmedian() const;
+    /// The most frequent value along `dim` and its int64 index, as `torch.mode`: between values that
+    /// occur equally often the smallest; its index is PyTorch's CPU one (the last of the equal values as
+    /// its sort leaves them; on a CUDA tensor the highest). Each NaN counts once: rows where NaN sits
+    /// between equal numbers can differ from PyTorch's CPU kernel, whose sort leaves NaN unordered. The
+    /// gradient goes to that index.
+    /// @code
+    /// auto [label, at] = votes.mode(1);   // votes of shape (batch, voters): each row's majority
+    /// @endcode
+    ValuesIndices mode(std::int64_t dim = -1, bool keepdim = false) const;
     /// The `q`-quantiles (q in [0, 1], a 0-d or 1-D tensor of self's dtype) along `dim`, or of all
     /// elements without one, as `torch.quantile`. Between the two neighbouring sorted values
     /// `interpolation` is "linear" (the default), "lower", "higher", "midpoint" or "nearest". A 1-D `q`

@@ -140,6 +140,20 @@ case("nanmedian_ties", lambda x: tuple(torch.nanmedian(x, 1)), ties(3, 40))
 case("nanmedian_all", lambda x: torch.nanmedian(x), WITH_NAN)
 case("nanmedian_all_of_nans", lambda x: torch.nanmedian(x), const([[NAN, NAN], [NAN, NAN]]))
 case("nanmedian_int", lambda x: tuple(torch.nanmedian(x, 1)), ints(3, 30), dtypes=("int64",))
+# mode: the smallest of the most frequent values, at the index of the last of them as std::sort leaves
+# them (stable below 17 elements, introsort's order above). NaN rows only where NaNs split no run of
+# equal numbers (PyTorch's sort leaves NaN unordered; xgrad sorts it last).
+MODE_NAN = const([[1.0, 2.0, 2.0, NAN], [NAN, NAN, NAN, NAN], [NAN, 3.0, 3.0, 1.0], [4.0, -0.0, 0.0, 4.0]])
+case("mode_dim1", lambda x: tuple(torch.mode(x, 1)), ties(4, 9))
+case("mode_ties_long", lambda x: tuple(torch.mode(x)), ties(5, 40))
+case("mode_wide_keep", lambda x: tuple(torch.mode(x, -1, keepdim=True)), lambda g: torch.randint(0, 12, (3, 200), generator=g).double())
+case("mode_dim0", lambda x: tuple(torch.mode(x, 0)), ties(30, 3))
+case("mode_distinct", lambda x: tuple(torch.mode(x, 1)), randn(3, 5))
+case("mode_nan", lambda x: tuple(torch.mode(x, 1)), MODE_NAN)
+case("mode_0d", lambda x: tuple(torch.mode(x)), randn())
+case("mode_int", lambda x: tuple(torch.mode(x, 1)), ints(4, 50), dtypes=("int64",))
+case("mode_bool", lambda x: (torch.mode(x.bool(), 1)[0].long(), torch.mode(x.bool(), 1)[1]),
+     lambda g: torch.randint(0, 2, (5, 30), generator=g), dtypes=("int64",))
 # quantile / nanquantile (composed of sort, gather and lerp in PyTorch too: same gradients).
 Q3 = [0.1, 0.5, 0.9]
 Q5 = [0.0, 0.33, 0.5, 0.875, 1.0]
@@ -234,6 +248,7 @@ for what, fn in [
     ("quantile_q_dtype", lambda: torch.quantile(z, torch.tensor([0.5], dtype=torch.float64))),
     ("quantile_interpolation", lambda: torch.quantile(z, 0.5, interpolation="cubic")),
     ("nanmedian_empty_dim", lambda: torch.zeros(2, 0).nanmedian(1)),
+    ("mode_empty_dim", lambda: torch.zeros(2, 0).mode(1)),
 ]:
     try:
         fn()
