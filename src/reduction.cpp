@@ -4,12 +4,15 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "detail/along_dim.hpp"
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
+#include "xgrad/ops.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad {
@@ -287,6 +290,84 @@ Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
 }
 
 }  // namespace
+
+namespace detail {
+
+Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, const char* op, const char* name) {
+    check_defined(x, op);
+    if (!x.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(x.dtype()));
+    if (std::isnan(p)) fail(op, "the order p is NaN");
+    Plan pl = plan(x, dims, keepdim, op);
+    if (std::isinf(p) && pl.width == 0)
+        fail(op, std::string("cannot compute the ") + (p > 0 ? "inf" : "-inf") +
+                     " norm over no elements (the operation has no identity): shape " + to_string(x.shape()));
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        const Tensor r = pl.rows_view.reshape({pl.rows, pl.width});  // each output's elements in a row
+        const Tensor n = p == 2.0        ? (r * r).sum(1, true).sqrt()
+                         : std::isinf(p) ? (p > 0 ? r.abs().amax(1, true) : r.abs().amin(1, true))
+                         : p == 0.0      ? r.ne(0.0).to(x.dtype()).sum(1, true)
+                         : p == 1.0      ? r.abs().sum(1, true)
+                                         : r.abs().pow(p).sum(1, true).pow(1.0 / p);
+        out = n.reshape(pl.out_shape);
+    }
+    if (!needs_grad({&x})) return out;
+    std::vector<std::int64_t> reduced;  // the reduced dims, for the ±∞ norm's share of its ties
+    for (std::size_t d = 0; d < pl.reduced.size(); ++d)
+        if (pl.reduced[d]) reduced.push_back(static_cast<std::int64_t>(d));
+    record(out, name, {&x},
+           [sx = Saved(x.detach()), sn = Saved(out), p, k = pl.kept_shape, reduced](const Tensor& g_out,
+                                                                                    const NeedsGrad&) {
+               // PyTorch's norm_backward, with the norm and its gradient in keepdim form.
+               const Tensor &x = sx, n = sn->reshape(k), g = g_out.reshape(k);
+               if (p == 0.0) return Grads{Tensor()};  // no gradient, as PyTorch's (x.grad stays undefined)
+               if (p == 1.0) return Grads{x.sign() * g};
+               if (std::isinf(p)) {
+                   // The gradient shared evenly by the elements whose |x| is the norm: (norm - |x|) has
+                   // one sign over the reduced elements, so 1 - |sign| marks them exactly.
+                   const Tensor mask = 1.0 - (n - x.abs()).sign().abs();
+                   return Grads{x.sign() * (g / mask.sum(Dims(reduced), true)) * mask};
+               }
+               if (p < 1.0) {
+                   // sgn(x) |x|^(p-1) ‖x‖^(1-p), 0 where x is 0 (|x| read as 1 there, times sign 0).
+                   const Tensor ax = x.abs() + (1.0 - x.sign().abs());
+                   return Grads{x.sign() * ax.pow(p - 1.0) * (g * n.pow(1.0 - p))};
+               }
+               // d‖x‖/dx = x |x|^(p-2) / ‖x‖^(p-1); clamping |x| and ‖x‖ at the smallest normal number
+               // makes it exactly 0 where x (or all the reduced elements) is 0.
+               const double tiny = x.dtype() == kFloat64 ? std::numeric_limits<double>::min()
+                                                         : static_cast<double>(std::numeric_limits<float>::min());
+               if (p == 2.0) return Grads{x * (g / n.clamp(tiny))};
+               const Tensor scale = x.abs().clamp(tiny).pow(p - 2.0);
+               return Grads{x * scale * (g / n.clamp(tiny).pow(p - 1.0))};
+           });
+    return out;
+}
+
+}  // namespace detail
+
+Tensor Tensor::norm(double p) const {
+    return detail::vector_norm(*this, p, Dims(std::vector<std::int64_t>{}), false, "norm", "NormBackward1");
+}
+
+Tensor Tensor::norm(double p, const Dims& dims, bool keepdim) const {
+    return detail::vector_norm(*this, p, dims, keepdim, "norm", "NormBackward1");
+}
+
+Tensor linalg::vector_norm(const Tensor& x, double ord, const Dims& dims, bool keepdim) {
+    return detail::vector_norm(x, ord, dims, keepdim, "linalg.vector_norm", "LinalgVectorNormBackward0");
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+    detail::check_defined(a, "outer");
+    detail::check_defined(b, "outer");
+    if (a.dim() != 1 || b.dim() != 1)
+        detail::fail("outer",
+                     "expects two 1-D tensors, got shapes " + to_string(a.shape()) + " and " + to_string(b.shape()));
+    // PyTorch's composite: a.reshape({-1, 1}) * b (MulBackward0).
+    return a.reshape({a.size(0), 1}) * b;
+}
 
 Tensor Tensor::sum() const {
     return sum_impl(*this, Dims(std::vector<std::int64_t>{}), false, "SumBackward0");

@@ -478,6 +478,11 @@ TEST_CASE("max/min with indices, amax, argmax, prod, running sums and products, 
             check_op("cumsum -1", [](const Inputs& v) { return v[0].cumsum(-1); }, {x});
             check_op("cumprod -1", [](const Inputs& v) { return (v[0] * 0.1 + 1.0).cumprod(-1); }, {x});
             check_op("logsumexp", [](const Inputs& v) { return v[0].logsumexp(-1); }, {x});
+            check_op("norm", [](const Inputs& v) { return v[0].norm(); }, {x});
+            check_op("norm 1 and inf along dims",
+                     [](const Inputs& v) { return v[0].norm(1.0, {0}, true) + v[0].norm(INFINITY, -1).sum(); }, {x});
+            check_op("vector_norm 3", [](const Inputs& v) { return xgrad::linalg::vector_norm(v[0], 3.0, {-1}); }, {x});
+            check_op("outer", [](const Inputs& v) { return xgrad::outer(v[0].flatten(), v[0].flatten()); }, {x});
             check_op("var correction 2", [](const Inputs& v) { return v[0].var(0, xgrad::Correction(2), true); }, {x});
         }
         // Zeros in prod and cumprod: the gradient is exact there on both devices.

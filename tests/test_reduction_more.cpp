@@ -347,6 +347,56 @@ TEST_CASE("mode: the smallest most frequent value, at PyTorch's index, and the g
     golden::check_throws([&] { (void)xgrad::zeros({2, 3}).mode(2); }, {"mode", "2", "(2, 3)"});
 }
 
+TEST_CASE("norm, linalg::vector_norm and outer: PyTorch's values, grad_fn names and gradients") {
+    auto all = [](double p) { return one([p](const Tensor& x) { return x.norm(p); }); };
+    auto along = [](double p, xgrad::Dims dims, bool keepdim = false) {
+        return one([p, dims, keepdim](const Tensor& x) { return xgrad::norm(x, p, dims, keepdim); });
+    };
+    check_cases({
+        {"norm_all", all(2.0)},  // NormBackward1
+        {"norm_p1_dim1", along(1.0, 1)},
+        {"norm_p3_dims02_keep", along(3.0, {0, 2}, true)},
+        {"norm_p05_dim0", along(0.5, 0)},
+        {"norm_pneg_dim1", along(-1.5, -1)},
+        {"norm_inf_dim1", along(INFINITY, 1), kFloats, false},  // ties share the gradient
+        {"norm_ninf_all", all(-INFINITY)},
+        {"norm_zero_row", along(2.0, 1), kFloats, false},  // the gradient is 0 at the zero row
+        {"norm_0d", all(2.0)},
+        {"vector_norm_all", one([](const Tensor& x) { return xgrad::linalg::vector_norm(x); })},
+        {"vector_norm_dim_keep", one([](const Tensor& x) { return xgrad::linalg::vector_norm(x, 2.0, {-1}, true); })},
+        {"vector_norm_p15_dims01", one([](const Tensor& x) {
+             return xgrad::linalg::vector_norm(x, 1.5, {0, 1});
+         })},
+        {"outer", one([](const Tensor& x) { return xgrad::outer(x[0], x[1]); })},  // MulBackward0
+    });
+    // The 0-"norm" counts the non-zeros; its backward gives no gradient, as PyTorch's (x.grad stays
+    // undefined).
+    for (const std::string dtype : {"float32", "float64"}) {
+        const std::string key = "norm_p0_dim1." + dtype;
+        Tensor x = leaf(key);
+        Tensor n = x.norm(0.0, 1);
+        golden::check_close(n, golden::get(kFile, key + ".out"), key);
+        CHECK(n.grad_fn_name() == golden::grad_fn_name(kFile, key));
+        (n * golden::get(kFile, key + ".w")).sum().backward();
+        CHECK_FALSE(x.grad().defined());
+    }
+    // An empty reduction: 0 for a sum-based norm; none for ±∞ (PyTorch's message).
+    CHECK(xgrad::zeros({0, 3}).norm(2.0, 0).equal(xgrad::zeros({3})));
+    golden::check_throws(
+        [&] {
+            (void)xgrad::linalg::vector_norm(xgrad::zeros({0, 3}), INFINITY, {0});
+        },
+        {"linalg.vector_norm", "cannot compute the inf norm", "(0, 3)"});
+    golden::check_throws([&] { (void)xgrad::zeros({3}, xgrad::kInt64).norm(); },
+                         {"norm", "floating-point", "torch.int64"});
+    golden::check_throws([&] { (void)xgrad::zeros({2, 3}).norm(2.0, {0, 0}); }, {"norm", "multiple times", "(2, 3)"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::outer(xgrad::zeros({2, 3}), xgrad::zeros({3}));
+        },
+        {"outer", "1-D", "(2, 3)"});
+}
+
 TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
     // q as a tensor of x's dtype, as PyTorch requires.
     auto q = [](const std::vector<double>& v, const Tensor& x) {

@@ -238,6 +238,28 @@ inline Tensor amax(const Tensor& x, const Dims& dims = Dims(std::vector<std::int
 inline Tensor amin(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) {
     return x.amin(dims, keepdim);
 }
+/// `torch.norm(x, p)`: the p-norm of all elements (Tensor::norm).
+inline Tensor norm(const Tensor& x, double p = 2.0) {
+    return x.norm(p);
+}
+/// `torch.norm(x, p, dim, keepdim)`: the p-norm over `dims`.
+inline Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim = false) {
+    return x.norm(p, dims, keepdim);
+}
+/// The outer product of two 1-D tensors, `a[i] * b[j]`, as `torch.outer` (`torch.ger`).
+Tensor outer(const Tensor& a, const Tensor& b);
+
+/// Linear algebra (PyTorch's `torch.linalg`).
+namespace linalg {
+/// The vector `ord`-norm over `dims` (every element without them), as `torch.linalg.vector_norm`:
+/// Tensor::norm's values, with the grad_fn `LinalgVectorNormBackward0`.
+/// @code
+/// Tensor n = xgrad::linalg::vector_norm(x, 2.0, {-1}, true);   // each row's L2 norm, shape (..., 1)
+/// @endcode
+Tensor vector_norm(const Tensor& x, double ord = 2.0, const Dims& dims = Dims(std::vector<std::int64_t>{}),
+                   bool keepdim = false);
+}  // namespace linalg
+
 /// `torch.argmax(x, dim, keepdim)`.
 inline Tensor argmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) {
     return x.argmax(dim, keepdim);

@@ -248,6 +248,16 @@ public:
     ValuesIndices max(std::int64_t dim, bool keepdim = false) const;
     /// Smallest values along `dim` and their int64 indices, as `torch.min(x, dim)`.
     ValuesIndices min(std::int64_t dim, bool keepdim = false) const;
+    /// The p-norm of all elements (0-d), as `torch.norm(x, p)` / `x.norm(p)`: (Σ|x|^p)^(1/p) for a
+    /// finite non-zero p, the largest |x| for +∞, the smallest for -∞, the number of non-zeros for 0
+    /// (whose gradient is zero). Floating-point tensors. The gradient is PyTorch's `NormBackward1`.
+    /// @code
+    /// Tensor l2 = w.norm();                  // Frobenius / L2 norm of every element
+    /// Tensor rows = x.norm(1.0, 1);          // L1 norm of each row
+    /// @endcode
+    Tensor norm(double p = 2.0) const;
+    /// The p-norm over `dims` (all when empty), as `torch.norm(x, p, dim, keepdim)`.
+    Tensor norm(double p, const Dims& dims, bool keepdim = false) const;
     /// Largest values over `dims` (all when empty), ties sharing the gradient evenly, as `torch.amax`.
     Tensor amax(const Dims& dims = Dims(std::vector<std::int64_t>{}), bool keepdim = false) const;
     /// Smallest values over `dims` (all when empty), as `torch.amin`.

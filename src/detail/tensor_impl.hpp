@@ -338,6 +338,10 @@ std::pair<std::size_t, std::size_t> cpu_block_cache_held(std::size_t nbytes);
 /// A new contiguous tensor with uninitialised storage; `op` names the caller in errors (a shape
 /// that overflows, memory that cannot be had).
 Tensor make_empty(const Shape& shape, DType dtype, Device device = kCPU, const char* op = "empty");
+/// ‖x‖_p over `dims` (all when empty), recorded as `name` (NormBackward1 for Tensor::norm,
+/// LinalgVectorNormBackward0 for linalg::vector_norm and F::normalize) with PyTorch's norm_backward;
+/// `op` names the caller in errors. Floating-point tensors only (src/reduction.cpp).
+Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, const char* op, const char* name);
 /// A new view of `base`'s storage with the given geometry (no autograd record). The shape comes
 /// from an existing tensor or was checked by the caller (expand, view/reshape): no count here, as
 /// detach() and every saved tensor pass through.

@@ -44,7 +44,8 @@ def case(name, fn, make_input, dtypes=("float32", "float64")):
             w = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
             put(f"{key}.w", w.to(out.dtype))
             (out * w.to(out.dtype)).sum().backward()
-            put(f"{key}.g0", x.grad)
+            if x.grad is not None:  # None: the backward gave no gradient (the 0-norm's)
+                put(f"{key}.g0", x.grad)
 
 
 def randn(*shape):
@@ -184,6 +185,23 @@ case("topk_all", lambda x: tuple(torch.topk(x, 4, -1)), X)
 case("topk_0", lambda x: tuple(torch.topk(x, 0, 1)), X)
 case("topk_dim0", lambda x: tuple(torch.topk(x, 2, 0)), randn(5, 3))
 
+# ---- norm, linalg.vector_norm, outer --------------------------------------------------------------
+ZERO_ROW = const([[0.0, 0.0, 0.0], [3.0, -4.0, 0.0], [1.0, 2.0, 2.0]])
+case("norm_all", lambda x: x.norm(), X)
+case("norm_p1_dim1", lambda x: x.norm(1, 1), X)
+case("norm_p3_dims02_keep", lambda x: torch.norm(x, 3, (0, 2), keepdim=True), X)
+case("norm_p05_dim0", lambda x: x.norm(0.5, 0), X)
+case("norm_pneg_dim1", lambda x: x.norm(-1.5, -1), X)
+case("norm_inf_dim1", lambda x: torch.norm(x, INF, 1), ties(3, 6))
+case("norm_ninf_all", lambda x: x.norm(-INF), X)
+case("norm_p0_dim1", lambda x: x.norm(0, 1), ZERO_ROW)
+case("norm_zero_row", lambda x: x.norm(2, 1), ZERO_ROW)
+case("norm_0d", lambda x: x.norm(), randn())
+case("vector_norm_all", lambda x: torch.linalg.vector_norm(x), X)
+case("vector_norm_dim_keep", lambda x: torch.linalg.vector_norm(x, 2, (-1,), True), X)
+case("vector_norm_p15_dims01", lambda x: torch.linalg.vector_norm(x, 1.5, (0, 1)), X)
+case("outer", lambda x: torch.outer(x[0], x[1]), randn(2, 5))
+
 # ---- prod, cumsum, cumprod ------------------------------------------------------------------------
 ZEROS = const([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 0.5], [2.0, 0.5, -1.0, 4.0]])
 case("prod_all", lambda x: x.prod(), X)
@@ -249,6 +267,9 @@ for what, fn in [
     ("quantile_interpolation", lambda: torch.quantile(z, 0.5, interpolation="cubic")),
     ("nanmedian_empty_dim", lambda: torch.zeros(2, 0).nanmedian(1)),
     ("mode_empty_dim", lambda: torch.zeros(2, 0).mode(1)),
+    ("norm_int", lambda: torch.zeros(3, dtype=torch.long).norm()),
+    ("vector_norm_inf_empty", lambda: torch.linalg.vector_norm(torch.zeros(0, 3), INF, 0)),
+    ("outer_2d", lambda: torch.outer(z, z)),
 ]:
     try:
         fn()
