@@ -710,6 +710,12 @@ TEST_CASE("softmax, log_softmax and the losses") {
                  {logits, target});
         check_op("mse_loss", [](const Inputs& v) { return F::mse_loss(v[0], v[1]); }, {logits, y});
         check_op("l1_loss", [](const Inputs& v) { return F::l1_loss(v[0], v[1]); }, {logits, y});
+        check_op("cosine_similarity", [](const Inputs& v) { return F::cosine_similarity(v[0], v[1]); }, {logits, y});
+        check_op("cosine_similarity table",
+                 [](const Inputs& v) { return F::cosine_similarity(v[0].unsqueeze(1), v[1].unsqueeze(0), -1); },
+                 {logits, y});
+        check_op("pairwise_distance", [](const Inputs& v) { return F::pairwise_distance(v[0], v[1], 3.0); },
+                 {logits, y});
         check_op("bce with logits",
                  [](const Inputs& v) {
                      return F::binary_cross_entropy_with_logits(v[0], v[1], {.weight = v[2], .pos_weight = v[2]});

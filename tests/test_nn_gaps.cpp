@@ -78,6 +78,20 @@ const Case kCases[] = {
     {"normalize.ninf", 1, [](const Ins& in) { return F::normalize(in[0], -kInf, 0); }},
     {"normalize.p0", 1, [](const Ins& in) { return F::normalize(in[0], 0, 1); }},
     {"normalize.pneg", 1, [](const Ins& in) { return F::normalize(in[0], -1.5, 1); }},
+    {"cosine.dim1", 2, [](const Ins& in) { return F::cosine_similarity(in[0], in[1]); }},
+    {"cosine.small_norms", 2,
+     [](const Ins& in) {
+         // Rows of norm 0 and below eps: the norms are clamped, their gradients still passed on.
+         const Tensor scale = xgrad::tensor({{0.0}, {1.0}, {1e-9}, {1.0}}, xgrad::kFloat64).to(in[0].dtype());
+         return F::cosine_similarity(in[0] * scale, in[1]);
+     }},
+    {"cosine.broadcast_dim0", 2, [](const Ins& in) { return F::cosine_similarity(in[0], in[1], 0, 1e-3); }},
+    {"cosine.table", 2, [](const Ins& in) { return F::cosine_similarity(in[0].unsqueeze(1), in[1].unsqueeze(0), -1); }},
+    {"cosine.vectors", 2, [](const Ins& in) { return F::cosine_similarity(in[0], in[1], 0); }},
+    {"pdist.p2", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1]); }},
+    {"pdist.p1_keepdim", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 1.0, 1e-6, true); }},
+    {"pdist.p3_broadcast", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 3.0, 1e-3); }},
+    {"pdist.inf_vectors", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], kInf); }},
 };
 
 /// PyTorch's grad_fn name without the C++ namespace torch::autograd:: that CopySlices carries.
@@ -242,6 +256,35 @@ TEST_CASE("modules with the new options print as PyTorch's") {
     CHECK(printed(nn::MaxPool1d(3, 2, 1, 2, false, true)) == r.at("maxpool1d"));
     CHECK(printed(nn::MaxPool1d(2)) == r.at("maxpool1d_default"));
     CHECK(printed(nn::AvgPool1d(3, 2, 1, true, false)) == r.at("avgpool1d"));
+    CHECK(printed(nn::CosineSimilarity(0, 1e-3)) == r.at("cosine_similarity"));
+    CHECK(printed(nn::PairwiseDistance(1.0, 1e-6, true)) == r.at("pairwise_distance"));
+}
+
+TEST_CASE("cosine_similarity and pairwise_distance: modules, finite differences and bad inputs") {
+    xgrad::manual_seed(3);
+    const Tensor a = xgrad::randn({4, 5}, xgrad::kFloat64), b = xgrad::randn({4, 5}, xgrad::kFloat64);
+    nn::CosineSimilarity cos(1, 1e-8);
+    nn::PairwiseDistance dist(3.0, 1e-6, true);
+    CHECK(cos(a, b).equal(F::cosine_similarity(a, b)));
+    CHECK(dist(a, b).equal(F::pairwise_distance(a, b, 3.0, 1e-6, true)));
+    CHECK_THROWS_AS((void)cos.forward(a), std::invalid_argument);
+    for (double p : {2.0, 1.0, 3.0, 0.5}) {
+        INFO("p = " << p);
+        golden::check_gradcheck([p](const Ins& in) { return F::pairwise_distance(in[0], in[1], p); }, {a, b},
+                                "pairwise_distance");
+    }
+    golden::check_gradcheck([](const Ins& in) { return F::cosine_similarity(in[0], in[1], 1); }, {a, b},
+                            "cosine_similarity");
+    golden::check_gradcheck([](const Ins& in) { return F::cosine_similarity(in[0].unsqueeze(1), in[1], -1); }, {a, b},
+                            "cosine_similarity broadcast");
+    golden::check_throws(
+        [&] {
+            (void)F::cosine_similarity(a, xgrad::randn({3, 5}));
+        },
+        {"cosine_similarity", "(4, 5)", "(3, 5)"});
+    golden::check_throws([&] { (void)F::cosine_similarity(a, b, 2); }, {"cosine_similarity", "2"});
+    golden::check_throws([&] { (void)F::pairwise_distance(a.to(xgrad::kInt64), b); },
+                         {"pairwise_distance", "floating-point", "torch.int64"});
 }
 
 TEST_CASE("bad padding strings, padding modes and pooling options throw PyTorch's messages") {

@@ -6,6 +6,7 @@
 #include "xgrad/nn/batchnorm.hpp"
 #include "xgrad/nn/container.hpp"
 #include "xgrad/nn/conv.hpp"
+#include "xgrad/nn/distance.hpp"
 #include "xgrad/nn/distributed.hpp"
 #include "xgrad/nn/embedding.hpp"
 #include "xgrad/nn/flatten.hpp"

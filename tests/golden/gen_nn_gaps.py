@@ -151,6 +151,24 @@ for p, key in ((math.inf, "inf"), (-math.inf, "ninf"), (0.5, "p05")):
     (y * w).sum().backward()
     put(f"normalize.ties_{key}.dx", x.grad)
 
+# ---- F.cosine_similarity and F.pairwise_distance ---------------------------------------------------
+# Rows scaled by 0 and 1e-9: a norm of zero and one below eps (clamped, its gradient still passed on).
+SCALE = torch.tensor([[0.0], [1.0], [1e-9], [1.0]], dtype=torch.float64)
+record_case(lines, "cosine.dim1", lambda x, y: F.cosine_similarity(x, y), [(4, 5), (4, 5)], both)
+record_case(lines, "cosine.small_norms", lambda x, y: F.cosine_similarity(x * SCALE.to(x.dtype), y),
+            [(4, 5), (4, 5)], both)
+record_case(lines, "cosine.broadcast_dim0", lambda x, y: F.cosine_similarity(x, y, dim=0, eps=1e-3),
+            [(3, 1), (3, 4)], both)
+record_case(lines, "cosine.table", lambda x, y: F.cosine_similarity(x.unsqueeze(1), y.unsqueeze(0), dim=-1),
+            [(3, 6), (5, 6)], both)
+record_case(lines, "cosine.vectors", lambda x, y: F.cosine_similarity(x, y, dim=0), [(7,), (7,)], both)
+record_case(lines, "pdist.p2", lambda x, y: F.pairwise_distance(x, y), [(4, 5), (4, 5)], both)
+record_case(lines, "pdist.p1_keepdim", lambda x, y: F.pairwise_distance(x, y, p=1, keepdim=True),
+            [(3, 2, 4), (3, 2, 4)], both)
+record_case(lines, "pdist.p3_broadcast", lambda x, y: F.pairwise_distance(x, y, p=3, eps=1e-3), [(4, 5), (5,)],
+            both)
+record_case(lines, "pdist.inf_vectors", lambda x, y: F.pairwise_distance(x, y, p=math.inf), [(6,), (6,)], both)
+
 with open(os.path.join(HERE, "nn_gaps.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
 
@@ -166,6 +184,8 @@ reprs = {
     "maxpool1d": nn.MaxPool1d(3, 2, 1, dilation=2, ceil_mode=True),
     "maxpool1d_default": nn.MaxPool1d(2),
     "avgpool1d": nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+    "cosine_similarity": nn.CosineSimilarity(dim=0, eps=1e-3),
+    "pairwise_distance": nn.PairwiseDistance(p=1, keepdim=True),
 }
 with open(os.path.join(HERE, "nn_gaps_repr.txt"), "w") as f:
     for k, m in reprs.items():
