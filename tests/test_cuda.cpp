@@ -483,6 +483,18 @@ TEST_CASE("max/min with indices, amax, argmax, prod, running sums and products, 
                      [](const Inputs& v) { return v[0].norm(1.0, {0}, true) + v[0].norm(INFINITY, -1).sum(); }, {x});
             check_op("vector_norm 3", [](const Inputs& v) { return xgrad::linalg::vector_norm(v[0], 3.0, {-1}); }, {x});
             check_op("outer", [](const Inputs& v) { return xgrad::outer(v[0].flatten(), v[0].flatten()); }, {x});
+            check_op(
+                "logaddexp and logaddexp2",
+                [](const Inputs& v) { return xgrad::logaddexp(v[0], v[0].flip({0}) * 3.0) + v[0].logaddexp2(v[0]); },
+                {x});
+            check_op("nan_to_num", [](const Inputs& v) { return (v[0].log() * v[0].exp()).nan_to_num(0.5, 7.0); }, {x});
+            check_op("diff", [](const Inputs& v) { return v[0].diff(2, 0, v[0].narrow(0, 0, 1)); }, {x});
+            check_op("count_nonzero", [](const Inputs& v) { return v[0].gt(0.3).count_nonzero(-1); }, {x});
+            check_op("meshgrid",
+                     [](const Inputs& v) {
+                         return xgrad::stack(xgrad::meshgrid({v[0].flatten(), v[0][0].flatten()}, "xy"));
+                     },
+                     {x});
             check_op("var correction 2", [](const Inputs& v) { return v[0].var(0, xgrad::Correction(2), true); }, {x});
         }
         // Zeros in prod and cumprod: the gradient is exact there on both devices.

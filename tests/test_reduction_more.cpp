@@ -397,6 +397,59 @@ TEST_CASE("norm, linalg::vector_norm and outer: PyTorch's values, grad_fn names 
         {"outer", "1-D", "(2, 3)"});
 }
 
+TEST_CASE("logaddexp, nan_to_num, count_nonzero, diff and meshgrid: PyTorch's values and gradients") {
+    auto lae = [](const Tensor& a, const Tensor& b, bool base2) {
+        return base2 ? xgrad::logaddexp2(a, b) : a.logaddexp(b);
+    };
+    for (const bool base2 : {false, true}) {
+        const std::string f = base2 ? "logaddexp2" : "logaddexp";
+        check_cases({
+            {f, one([=](const Tensor& x) { return lae(x[0], x[1], base2); })},  // LogaddexpBackward0
+            {f + "_broadcast", one([=](const Tensor& x) { return lae(x[0].unsqueeze(1), x[1], base2); })},
+            // Both +inf or both -inf give themselves (NaN gradients there, as PyTorch's); NaN stays NaN.
+            {f + "_special", one([=](const Tensor& x) { return lae(x[0], x[1], base2); }), kFloats, false},
+        });
+    }
+    check_cases({
+        {"nan_to_num", one([](const Tensor& x) { return xgrad::nan_to_num(x); }), kFloats, false},
+        {"nan_to_num_values", one([](const Tensor& x) { return x.nan_to_num(1.5, 9.0, -9.0); }), kFloats, false},
+        {"nan_to_num_posinf_only", one([](const Tensor& x) { return x.nan_to_num(0.0, 1e3); }), kFloats, false},
+        {"count_nonzero_all", one([](const Tensor& x) { return xgrad::count_nonzero(x); })},
+        {"count_nonzero_dim1", one([](const Tensor& x) { return x.count_nonzero(1); })},
+        {"count_nonzero_dims", one([](const Tensor& x) {
+             return x.count_nonzero({0, 1});
+         })},
+        {"diff", one([](const Tensor& x) { return xgrad::diff(x); })},  // SubBackward0
+        {"diff_n2_dim0_prepend", one([](const Tensor& x) {
+             return x.diff(2, 0, xgrad::ones({1, 3, 4}, x.dtype()));
+         })},
+        {"diff_append_dim1", one([](const Tensor& x) { return x.diff(1, 1, Tensor(), x.narrow(1, 0, 2) * 3.0); })},
+        {"diff_past_length", one([](const Tensor& x) { return x.diff(5); })},
+        {"diff_int", one([](const Tensor& x) { return x.diff(1, 0); }), kInt64},
+        {"diff_bool", one([](const Tensor& x) { return x.to(xgrad::kBool).diff().to(xgrad::kInt64); }), kInt64},
+        {"meshgrid_ij", one([](const Tensor& x) {
+             return xgrad::stack(xgrad::meshgrid({x[0], x[1].narrow(0, 0, 3)}));
+         })},
+        {"meshgrid_xy", one([](const Tensor& x) {
+             return xgrad::stack(xgrad::meshgrid({x[0], x[1].narrow(0, 0, 3), x[0][1]}, "xy"));
+         })},
+    });
+    CHECK(xgrad::nan_to_num(xgrad::tensor({1.0, 2.0}, xgrad::kInt64)).equal(xgrad::tensor({1.0, 2.0}, xgrad::kInt64)));
+    CHECK(xgrad::count_nonzero(xgrad::zeros({2, 3})).dtype() == xgrad::kInt64);
+    const Tensor z = xgrad::zeros({2, 3});
+    golden::check_throws([&] { (void)xgrad::tensor(1.0).diff(); }, {"diff", "at least one-dimensional"});
+    golden::check_throws([&] { (void)z.diff(1, -1, xgrad::zeros({3, 1})); }, {"diff", "(2, 3)", "(3, 1)"});
+    golden::check_throws([&] { (void)z.diff(-1); }, {"diff", "non-negative", "-1"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::meshgrid({z[0], z[1]}, "foo");
+        },
+        {"meshgrid", "indexing must be one of \"xy\" or \"ij\"", "foo"});
+    golden::check_throws([&] { (void)xgrad::meshgrid({z, z[0]}); }, {"meshgrid", "0-D or 1-D", "(2, 3)"});
+    golden::check_throws([&] { (void)xgrad::logaddexp(z.to(xgrad::kInt64), z); },
+                         {"logaddexp", "floating-point", "torch.int64"});
+}
+
 TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
     // q as a tensor of x's dtype, as PyTorch requires.
     auto q = [](const std::vector<double>& v, const Tensor& x) {

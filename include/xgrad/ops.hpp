@@ -128,6 +128,35 @@ inline Tensor log10(const Tensor& x) {
 inline Tensor log1p(const Tensor& x) {
     return x.log1p();
 }
+/// `torch.logaddexp(a, b)`: `log(exp(a) + exp(b))` without overflow (broadcasting).
+inline Tensor logaddexp(const Tensor& a, const Tensor& b) {
+    return a.logaddexp(b);
+}
+/// `torch.logaddexp2(a, b)`: `log2(2^a + 2^b)`.
+inline Tensor logaddexp2(const Tensor& a, const Tensor& b) {
+    return a.logaddexp2(b);
+}
+/// `torch.nan_to_num(x, nan, posinf, neginf)` (Tensor::nan_to_num).
+inline Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                         std::optional<double> neginf = std::nullopt) {
+    return x.nan_to_num(nan, posinf, neginf);
+}
+/// `torch.diff(x, n, dim, prepend, append)` (Tensor::diff).
+inline Tensor diff(const Tensor& x, std::int64_t n = 1, std::int64_t dim = -1, const Tensor& prepend = Tensor(),
+                   const Tensor& append = Tensor()) {
+    return x.diff(n, dim, prepend, append);
+}
+/// `torch.count_nonzero(x, dims)` (Tensor::count_nonzero).
+inline Tensor count_nonzero(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{})) {
+    return x.count_nonzero(dims);
+}
+/// Coordinate grids from 0-D or 1-D tensors of one dtype, as `torch.meshgrid`: with `indexing` "ij"
+/// output k has shape (n0, n1, ...) and varies along dim k; with "xy" the first two dims are swapped
+/// (NumPy's and MATLAB's convention). The outputs are expanded views of the inputs.
+/// @code
+/// auto grids = xgrad::meshgrid({xgrad::arange(3.0), xgrad::arange(2.0)});   // two (3, 2) grids
+/// @endcode
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
 /// `torch.expm1(x)`: `exp(x) - 1`.
 inline Tensor expm1(const Tensor& x) {
     return x.expm1();

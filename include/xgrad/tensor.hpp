@@ -275,6 +275,13 @@ public:
     Tensor prod() const;
     /// Product along `dim`.
     Tensor prod(std::int64_t dim, bool keepdim = false) const;
+    /// The n-th forward difference along `dim`, `x[i + 1] - x[i]` (XOR for bool), with `prepend` and
+    /// `append` joined first (each of self's shape but along `dim`, or 0-d), as `torch.diff`.
+    Tensor diff(std::int64_t n = 1, std::int64_t dim = -1, const Tensor& prepend = Tensor(),
+                const Tensor& append = Tensor()) const;
+    /// The number of non-zero elements over `dims` (all when empty), an int64 tensor, as
+    /// `torch.count_nonzero`.
+    Tensor count_nonzero(const Dims& dims = Dims(std::vector<std::int64_t>{})) const;
     /// Running sum along `dim`, as `torch.cumsum`.
     Tensor cumsum(std::int64_t dim) const;
     /// Running product along `dim`, as `torch.cumprod` (with an exact gradient where elements are 0).
@@ -488,6 +495,15 @@ public:
     Tensor isposinf() const;                        ///< True where self is +inf.
     Tensor isneginf() const;                        ///< True where self is -inf.
     Tensor isfinite() const;                        ///< True where self is neither NaN nor infinite.
+    /// NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the dtype's largest and
+    /// lowest finite numbers), as `torch.nan_to_num`; the gradient is 0 at those places. Integer
+    /// tensors come back as a copy.
+    Tensor nan_to_num(double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt) const;
+    /// `log(exp(self) + exp(other))`, computed without overflow, as `torch.logaddexp`.
+    Tensor logaddexp(const Tensor& other) const;
+    /// `log2(2^self + 2^other)`, as `torch.logaddexp2`.
+    Tensor logaddexp2(const Tensor& other) const;
     /// Whether any element is nonzero, as a 0-d tensor: bool, but uint8 for a uint8 tensor (PyTorch
     /// 1.13's rule). False for an empty tensor.
     ///

@@ -202,6 +202,30 @@ case("vector_norm_dim_keep", lambda x: torch.linalg.vector_norm(x, 2, (-1,), Tru
 case("vector_norm_p15_dims01", lambda x: torch.linalg.vector_norm(x, 1.5, (0, 1)), X)
 case("outer", lambda x: torch.outer(x[0], x[1]), randn(2, 5))
 
+# ---- logaddexp, nan_to_num, count_nonzero, diff, meshgrid ----------------------------------------------
+BIG = lambda g: torch.randn((2, 7), generator=g, dtype=torch.float64) * 20  # noqa: E731
+EXP_SPECIAL = const([[1.0, INF, -INF, 3.0, -INF, 0.0, 50.0, NAN], [2.0, INF, -INF, INF, 0.0, -INF, -50.0, 1.0]])
+for f in ("logaddexp", "logaddexp2"):
+    op = getattr(torch, f)
+    case(f"{f}", lambda x, op=op: op(x[0], x[1]), BIG)
+    case(f"{f}_broadcast", lambda x, op=op: op(x[0].unsqueeze(1), x[1]), BIG)
+    case(f"{f}_special", lambda x, op=op: op(x[0], x[1]), EXP_SPECIAL)
+NON_FINITE = const([[1.0, NAN, INF, -INF, 2.0], [-0.5, INF, NAN, 0.0, -INF]])
+case("nan_to_num", lambda x: torch.nan_to_num(x), NON_FINITE)
+case("nan_to_num_values", lambda x: x.nan_to_num(nan=1.5, posinf=9.0, neginf=-9.0), NON_FINITE)
+case("nan_to_num_posinf_only", lambda x: torch.nan_to_num(x, posinf=1e3), NON_FINITE)
+case("count_nonzero_all", lambda x: torch.count_nonzero(x), ZERO_ROW)
+case("count_nonzero_dim1", lambda x: torch.count_nonzero(x, 1), ZERO_ROW)
+case("count_nonzero_dims", lambda x: x.count_nonzero((0, 1)), ties(2, 3, 4))
+case("diff", lambda x: torch.diff(x), X)
+case("diff_n2_dim0_prepend", lambda x: torch.diff(x, 2, 0, prepend=torch.ones(1, 3, 4, dtype=x.dtype)), X)
+case("diff_append_dim1", lambda x: x.diff(dim=1, append=x[:, :2] * 3), X)
+case("diff_past_length", lambda x: torch.diff(x, n=5), X)
+case("diff_int", lambda x: torch.diff(x, dim=0), ints(4, 3), dtypes=("int64",))
+case("diff_bool", lambda x: torch.diff(x.bool()).long(), ints(3, 6), dtypes=("int64",))
+case("meshgrid_ij", lambda x: torch.stack(torch.meshgrid(x[0], x[1, :3], indexing="ij")), randn(2, 4))
+case("meshgrid_xy", lambda x: torch.stack(torch.meshgrid(x[0], x[1, :3], x[0, 1], indexing="xy")), randn(2, 4))
+
 # ---- prod, cumsum, cumprod ------------------------------------------------------------------------
 ZEROS = const([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 0.5], [2.0, 0.5, -1.0, 4.0]])
 case("prod_all", lambda x: x.prod(), X)
@@ -270,6 +294,10 @@ for what, fn in [
     ("norm_int", lambda: torch.zeros(3, dtype=torch.long).norm()),
     ("vector_norm_inf_empty", lambda: torch.linalg.vector_norm(torch.zeros(0, 3), INF, 0)),
     ("outer_2d", lambda: torch.outer(z, z)),
+    ("diff_0d", lambda: torch.diff(torch.tensor(1.0))),
+    ("diff_prepend_shape", lambda: torch.diff(z, prepend=torch.zeros(3, 1))),
+    ("meshgrid_indexing", lambda: torch.meshgrid(z[0], z[1], indexing="foo")),
+    ("meshgrid_2d", lambda: torch.meshgrid(z, z[0], indexing="ij")),
 ]:
     try:
         fn()

@@ -1,0 +1,153 @@
+// Everyday ops composed of others, so that they run on every device: nan_to_num, logaddexp and
+// logaddexp2 (computed without a record, then recorded with PyTorch's grad_fn and formulas),
+// count_nonzero, diff and meshgrid.
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "detail/tensor_impl.hpp"
+#include "xgrad/factory.hpp"
+#include "xgrad/ops.hpp"
+#include "xgrad/tensor.hpp"
+
+namespace xgrad {
+
+using detail::NeedsGrad;
+using detail::Saved;
+using Grads = detail::GradList;
+
+namespace {
+
+/// PyTorch's logaddexp (base e) or logaddexp2: max(a, b) + log1p(exp(-|a - b|)), or with exp2 and a
+/// factor 1/ln 2; a and b both +inf or both -inf give themselves. The gradient of a is
+/// g / (1 + exp(b - a)) (exp2 for base 2), and b's likewise, each summed to its input's shape.
+Tensor log_add_exp(const Tensor& a, const Tensor& b, bool base2) {
+    const char* op = base2 ? "logaddexp2" : "logaddexp";
+    detail::check_defined(a, op);
+    detail::check_defined(b, op);
+    if (!a.is_floating_point() || !b.is_floating_point())
+        detail::fail(op, "needs floating-point tensors, got " + to_string(a.dtype()) + " and " + to_string(b.dtype()));
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        const Tensor d = (a - b).abs().neg();
+        const Tensor tail = base2 ? d.exp2().log1p() * (1.0 / std::numbers::ln2) : d.exp().log1p();
+        const Tensor same_inf = a.eq(b).logical_and(a.isinf());
+        out = where(same_inf, a.expand_as(tail).to(tail.dtype()), maximum(a, b) + tail);
+    }
+    if (!detail::needs_grad({&a, &b})) return out;
+    detail::record(out, base2 ? "Logaddexp2Backward0" : "LogaddexpBackward0", {&a, &b},
+                   [sa = Saved(a), sb = Saved(b), base2](const Tensor& g, const NeedsGrad& need) {
+                       const Tensor &x = sa, &y = sb;
+                       auto share = [&](const Tensor& self, const Tensor& other) {
+                           const Tensor e = base2 ? (other - self).exp2() : (other - self).exp();
+                           return detail::sum_to(g / (e + 1.0), self.shape());
+                       };
+                       return Grads{need[0] ? share(x, y) : Tensor(), need[1] ? share(y, x) : Tensor()};
+                   });
+    return out;
+}
+
+}  // namespace
+
+Tensor Tensor::logaddexp(const Tensor& other) const {
+    return log_add_exp(*this, other, false);
+}
+
+Tensor Tensor::logaddexp2(const Tensor& other) const {
+    return log_add_exp(*this, other, true);
+}
+
+Tensor Tensor::nan_to_num(double nan, std::optional<double> posinf, std::optional<double> neginf) const {
+    detail::check_defined(*this, "nan_to_num");
+    if (!is_floating_point()) return clone();  // nothing to replace, as PyTorch
+    const bool f32 = dtype() == kFloat32;
+    const double big = f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = where(isnan(), nan,
+                    where(isposinf(), posinf.value_or(big), where(isneginf(), neginf.value_or(-big), *this)));
+    }
+    if (detail::needs_grad({this}))
+        detail::record(out, "NanToNumBackward0", {this}, [sx = Saved(*this)](const Tensor& g, const NeedsGrad&) {
+            return Grads{g * sx->isfinite().to(g.dtype())};
+        });
+    return out;
+}
+
+Tensor Tensor::count_nonzero(const Dims& dims) const {
+    detail::check_defined(*this, "count_nonzero");
+    return ne(0.0).sum(dims);
+}
+
+Tensor Tensor::diff(std::int64_t n, std::int64_t dim, const Tensor& prepend, const Tensor& append) const {
+    const char* op = "diff";
+    detail::check_defined(*this, op);
+    if (this->dim() == 0) detail::fail(op, "expects input to be at least one-dimensional");
+    if (n < 0) detail::fail(op, "order must be non-negative but got " + std::to_string(n));
+    const std::int64_t d = detail::wrap_dim(dim, this->dim(), op);
+    // prepend and append: self's shape but along dim (a 0-d one is one slice of its value).
+    auto along = [&](const Tensor& t, const char* what) {
+        if (t.dim() == 0) {
+            Shape s = shape();
+            s[d] = 1;
+            return t.expand(s);
+        }
+        bool same = t.dim() == this->dim();
+        for (std::int64_t k = 0; same && k < this->dim(); ++k) same = k == d || t.size(k) == size(k);
+        if (!same)
+            detail::fail(op, std::string("expects the shape of the tensor to ") + what +
+                                 " to match that of the input except along the differencing dimension " +
+                                 std::to_string(d) + ": input " + to_string(shape()) + ", " + what + " " +
+                                 to_string(t.shape()));
+        return t;
+    };
+    Tensor x = *this;
+    if (prepend.defined() || append.defined()) {
+        std::vector<Tensor> parts;
+        if (prepend.defined()) parts.push_back(along(prepend, "prepend"));
+        parts.push_back(x);
+        if (append.defined()) parts.push_back(along(append, "append"));
+        x = cat(parts, d);
+    }
+    if (n == 0) return x.clone();
+    const bool logical = x.dtype() == kBool;
+    for (std::int64_t i = 0; i < n && x.size(d) > 0; ++i) {
+        const std::int64_t len = x.size(d) - 1;
+        x = logical ? x.narrow(d, 1, len).logical_xor(x.narrow(d, 0, len)) : x.narrow(d, 1, len) - x.narrow(d, 0, len);
+    }
+    return x;
+}
+
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing) {
+    const char* op = "meshgrid";
+    if (indexing != "ij" && indexing != "xy")
+        detail::fail(op, "indexing must be one of \"xy\" or \"ij\", but received: " + indexing);
+    if (tensors.empty()) detail::fail(op, "expects a non-empty list of tensors");
+    Shape shape;
+    for (const Tensor& t : tensors) {
+        detail::check_defined(t, op);
+        if (t.dim() > 1) detail::fail(op, "expects 0-D or 1-D tensors, got one of shape " + to_string(t.shape()));
+        if (t.dtype() != tensors[0].dtype() || t.device() != tensors[0].device())
+            detail::fail(op, "expects all tensors to have the same dtype and device, got " +
+                                 to_string(tensors[0].dtype()) + " and " + to_string(t.dtype()));
+        shape.push_back(t.numel());
+    }
+    // "xy": the first two inputs change places in the grid's dims.
+    const bool swap = indexing == "xy" && tensors.size() >= 2;
+    auto place = [&](std::size_t k) { return swap && k < 2 ? 1 - k : k; };
+    Shape grid;
+    for (std::size_t k = 0; k < tensors.size(); ++k) grid.push_back(shape[static_cast<std::int64_t>(place(k))]);
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        Shape view(std::vector<std::int64_t>(tensors.size(), 1));
+        view[static_cast<std::int64_t>(place(k))] = tensors[k].numel();
+        out.push_back(tensors[k].reshape(view).expand(grid));
+    }
+    return out;
+}
+
+}  // namespace xgrad
