@@ -122,6 +122,54 @@ Tensor Tensor::diff(std::int64_t n, std::int64_t dim, const Tensor& prepend, con
     return x;
 }
 
+namespace {
+
+/// unique / unique_consecutive over `flat` (1-D, without a record), in the order of `order` (the
+/// positions of flat's elements as they are walked, undefined for flat's own order): a value starts
+/// where it differs from the one before (every NaN alone).
+UniqueResult runs(const Tensor& flat, const Tensor& order, const Shape& shape, bool inverse, bool counts) {
+    UniqueResult r;
+    const std::int64_t n = flat.numel();
+    const FactoryOptions i64 = FactoryOptions(kInt64).device(flat.device());
+    if (n == 0) {
+        r.values = flat.clone();
+        if (inverse) r.inverse = zeros(shape, i64);
+        if (counts) r.counts = zeros({0}, i64);
+        return r;
+    }
+    const Tensor s = order.defined() ? flat.index_select(0, order) : flat;
+    const Tensor start =
+        cat({ones({1}, FactoryOptions(kBool).device(flat.device())), s.narrow(0, 1, n - 1).ne(s.narrow(0, 0, n - 1))});
+    r.values = s.masked_select(start);
+    if (inverse) {
+        const Tensor group = start.to(kInt64).cumsum(0) - 1;  // each walked element's value
+        r.inverse = (order.defined() ? zeros({n}, i64).scatter(0, order, group) : group).reshape(shape);
+    }
+    if (counts) r.counts = start.nonzero().reshape({-1}).diff(1, 0, Tensor(), full({1}, static_cast<double>(n), i64));
+    return r;
+}
+
+}  // namespace
+
+UniqueResult unique(const Tensor& x, bool /*sorted*/, bool return_inverse, bool return_counts) {
+    detail::check_defined(x, "unique");
+    NoGradGuard no_grad;
+    const Tensor flat = x.detach().reshape({x.numel()});
+    // A stable sort: equal values keep their order, so each value's first element in x leads its run.
+    const Tensor order = flat.numel() == 0 ? Tensor() : flat.argsort(0, false, true);
+    return runs(flat, order, x.shape(), return_inverse, return_counts);
+}
+
+UniqueResult unique_consecutive(const Tensor& x, bool return_inverse, bool return_counts) {
+    detail::check_defined(x, "unique_consecutive");
+    NoGradGuard no_grad;
+    return runs(x.detach().reshape({x.numel()}), Tensor(), x.shape(), return_inverse, return_counts);
+}
+
+Tensor Tensor::unique(bool sorted) const {
+    return xgrad::unique(*this, sorted).values;
+}
+
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing) {
     const char* op = "meshgrid";
     if (indexing != "ij" && indexing != "xy")

@@ -568,6 +568,14 @@ TEST_CASE("sort, argsort and topk") {
                  {wide.reshape({3000, 100})});
         check_op("median of a wide row", [](const Inputs& v) { return v[0].nanmedian(); }, {wide});
     }
+    // unique: a stable sort, then runs (so the same first-of-equals on both devices).
+    const Tensor rounded = (randn({50, 40}, xgrad::kFloat64) * 4.0).round();
+    check_op("unique values", [](const Inputs& v) { return xgrad::unique(v[0]).values; }, {rounded});
+    check_op("unique inverse", [](const Inputs& v) { return xgrad::unique(v[0], true, true).inverse; }, {rounded});
+    check_op("unique counts", [](const Inputs& v) { return xgrad::unique(v[0], true, false, true).counts; }, {rounded});
+    check_op("unique_consecutive counts",
+             [](const Inputs& v) { return xgrad::unique_consecutive(v[0].sort(0).values, true, true).counts; },
+             {rounded});
     const Tensor ints = (randn({40, 1000}, xgrad::kFloat64) * 30.0).round().to(xgrad::kInt64);
     check_op("int64 argsort, stable", [](const Inputs& v) { return v[0].argsort(-1, false, true); }, {ints});
     check_op("int64 sort of one row, descending", [](const Inputs& v) { return v[0].flatten().sort(0, true).values; },

@@ -450,6 +450,47 @@ TEST_CASE("logaddexp, nan_to_num, count_nonzero, diff and meshgrid: PyTorch's va
                          {"logaddexp", "floating-point", "torch.int64"});
 }
 
+TEST_CASE("unique and unique_consecutive: PyTorch's values, inverse indices and counts") {
+    for (const std::string name :
+         {"unique_floats", "unique_zeros", "unique_zeros_wide", "unique_int", "unique_0d", "unique_consecutive"}) {
+        for (const std::string dtype : {"float32", "float64", "int64"}) {
+            const std::string key = name + "." + dtype;
+            if (!golden::load(kFile).count(key + ".in0")) continue;
+            CAPTURE(key);
+            const Tensor x = golden::get(kFile, key + ".in0");
+            const bool consecutive = name == "unique_consecutive";
+            auto [values, inverse, counts] =
+                consecutive ? xgrad::unique_consecutive(x, true, true) : xgrad::unique(x, true, true, true);
+            golden::check_close(values, golden::get(kFile, key + ".out"), key + " values", 0, 0);
+            // Of -0 and +0, the first in x: the sign bits are PyTorch's.
+            const Tensor d = values.to(xgrad::kFloat64);  // -0 is the zero whose reciprocal is -inf
+            const Tensor signbit = d.lt(0.0).logical_or(d.eq(0.0).logical_and((1.0 / d).lt(0.0)));
+            golden::check_close(signbit.to(xgrad::kInt64), golden::get(kFile, key + ".signbit"), key + " sign bits", 0,
+                                0);
+            golden::check_close(inverse, golden::get(kFile, key + ".inverse"), key + " inverse", 0, 0);
+            CHECK(inverse.shape() == x.shape());
+            golden::check_close(counts, golden::get(kFile, key + ".counts"), key + " counts", 0, 0);
+            if (!consecutive) {
+                CHECK(x.unique().equal(values));
+                CHECK_FALSE(xgrad::unique(x).inverse.defined());
+            }
+        }
+    }
+    // Each NaN is a value of its own, after the numbers (PyTorch 1.13's CPU kernel places them anywhere).
+    auto [v, inv, n] = xgrad::unique(xgrad::tensor({NAN, 1.0, NAN, 1.0}), true, true, true);
+    CHECK(v.narrow(0, 0, 1).equal(xgrad::tensor({1.0})));
+    CHECK(v.narrow(0, 1, 2).isnan().all().item<bool>());
+    CHECK(inv.equal(xgrad::tensor({1.0, 0.0, 2.0, 0.0}, xgrad::kInt64)));
+    CHECK(n.equal(xgrad::tensor({2.0, 1.0, 1.0}, xgrad::kInt64)));
+    auto empty = xgrad::unique(xgrad::zeros({0, 3}), true, true, true);
+    CHECK(empty.values.numel() == 0);
+    CHECK(empty.inverse.shape() == xgrad::Shape{0, 3});
+    CHECK(empty.counts.numel() == 0);
+    const Tensor b = xgrad::tensor({1.0, 0.0, 1.0}).to(xgrad::kBool);
+    CHECK(b.unique().equal(xgrad::tensor({0.0, 1.0}).to(xgrad::kBool)));
+    CHECK_FALSE(xgrad::tensor({1.0, 2.0}).requires_grad_().unique().requires_grad());
+}
+
 TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
     // q as a tensor of x's dtype, as PyTorch requires.
     auto q = [](const std::vector<double>& v, const Tensor& x) {

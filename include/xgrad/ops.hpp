@@ -150,6 +150,24 @@ inline Tensor diff(const Tensor& x, std::int64_t n = 1, std::int64_t dim = -1, c
 inline Tensor count_nonzero(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{})) {
     return x.count_nonzero(dims);
 }
+/// What xgrad::unique and xgrad::unique_consecutive return: the values, and when asked for, each
+/// input element's index in them (input's shape) and how often each value occurs (int64).
+struct UniqueResult {
+    Tensor values;   ///< The distinct values (1-D).
+    Tensor inverse;  ///< With return_inverse: values[inverse] is the input; else undefined.
+    Tensor counts;   ///< With return_counts: the occurrences of each value; else undefined.
+};
+/// The distinct elements of `x`, ascending, as `torch.unique(x, sorted, return_inverse,
+/// return_counts)` (dim = None). Of equal values (-0 and +0) the first in x is kept; each NaN is a
+/// value of its own, after the numbers (PyTorch 1.13's CPU kernel places NaNs anywhere and counts
+/// them 0). `sorted = false` allows any order; xgrad sorts. No gradient flows to x.
+/// @code
+/// auto [labels, which, n] = xgrad::unique(y, true, true, true);   // classes, class of each, sizes
+/// @endcode
+UniqueResult unique(const Tensor& x, bool sorted = true, bool return_inverse = false, bool return_counts = false);
+/// One value of each run of equal consecutive elements of `x` (flattened), as
+/// `torch.unique_consecutive(x, return_inverse, return_counts)`.
+UniqueResult unique_consecutive(const Tensor& x, bool return_inverse = false, bool return_counts = false);
 /// Coordinate grids from 0-D or 1-D tensors of one dtype, as `torch.meshgrid`: with `indexing` "ij"
 /// output k has shape (n0, n1, ...) and varies along dim k; with "xy" the first two dims are swapped
 /// (NumPy's and MATLAB's convention). The outputs are expanded views of the inputs.

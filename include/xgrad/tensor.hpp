@@ -279,6 +279,9 @@ public:
     /// `append` joined first (each of self's shape but along `dim`, or 0-d), as `torch.diff`.
     Tensor diff(std::int64_t n = 1, std::int64_t dim = -1, const Tensor& prepend = Tensor(),
                 const Tensor& append = Tensor()) const;
+    /// The distinct elements, ascending (1-D), as `torch.unique(x)`; xgrad::unique also gives each
+    /// element's index among them and their counts.
+    Tensor unique(bool sorted = true) const;
     /// The number of non-zero elements over `dims` (all when empty), an int64 tensor, as
     /// `torch.count_nonzero`.
     Tensor count_nonzero(const Dims& dims = Dims(std::vector<std::int64_t>{})) const;

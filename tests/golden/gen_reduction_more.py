@@ -226,6 +226,28 @@ case("diff_bool", lambda x: torch.diff(x.bool()).long(), ints(3, 6), dtypes=("in
 case("meshgrid_ij", lambda x: torch.stack(torch.meshgrid(x[0], x[1, :3], indexing="ij")), randn(2, 4))
 case("meshgrid_xy", lambda x: torch.stack(torch.meshgrid(x[0], x[1, :3], x[0, 1], indexing="xy")), randn(2, 4))
 
+# unique / unique_consecutive (NaN-free: PyTorch 1.13's CPU unique places NaNs anywhere, counts 0):
+# values, inverse, counts. Of -0 and +0 the first in the input is kept.
+UNIQUE_INPUTS = {
+    "unique_floats": torch.randint(-2, 3, (3, 8), generator=torch.Generator().manual_seed(5)).double(),
+    "unique_zeros": torch.tensor([[-0.0, 0.0, 1.0, -0.0], [0.0, 2.0, -1.0, 1.0]], dtype=torch.float64),
+    # Wider than 16: std::sort's introsort would move a +0 before the first -0.
+    "unique_zeros_wide": torch.tensor([0.0, -0.0] * 20 + [3.0, -0.0, 1.0] * 8, dtype=torch.float64),
+    "unique_int": torch.randint(-5, 6, (4, 5), generator=torch.Generator().manual_seed(6)),
+    "unique_0d": torch.tensor(2.5, dtype=torch.float64),
+    "unique_consecutive": torch.tensor([[1, 1, 2, 2], [3, 1, 1, 2]]),
+}
+for name, u in UNIQUE_INPUTS.items():
+    for dt in (("int64",) if not u.is_floating_point() else ("float32", "float64")):
+        x = u.to(getattr(torch, dt))
+        f = torch.unique_consecutive if name == "unique_consecutive" else torch.unique
+        values, inverse, counts = f(x, return_inverse=True, return_counts=True)
+        put(f"{name}.{dt}.in0", x)
+        put(f"{name}.{dt}.out", values)
+        put(f"{name}.{dt}.inverse", inverse)
+        put(f"{name}.{dt}.counts", counts)
+        put(f"{name}.{dt}.signbit", torch.signbit(values).long())
+
 # ---- prod, cumsum, cumprod ------------------------------------------------------------------------
 ZEROS = const([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 0.5], [2.0, 0.5, -1.0, 4.0]])
 case("prod_all", lambda x: x.prod(), X)
