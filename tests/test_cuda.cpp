@@ -736,6 +736,8 @@ TEST_CASE("softmax, log_softmax and the losses") {
                  {logits, y});
         check_op("pairwise_distance", [](const Inputs& v) { return F::pairwise_distance(v[0], v[1], 3.0); },
                  {logits, y});
+        check_op("prelu per channel", [](const Inputs& v) { return F::prelu(v[0], v[1]); }, {logits, weight});
+        check_op("glu", [](const Inputs& v) { return F::glu(v[0], 0); }, {logits});
         check_op("bce with logits",
                  [](const Inputs& v) {
                      return F::binary_cross_entropy_with_logits(v[0], v[1], {.weight = v[2], .pos_weight = v[2]});

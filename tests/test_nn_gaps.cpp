@@ -92,6 +92,11 @@ const Case kCases[] = {
     {"pdist.p1_keepdim", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 1.0, 1e-6, true); }},
     {"pdist.p3_broadcast", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 3.0, 1e-3); }},
     {"pdist.inf_vectors", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], kInf); }},
+    {"prelu.single", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
+    {"prelu.channels", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
+    {"prelu.vector", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
+    {"glu.last", 1, [](const Ins& in) { return F::glu(in[0]); }},
+    {"glu.dim1", 1, [](const Ins& in) { return F::glu(in[0], 1); }},
 };
 
 /// PyTorch's grad_fn name without the C++ namespace torch::autograd:: that CopySlices carries.
@@ -258,6 +263,27 @@ TEST_CASE("modules with the new options print as PyTorch's") {
     CHECK(printed(nn::AvgPool1d(3, 2, 1, true, false)) == r.at("avgpool1d"));
     CHECK(printed(nn::CosineSimilarity(0, 1e-3)) == r.at("cosine_similarity"));
     CHECK(printed(nn::PairwiseDistance(1.0, 1e-6, true)) == r.at("pairwise_distance"));
+    CHECK(printed(nn::PReLU(3, 0.1)) == r.at("prelu"));
+    CHECK(printed(nn::GLU(0)) == r.at("glu"));
+}
+
+TEST_CASE("PReLU and GLU: parameters, finite differences and bad inputs") {
+    nn::PReLU act(3, 0.1);
+    CHECK(act.weight.equal(xgrad::full({3}, 0.1)));
+    CHECK(act.parameters().size() == 1);
+    xgrad::manual_seed(4);
+    const Tensor x = xgrad::randn({2, 3, 4});
+    const Tensor y = act(x);
+    CHECK(y.equal(F::prelu(x, act.weight)));
+    y.sum().backward();
+    CHECK(act.weight.grad().defined());
+    const Tensor xd = xgrad::randn({2, 3, 5}, xgrad::kFloat64), wd = xgrad::rand({3}, xgrad::kFloat64);
+    golden::check_gradcheck([](const Ins& in) { return F::prelu(in[0], in[1]); }, {xd, wd}, "prelu");
+    golden::check_gradcheck([](const Ins& in) { return F::glu(in[0], 1); }, {xd.narrow(1, 0, 2)}, "glu");
+    golden::check_throws([&] { (void)F::prelu(x, xgrad::ones({2})); },
+                         {"prelu", "Found parameter numbers = 2 and channel size = 3", "(2, 3, 4)"});
+    golden::check_throws([&] { (void)F::glu(x, 1); }, {"glu", "Halving dimension must be even", "(2, 3, 4)"});
+    golden::check_throws([&] { (void)F::glu(xgrad::tensor(1.0)); }, {"glu", "scalars"});
 }
 
 TEST_CASE("cosine_similarity and pairwise_distance: modules, finite differences and bad inputs") {

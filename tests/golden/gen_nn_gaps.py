@@ -169,6 +169,13 @@ record_case(lines, "pdist.p3_broadcast", lambda x, y: F.pairwise_distance(x, y, 
             both)
 record_case(lines, "pdist.inf_vectors", lambda x, y: F.pairwise_distance(x, y, p=math.inf), [(6,), (6,)], both)
 
+# ---- F.prelu and F.glu --------------------------------------------------------------------------------
+record_case(lines, "prelu.single", lambda x, w: F.prelu(x, w), [(2, 3, 4), (1,)], both)
+record_case(lines, "prelu.channels", lambda x, w: F.prelu(x, w), [(2, 3, 4), (3,)], both)
+record_case(lines, "prelu.vector", lambda x, w: F.prelu(x, w), [(5,), (1,)], both)
+record_case(lines, "glu.last", lambda x: F.glu(x), [(4, 6)], both)
+record_case(lines, "glu.dim1", lambda x: F.glu(x, 1), [(2, 4, 3)], both)
+
 with open(os.path.join(HERE, "nn_gaps.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
 
@@ -186,6 +193,8 @@ reprs = {
     "avgpool1d": nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False),
     "cosine_similarity": nn.CosineSimilarity(dim=0, eps=1e-3),
     "pairwise_distance": nn.PairwiseDistance(p=1, keepdim=True),
+    "prelu": nn.PReLU(3, init=0.1),
+    "glu": nn.GLU(dim=0),
 }
 with open(os.path.join(HERE, "nn_gaps_repr.txt"), "w") as f:
     for k, m in reprs.items():

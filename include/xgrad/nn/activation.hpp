@@ -91,6 +91,44 @@ private:
     double negative_slope_;
 };
 
+/// functional::prelu with a learned slope, one for all channels or one per channel, each starting at
+/// `init`; prints as `PReLU(num_parameters=1)`.
+///
+/// ```cpp
+/// xgrad::nn::PReLU act(16);                       // one slope per channel of (N, 16, ...) inputs
+/// ```
+class PReLU : public Module {
+public:
+    /// `num_parameters` slopes (1, or the input's channels), each `init`.
+    explicit PReLU(std::int64_t num_parameters = 1, double init = 0.25);
+    /// `F::prelu(input, weight)`.
+    Tensor forward(const Tensor& input) override;
+    /// Sets every slope back to `init`, as PyTorch's reset_parameters.
+    void reset_parameters() override;
+    /// `num_parameters=1`.
+    std::string extra_repr() const override;
+
+    Tensor weight;  ///< (num_parameters): the slopes.
+
+private:
+    std::int64_t num_parameters_;
+    double init_;
+};
+
+/// functional::glu as a module; prints as `GLU(dim=-1)`.
+class GLU : public Module {
+public:
+    /// Halves the input along `dim`.
+    explicit GLU(std::int64_t dim = -1) : dim_(dim) {}
+    /// `F::glu(input, dim)`.
+    Tensor forward(const Tensor& input) override;
+    /// `dim=-1`.
+    std::string extra_repr() const override;
+
+private:
+    std::int64_t dim_;
+};
+
 /// `x` where positive, else `alpha * (exp(x) - 1)`; prints as `ELU(alpha=1.0)`.
 class ELU : public Module {
 public:

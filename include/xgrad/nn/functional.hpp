@@ -48,6 +48,12 @@ Tensor hardsigmoid(const Tensor& input);
 Tensor hardtanh(const Tensor& input, double min_val = -1.0, double max_val = 1.0);
 /// `log(sigmoid(x))`, computed stably.
 Tensor logsigmoid(const Tensor& input);
+/// `x` where positive, else `weight * x`, as `torch.nn.functional.prelu`: `weight` holds one slope,
+/// or one per channel (dim 1 of an input of two or more dims); PreluBackward0.
+Tensor prelu(const Tensor& input, const Tensor& weight);
+/// The gated linear unit `a * sigmoid(b)`, with a and b the two halves of `input` along `dim`, as
+/// `torch.nn.functional.glu` (GluBackward0).
+Tensor glu(const Tensor& input, std::int64_t dim = -1);
 /// `x / (1 + |x|)`, as PyTorch's composite (DivBackward0).
 Tensor softsign(const Tensor& input);
 /// `x * sigmoid(1.702 x)`, GELU's sigmoid approximation (CLIP's QuickGELU; not in PyTorch itself).
