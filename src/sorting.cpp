@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/along_dim.hpp"
@@ -33,6 +34,24 @@ void record_scatter_back(Tensor& out, const char* name, const Tensor& self, deta
         kernels::scatter_rows(a.to_rows(g.reshape(a.with_size(k)), k), i, dx);
         return Grads{a.restore(dx, a.width)};
     });
+}
+
+/// along_dim for a statistic that needs at least one element per row: PyTorch's message otherwise.
+detail::AlongDim along_nonempty(const Tensor& self, std::int64_t dim, const char* op) {
+    detail::AlongDim a = detail::along_dim(self, dim, op);
+    if (a.width == 0)
+        detail::fail(op, "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
+                             to_string(self.shape()) + ")");
+    return a;
+}
+
+/// Every row along a's dim sorted whole, ascending, equal values in `ties` order (without a record):
+/// (values, indices), rows × width.
+std::pair<Tensor, Tensor> sorted_whole_rows(const Tensor& self, const detail::AlongDim& a, kernels::TieOrder ties) {
+    Tensor values = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
+    Tensor indices = detail::make_empty(Shape{a.rows, a.width}, kInt64, self.device());
+    kernels::sort_rows(a.view(), values, indices, a.width, false, ties);
+    return {values, indices};
 }
 
 /// The first `k` (all without one) of each row along `dim` in order; `name` is the grad_fn's.
@@ -68,13 +87,8 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
         ValuesIndices r = ranked(self.to(kInt64), dim, k, keepdim, median, op, name);
         return {r.values.to(self.dtype()), r.indices};
     }
-    detail::AlongDim a = detail::along_dim(self, dim, op);
-    if (median) {
-        if (a.width == 0)
-            detail::fail(op, "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
-                                 to_string(self.shape()) + ")");
-        k = (a.width + 1) / 2;
-    }
+    detail::AlongDim a = median ? along_nonempty(self, dim, op) : detail::along_dim(self, dim, op);
+    if (median) k = (a.width + 1) / 2;
     const kernels::TieOrder ties = median ? kernels::TieOrder::kIndex : kernels::TieOrder::kSelect;
     if (k < 1 || k > a.width)
         detail::fail(op, "selected number k out of range for dimension " + std::to_string(a.dim) +
@@ -248,17 +262,12 @@ Tensor Tensor::median() const {
 ValuesIndices Tensor::nanmedian(std::int64_t dim, bool keepdim) const {
     detail::check_defined(*this, "nanmedian");
     if (!is_floating_point()) return median(dim, keepdim);  // no NaN to leave out, as PyTorch
-    detail::AlongDim a = detail::along_dim(*this, dim, "nanmedian");
-    if (a.width == 0)
-        detail::fail("nanmedian", "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
-                                      to_string(shape()) + ")");
+    const detail::AlongDim a = along_nonempty(*this, dim, "nanmedian");
     Tensor at;  // rows × 1
     {
         NoGradGuard no_grad;
-        Tensor values = detail::make_empty(Shape{a.rows, a.width}, dtype(), device());
-        Tensor indices = detail::make_empty(Shape{a.rows, a.width}, kInt64, device());
         // NaN sorts last, equal values by index: the order of PyTorch's comparator.
-        kernels::sort_rows(a.view(), values, indices, a.width, false, kernels::TieOrder::kIndex);
+        const Tensor indices = sorted_whole_rows(*this, a, kernels::TieOrder::kIndex).second;
         const Tensor count = a.rows_view.isnan().logical_not().sum(Dims{1}, true);  // rows × 1, int64
         // Rank (count - 1) / 2 among the numbers: the lower median.
         const Tensor rank = count.sub(1).clamp(0.0).div(2.0, "floor");  // int64
@@ -291,10 +300,7 @@ ValuesIndices Tensor::mode(std::int64_t dim, bool keepdim) const {
         ValuesIndices r = to(kInt64).mode(dim, keepdim);
         return {r.values.to(dtype()), r.indices};
     }
-    detail::AlongDim a = detail::along_dim(*this, dim, "mode");
-    if (a.width == 0)
-        detail::fail("mode", "Expected reduction dim " + std::to_string(a.dim) + " to have non-zero size (shape " +
-                                 to_string(shape()) + ")");
+    const detail::AlongDim a = along_nonempty(*this, dim, "mode");
     Tensor at;  // rows × 1
     {
         // PyTorch's CPU kernel: std::sort of each row's (value, index) pairs, then a scan for the
@@ -302,9 +308,7 @@ ValuesIndices Tensor::mode(std::int64_t dim, bool keepdim) const {
         // (NaN after the numbers, where PyTorch's comparison leaves NaN unordered).
         NoGradGuard no_grad;
         const std::int64_t w = a.width;
-        Tensor values = detail::make_empty(Shape{a.rows, w}, dtype(), device());
-        Tensor indices = detail::make_empty(Shape{a.rows, w}, kInt64, device());
-        kernels::sort_rows(a.view(), values, indices, w, false, kernels::TieOrder::kSort);
+        const auto [values, indices] = sorted_whole_rows(*this, a, kernels::TieOrder::kSort);
         const FactoryOptions at_device = FactoryOptions(kInt64).device(device());
         // A run ends where the next value differs (after each NaN: NaN equals nothing) and at the end.
         const Tensor ends = cat({values.narrow(1, 0, w - 1).ne(values.narrow(1, 1, w - 1)),
