@@ -36,6 +36,15 @@ void record_scatter_back(Tensor& out, const char* name, const Tensor& self, deta
     });
 }
 
+/// The element of each row along a's dim at `at` (rows × 1, int64) and that index, in keepdim or
+/// reduced shape; the gradient goes back to it, recorded as `name`.
+ValuesIndices take_at(const Tensor& self, const detail::AlongDim& a, const Tensor& at, bool keepdim, const char* name) {
+    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
+    if (detail::needs_grad({&self})) record_scatter_back(out, name, self, a, at, 1);
+    return {out, at.reshape(out_shape)};
+}
+
 /// along_dim for a statistic that needs at least one element per row: PyTorch's message otherwise.
 detail::AlongDim along_nonempty(const Tensor& self, std::int64_t dim, const char* op) {
     detail::AlongDim a = detail::along_dim(self, dim, op);
@@ -107,10 +116,7 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
         }
         at = at.contiguous();
     }
-    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
-    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
-    if (detail::needs_grad({&self})) record_scatter_back(out, name, self, a, at, 1);
-    return {out, at.reshape(out_shape)};
+    return take_at(self, a, at, keepdim, name);
 }
 
 /// Records `name` on `out`, a 0-d statistic of all of `self` (median, nanmedian): as PyTorch's, the
@@ -275,10 +281,7 @@ ValuesIndices Tensor::nanmedian(std::int64_t dim, bool keepdim) const {
         const Tensor none = count.eq(0);  // rows of NaNs (all_nan_index walks a whole row: only then)
         if (none.any().item<bool>()) at = where(none, full_like(rank, static_cast<double>(all_nan_index(a.width))), at);
     }
-    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
-    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
-    if (detail::needs_grad({this})) record_scatter_back(out, "NanmedianBackward1", *this, a, at, 1);
-    return {out, at.reshape(out_shape)};
+    return take_at(*this, a, at, keepdim, "NanmedianBackward1");
 }
 
 Tensor Tensor::nanmedian() const {
@@ -325,10 +328,7 @@ ValuesIndices Tensor::mode(std::int64_t dim, bool keepdim) const {
         // argmax takes the first longest run: the smallest of the most frequent values.
         at = indices.gather(1, ends_at.gather(1, steps.argmax(1, true))).contiguous();
     }
-    const Shape out_shape = keepdim ? a.with_size(1) : a.without();
-    Tensor out = a.rows_view.gather(1, at).reshape(out_shape);
-    if (detail::needs_grad({this})) record_scatter_back(out, "ModeBackward0", *this, a, at, 1);
-    return {out, at.reshape(out_shape)};
+    return take_at(*this, a, at, keepdim, "ModeBackward0");
 }
 
 Tensor Tensor::quantile(const Tensor& q, std::optional<std::int64_t> dim, bool keepdim,
