@@ -64,37 +64,57 @@ std::string describe(const Tensor& t) {
     return "shape " + to_string(t.shape()) + " and dtype " + to_string(t.dtype()).substr(6);
 }
 
-// A contiguous host tensor with `t`'s values: `t` itself when it is one (the collective then works
-// in place), else a copy that put_back() writes into `t`.
-Tensor staged(const Tensor& t, const char* op) {
-    detail::check_defined(t, op);
-    return t.is_cuda() ? t.cpu() : t.contiguous();
+// Where a collective's buffers are: on the tensors' CUDA device when NCCL serves it there (`device`),
+// else in host memory, for the MPI transport (or the world of one).
+struct Route {
+    int device = -1;
+    bool nccl() const { return device >= 0; }
+};
+
+// NCCL when every tensor is on one CUDA device, the job has several ranks and NCCL serves that device.
+// Collective (comm::nccl::usable decides on every rank at once), so it comes after the argument checks.
+Route route(std::initializer_list<const Tensor*> tensors) {
+    const Device d = (*tensors.begin())->device();
+    if (!world.mpi || world.size == 1 || !d.is_cuda() || !comm::nccl::built()) return {};
+    for (const Tensor* t : tensors)
+        if (t->device() != d) return {};
+    return comm::nccl::usable(d.index(), world.rank, world.size) ? Route{d.index()} : Route{};
 }
 
-void put_back(Tensor& t, const Tensor& host) {
-    if (host.impl() == t.impl()) {
+// A contiguous tensor with `t`'s values where the route has its buffers: `t` itself when it is one (the
+// collective then works in place), else a copy that put_back() writes into `t`.
+Tensor staged(const Tensor& t, Route route) {
+    return t.is_cuda() && !route.nccl() ? t.cpu() : t.contiguous();
+}
+
+void put_back(Tensor& t, const Tensor& buffer) {
+    if (buffer.impl() == t.impl()) {
         detail::bump_version(t);
         return;
     }
     NoGradGuard no_grad;
-    t.copy_(host.to(t.device()));
+    t.copy_(buffer.to(t.device()));
 }
 
-void* data(const Tensor& host) {
-    return static_cast<char*>(host.impl()->storage->data) +
-           host.impl()->offset * static_cast<std::int64_t>(element_size(host.dtype()));
+void* data(const Tensor& buffer) {
+    return static_cast<char*>(buffer.impl()->storage->data) +
+           buffer.impl()->offset * static_cast<std::int64_t>(element_size(buffer.dtype()));
 }
 
 // all_gather and reduce_scatter in a world of one (no job, or no MPI) copy their one block.
-void gather_blocks(const Tensor& in, const Tensor& out) {
-    if (world.mpi)
+void gather_blocks(const Tensor& in, const Tensor& out, Route route) {
+    if (route.nccl())
+        comm::nccl::allgather(data(in), data(out), in.numel(), in.dtype(), route.device);
+    else if (world.mpi)
         comm::allgather(data(in), data(out), in.numel(), in.dtype());
     else if (in.numel() > 0)
         std::memcpy(data(out), data(in), static_cast<std::size_t>(in.numel()) * element_size(in.dtype()));
 }
 
-void scatter_blocks(const Tensor& in, const Tensor& out, ReduceOp op) {
-    if (world.mpi)
+void scatter_blocks(const Tensor& in, const Tensor& out, ReduceOp op, Route route) {
+    if (route.nccl())
+        comm::nccl::reduce_scatter(data(in), data(out), out.numel(), out.dtype(), transport_op(op), route.device);
+    else if (world.mpi)
         comm::reduce_scatter(data(in), data(out), out.numel(), out.dtype(), transport_op(op));
     else if (out.numel() > 0)
         std::memcpy(data(out), data(in), static_cast<std::size_t>(out.numel()) * element_size(out.dtype()));
@@ -130,7 +150,12 @@ void init() {
         // (torchrun's default). Measured here: 2 ranks with 2 threads each ran 6 times slower.
         if (world.size > 1 && !std::getenv("OMP_NUM_THREADS")) set_num_threads(1);
         static bool registered = false;
-        if (!registered) std::atexit(finalize);
+        // At exit CUDA may be torn down before this runs: NCCL's communicators are left to the OS.
+        if (!registered)
+            std::atexit([] {
+                comm::nccl::finalize(/*at_exit=*/true);
+                finalize();
+            });
         registered = true;
     } else {
         world.rank = 0;
@@ -154,7 +179,10 @@ void barrier() {
 }
 
 void finalize() {
-    if (world.mpi && !comm::finalized()) comm::finalize();
+    if (world.mpi && !comm::finalized()) {
+        comm::nccl::finalize(/*at_exit=*/false);
+        comm::finalize();
+    }
     world.initialized = false;
 }
 
@@ -166,26 +194,36 @@ void abort(const std::string& message) {
 }
 
 void all_reduce(Tensor& tensor, ReduceOp op) {
-    Tensor host = staged(tensor, "all_reduce");
-    check_avg(host, op, "all_reduce");
+    detail::check_defined(tensor, "all_reduce");
+    check_avg(tensor, op, "all_reduce");
     if (world.size == 1) return;
-    comm::allreduce(data(host), host.numel(), host.dtype(), transport_op(op));
-    finish_avg(host, op);
-    put_back(tensor, host);
+    const Route r = route({&tensor});
+    Tensor buffer = staged(tensor, r);
+    if (r.nccl())
+        comm::nccl::allreduce(data(buffer), buffer.numel(), buffer.dtype(), transport_op(op), r.device);
+    else
+        comm::allreduce(data(buffer), buffer.numel(), buffer.dtype(), transport_op(op));
+    finish_avg(buffer, op);
+    put_back(tensor, buffer);
 }
 
 void broadcast(Tensor& tensor, int root) {
-    Tensor host = staged(tensor, "broadcast");
+    detail::check_defined(tensor, "broadcast");
     if (root < 0 || root >= world.size)
         fail("broadcast",
              "root " + std::to_string(root) + " is not a rank of a world of " + std::to_string(world.size));
     if (world.size == 1) return;
-    comm::broadcast(data(host), host.numel(), host.dtype(), root);
-    put_back(tensor, host);
+    const Route r = route({&tensor});
+    Tensor buffer = staged(tensor, r);
+    if (r.nccl())
+        comm::nccl::broadcast(data(buffer), buffer.numel(), buffer.dtype(), root, r.device);
+    else
+        comm::broadcast(data(buffer), buffer.numel(), buffer.dtype(), root);
+    put_back(tensor, buffer);
 }
 
 void all_gather(std::vector<Tensor>& outputs, const Tensor& input) {
-    Tensor in = staged(input, "all_gather");
+    detail::check_defined(input, "all_gather");
     if (static_cast<int>(outputs.size()) != world.size)
         fail("all_gather", "expected " + std::to_string(world.size) + " output tensors (one per rank), got " +
                                std::to_string(outputs.size()));
@@ -195,27 +233,32 @@ void all_gather(std::vector<Tensor>& outputs, const Tensor& input) {
             fail("all_gather", "output " + std::to_string(r) + " has " + describe(outputs[r]) + " but the input has " +
                                    describe(input));
     }
-    Tensor all = detail::make_empty(Shape{world.size * in.numel()}, in.dtype(), kCPU, "all_gather");
-    gather_blocks(in, all);
+    const Route route_ = route({&input});
+    Tensor in = staged(input, route_);
+    Tensor all = detail::make_empty(Shape{world.size * in.numel()}, in.dtype(), in.device(), "all_gather");
+    gather_blocks(in, all, route_);
     NoGradGuard no_grad;
     for (int r = 0; r < world.size; ++r)
         outputs[r].copy_(all.narrow(0, r * in.numel(), in.numel()).view(input.shape()).to(outputs[r].device()));
 }
 
 void all_gather_into_tensor(Tensor& output, const Tensor& input) {
-    Tensor in = staged(input, "all_gather_into_tensor");
-    Tensor out = staged(output, "all_gather_into_tensor");
-    if (out.dtype() != in.dtype() || out.numel() != world.size * in.numel())
+    detail::check_defined(input, "all_gather_into_tensor");
+    detail::check_defined(output, "all_gather_into_tensor");
+    if (output.dtype() != input.dtype() || output.numel() != world.size * input.numel())
         fail("all_gather_into_tensor", "the output has " + describe(output) + " but needs " +
                                            std::to_string(world.size) + " times the input's elements (input has " +
                                            describe(input) + ")");
-    gather_blocks(in, out);
+    const Route r = route({&input, &output});
+    Tensor in = staged(input, r);
+    Tensor out = staged(output, r);
+    gather_blocks(in, out, r);
     put_back(output, out);
 }
 
 void reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) {
-    Tensor out = staged(output, "reduce_scatter");
-    check_avg(out, op, "reduce_scatter");
+    detail::check_defined(output, "reduce_scatter");
+    check_avg(output, op, "reduce_scatter");
     if (static_cast<int>(inputs.size()) != world.size)
         fail("reduce_scatter", "expected " + std::to_string(world.size) + " input tensors (one per rank), got " +
                                    std::to_string(inputs.size()));
@@ -225,25 +268,30 @@ void reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp 
             fail("reduce_scatter", "input " + std::to_string(r) + " has " + describe(inputs[r]) +
                                        " but the output has " + describe(output));
     }
-    Tensor all = detail::make_empty(Shape{world.size * out.numel()}, out.dtype(), kCPU, "reduce_scatter");
+    const Route route_ = route({&output});
+    Tensor out = staged(output, route_);
+    Tensor all = detail::make_empty(Shape{world.size * out.numel()}, out.dtype(), out.device(), "reduce_scatter");
     {
         NoGradGuard no_grad;
         for (int r = 0; r < world.size; ++r)
-            all.narrow(0, r * out.numel(), out.numel()).copy_(inputs[r].reshape({-1}).cpu());
+            all.narrow(0, r * out.numel(), out.numel()).copy_(inputs[r].reshape({-1}).to(all.device()));
     }
-    scatter_blocks(all, out, op);
+    scatter_blocks(all, out, op, route_);
     finish_avg(out, op);
     put_back(output, out);
 }
 
 void reduce_scatter_tensor(Tensor& output, const Tensor& input, ReduceOp op) {
-    Tensor in = staged(input, "reduce_scatter_tensor");
-    Tensor out = staged(output, "reduce_scatter_tensor");
-    check_avg(out, op, "reduce_scatter_tensor");
-    if (out.dtype() != in.dtype() || in.numel() != world.size * out.numel())
+    detail::check_defined(input, "reduce_scatter_tensor");
+    detail::check_defined(output, "reduce_scatter_tensor");
+    check_avg(output, op, "reduce_scatter_tensor");
+    if (output.dtype() != input.dtype() || input.numel() != world.size * output.numel())
         fail("reduce_scatter_tensor", "the input has " + describe(input) + " but needs " + std::to_string(world.size) +
                                           " times the output's elements (output has " + describe(output) + ")");
-    scatter_blocks(in, out, op);
+    const Route r = route({&input, &output});
+    Tensor in = staged(input, r);
+    Tensor out = staged(output, r);
+    scatter_blocks(in, out, op, r);
     finish_avg(out, op);
     put_back(output, out);
 }

@@ -3,8 +3,9 @@
 # backend, the CUDA suite (tests/test_cuda.cpp), the training example on the GPU against the CPU,
 # compute-sanitizer memcheck over the CUDA suite, and the GPU bench beside PyTorch on the same GPU.
 # Every step writes its log to $OUT (the device tool's folder; else build-gpu/device-logs), and a summary
-# line per step to $OUT/summary.txt; a failing step does not stop the later ones. Seven files at most
-# (summary, configure, build, test_cuda, train_devices, sanitizer, bench), as the device tool brings back.
+# line per step to $OUT/summary.txt; a failing step does not stop the later ones. Eight files at most
+# (summary, configure, build, test_cuda, test_nccl, train_devices, sanitizer, bench), as the device tool
+# brings back.
 #
 #   bash tests/device_check.sh [build] [test] [sanitize] [bench]      (default: all four, in order)
 #
@@ -57,9 +58,11 @@ for step in "${steps[@]}"; do
         else
             run "configure" "$out/configure.log" 300 meson setup "$build" -Dcuda=enabled -Dmpi=disabled -Dtests=enabled
         fi
-        grep -E "CUDA backend|ERROR" "$out/configure.log" >> "$summary"
+        grep -E "CUDA backend|NCCL|ERROR" "$out/configure.log" >> "$summary"
+        nccl_target=()  # the NCCL transport's test, where the toolkit has NCCL
+        grep -q "NCCL (CUDA collectives): True" "$out/configure.log" && nccl_target=(tests/test_nccl)
         run "build" "$out/build.log" 540 ninja -C "$build" -j "$(nproc)" tests/test_cuda examples/train_layernorm \
-            tests/bench/bench_cuda
+            tests/bench/bench_cuda "${nccl_target[@]}"
         tail -n 30 "$out/build.log" | grep -E "error|FAILED" | head -n 10 >> "$summary"
         ;;
     test)
@@ -67,6 +70,10 @@ for step in "${steps[@]}"; do
         run "test_cuda" "$out/test_cuda.log" 300 env XGRAD_GOLDEN_DIR="$PWD/tests/golden" \
             "$build/tests/test_cuda" --duration=true
         grep -E "^\[doctest\] (test cases|assertions|Status)" "$out/test_cuda.log" >> "$summary"
+        if [ -x "$build/tests/test_nccl" ]; then  # NCCL's collectives in a world of one rank
+            run "test_nccl" "$out/test_nccl.log" 120 "$build/tests/test_nccl"
+            grep -E "^\[doctest\] (test cases|assertions|Status)" "$out/test_nccl.log" >> "$summary"
+        fi
         run "train_layernorm --device cuda vs cpu" "$out/train_devices.log" 300 \
             tests/compare_devices.sh "$build/examples/train_layernorm" "$build/train_layernorm_devices"
         grep -E "final loss differs" "$out/train_devices.log" >> "$summary"

@@ -3,6 +3,7 @@
 // that DDP starts its all-reduces from. The multi-rank checks are in tests/mpi/.
 #include <doctest/doctest.h>
 
+#include "../src/detail/comm.hpp"         // NCCL's verdict on the ranks' GPUs
 #include "../src/detail/tensor_impl.hpp"  // the engine's post-accumulate hook and backward callbacks
 #include "golden.hpp"
 
@@ -169,4 +170,15 @@ TEST_CASE("autograd: a post-accumulate hook runs once, after the leaf's last gra
     --xgrad::detail::hooked_leaves;
     (w * 2.0).sum().backward();
     CHECK(seen.size() == 2);
+}
+
+TEST_CASE("NCCL's verdict: only when every rank has a GPU of its own and none sets XGRAD_DISTRIBUTED_NCCL=0") {
+    namespace nccl = xgrad::detail::comm::nccl;
+    CHECK(nccl::accepts({"node0|0000:17:00.0|1"}));
+    CHECK(nccl::accepts({"node0|0000:17:00.0|1", "node0|0000:18:00.0|1"}));
+    CHECK(nccl::accepts({"node0|0000:17:00.0|1", "node1|0000:17:00.0|1"}));        // same slot, another machine
+    CHECK_FALSE(nccl::accepts({"node0|0000:17:00.0|1", "node0|0000:17:00.0|1"}));  // two ranks on one GPU
+    CHECK_FALSE(nccl::accepts({"node0|0000:17:00.0|1", "node1|0000:18:00.0|0"}));  // one rank said no
+    CHECK_FALSE(nccl::accepts({"node0|0000:17:00.0|1", "node1|0000:18:00.0|1", "node0|0000:17:00.0|1"}));
+    CHECK_FALSE(nccl::accepts({"garbled"}));
 }

@@ -11,7 +11,8 @@
 /// Training across processes started by `mpirun` (PyTorch's `torch.distributed`).
 ///
 /// Built with MPI (meson's `mpi` feature, on when Open MPI is found), the collectives go through
-/// MPI_COMM_WORLD; CUDA tensors are staged through host memory. Without MPI, or in a program not
+/// MPI_COMM_WORLD. CUDA tensors go through NCCL on the GPU where the build has it and each rank has a
+/// GPU of its own, else through host memory and MPI (docs/distributed.md). Without MPI, or in a program not
 /// started by `mpirun`, init() gives a world of one: rank 0 of 1, where every collective leaves its
 /// tensors as they are (all_gather and reduce_scatter copy). The same program therefore compiles and
 /// runs either way.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "xgrad/shape.hpp"
 
@@ -45,5 +46,45 @@ using Request = std::shared_ptr<RequestState>;
 Request iallreduce(void* buf, std::int64_t count, DType dtype, Op op);
 /// Waits until `request` has completed.
 void wait(const Request& request);
+
+/// Collectives on CUDA memory, through NCCL (distributed_nccl.cpp; distributed_nccl_none.cpp in a build
+/// without it). `device` is the CUDA device that holds the buffers on this rank; each rank has its own.
+/// The calls are queued on the device's one stream, after the kernels that wrote the buffers and before
+/// the ones that read them, so they return without waiting for the GPU.
+namespace nccl {
+
+/// True when this build has NCCL.
+bool built();
+/// Whether NCCL serves this job on `device`, deciding it (and making the communicator) on the first call
+/// for the device. Collective: every rank calls it at the same point (its first CUDA collective) and
+/// every rank gets the same answer. False when two ranks share a GPU (NCCL refuses them) or any rank has
+/// set XGRAD_DISTRIBUTED_NCCL=0; the collectives then stage through host memory and the transport above.
+bool usable(int device, int rank, int world_size);
+/// The collectives of the transport above, on device memory, for a device that usable() accepted.
+void allreduce(void* buf, std::int64_t count, DType dtype, Op op, int device);
+void broadcast(void* buf, std::int64_t count, DType dtype, int root, int device);
+void allgather(const void* in, void* out, std::int64_t count, DType dtype, int device);
+void reduce_scatter(const void* in, void* out, std::int64_t count, DType dtype, Op op, int device);
+/// Destroys the communicators, before MPI_Finalize. `at_exit`: the process is ending and CUDA may be torn
+/// down already, so they are left to the operating system instead.
+void finalize(bool at_exit);
+
+/// The text one rank contributes to usable()'s decision: "<host>|<PCI bus id>|<0 or 1>", at most
+/// kIdentityBytes bytes. Plain C++ (tested on the host): two ranks share a GPU when the first two fields
+/// are equal; the last is 0 where XGRAD_DISTRIBUTED_NCCL=0.
+constexpr std::size_t kIdentityBytes = 160;
+/// usable()'s verdict on every rank's identity: all GPUs distinct and NCCL allowed by every rank.
+inline bool accepts(const std::vector<std::string>& identities) {
+    for (std::size_t i = 0; i < identities.size(); ++i) {
+        const std::string& id = identities[i];
+        const auto bar = id.rfind('|');
+        if (bar == std::string::npos || id.substr(bar + 1) != "1") return false;
+        for (std::size_t j = 0; j < i; ++j)
+            if (identities[j].substr(0, identities[j].rfind('|')) == id.substr(0, bar)) return false;
+    }
+    return true;
+}
+
+}  // namespace nccl
 
 }  // namespace xgrad::detail::comm

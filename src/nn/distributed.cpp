@@ -16,11 +16,15 @@ namespace dist = xgrad::distributed;
 
 namespace detail {
 
-/// Gradients of one dtype, all-reduced together through one flat host buffer.
+/// Gradients of one dtype on one device, all-reduced together through one flat buffer: on the GPU where
+/// NCCL serves the parameters' CUDA device, else on the host for MPI.
 struct Bucket {
     std::vector<std::size_t> params;  // indices into Reducer::params, in the order backward fills them
     std::vector<std::int64_t> offsets;
-    Tensor buffer;  // (sum of numels) on the host
+    std::int64_t numel = 0;
+    Device device = kCPU;  // the parameters' device when the buffer was placed
+    int nccl_device = -1;  // the CUDA device NCCL reduces the buffer on; -1: MPI, on the host
+    Tensor buffer;         // (numel)
     std::size_t ready = 0;
     bool launched = false;
     xd::comm::Request request;
@@ -70,19 +74,35 @@ struct Reducer {
         while (next < buckets.size() && buckets[next].ready == buckets[next].params.size()) launch(buckets[next++]);
     }
 
+    /// Puts the bucket's buffer where its parameters are now (at construction, and again should the
+    /// model move): on their GPU when NCCL serves it, else on the host. Collective, like the launches.
+    void place(Bucket& b) {
+        const Tensor& first = params[b.params.front()];
+        if (b.buffer.defined() && b.device == first.device()) return;
+        b.device = first.device();
+        const bool nccl = b.device.is_cuda() && xd::comm::nccl::built() &&
+                          xd::comm::nccl::usable(b.device.index(), dist::rank(), dist::world_size());
+        b.nccl_device = nccl ? b.device.index() : -1;
+        b.buffer = empty({b.numel}, TensorOptions{.dtype = first.dtype(), .device = nccl ? b.device : kCPU});
+    }
+
     void launch(Bucket& b) {
         NoGradGuard no_grad;
+        place(b);
         for (std::size_t k = 0; k < b.params.size(); ++k) {
             const Tensor& p = params[b.params[k]];
             Tensor flat = b.buffer.narrow(0, b.offsets[k], p.numel());
             const Tensor g = p.grad();
             if (g.defined())
-                flat.copy_(g.reshape({-1}).cpu());  // CUDA grads are staged through the host
+                flat.copy_(g.reshape({-1}).to(flat.device()));  // without NCCL, CUDA grads go through the host
             else
                 flat.zero_();  // no gradient on this rank: it contributes zeros
         }
         auto* data = static_cast<char*>(b.buffer.impl()->storage->data);
-        b.request = xd::comm::iallreduce(data, b.buffer.numel(), b.buffer.dtype(), xd::comm::Op::kSum);
+        if (b.nccl_device >= 0)  // queued on the GPU's stream: the division in finish() follows it there
+            xd::comm::nccl::allreduce(data, b.numel, b.buffer.dtype(), xd::comm::Op::kSum, b.nccl_device);
+        else
+            b.request = xd::comm::iallreduce(data, b.numel, b.buffer.dtype(), xd::comm::Op::kSum);
         b.launched = true;
     }
 
@@ -151,20 +171,21 @@ DistributedDataParallel::DistributedDataParallel(Module& module, DistributedData
     if (dist::world_size() == 1) return;  // a world of one: the grads are already the mean
 
     // Buckets in reverse parameter order (the order backward produces gradients in), one open bucket
-    // per dtype, closed once it holds the cap; the first closes at 1 MiB so that reducing starts
-    // early (PyTorch's compute_bucket_assignment_by_size).
+    // per dtype and device, closed once it holds the cap; the first closes at 1 MiB so that reducing
+    // starts early (PyTorch's compute_bucket_assignment_by_size).
     const auto cap = static_cast<std::int64_t>(options.bucket_cap_mb * 1024 * 1024);
-    std::vector<std::pair<DType, std::size_t>> open;  // dtype -> bucket index
+    std::vector<std::pair<std::pair<DType, Device>, std::size_t>> open;  // (dtype, device) -> bucket index
     std::vector<std::int64_t> bytes;
     for (std::size_t i = r.params.size(); i-- > 0;) {
         const Tensor& p = r.params[i];
         if (p.impl()->post_accumulate_hook)
             xd::fail("DistributedDataParallel", "parameter " + r.names[i] + " is already in a DistributedDataParallel");
-        auto it = std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == p.dtype(); });
+        const std::pair<DType, Device> key{p.dtype(), p.device()};
+        auto it = std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == key; });
         if (it == open.end()) {
             r.buckets.emplace_back();
             bytes.push_back(0);
-            open.emplace_back(p.dtype(), r.buckets.size() - 1);
+            open.emplace_back(key, r.buckets.size() - 1);
             it = open.end() - 1;
         }
         detail::Bucket& b = r.buckets[it->second];
@@ -176,8 +197,8 @@ DistributedDataParallel::DistributedDataParallel(Module& module, DistributedData
         if (bytes[it->second] >= limit) open.erase(it);
     }
     for (detail::Bucket& b : r.buckets) {
-        const Tensor& last = r.params[b.params.back()];
-        b.buffer = empty({b.offsets.back() + last.numel()}, last.dtype());
+        b.numel = b.offsets.back() + r.params[b.params.back()].numel();
+        r.place(b);
     }
 
     std::weak_ptr<detail::Reducer> weak = reducer_;
