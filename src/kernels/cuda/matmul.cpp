@@ -1,8 +1,11 @@
 // CUDA matrix products through cuBLAS: a row-major product C = A·B is cuBLAS's column-major
 // Cᵀ = Bᵀ·Aᵀ, so operands are passed swapped and read in place (a transposed view is a
 // transposed operand); batches are strided batches. TF32 stays off: float32 products are full
-// float32 products, as on the CPU.
+// float32 products, as on the CPU. cuBLAS is loaded on the first product (dlopen), not when a program
+// starts: with it comes libcublasLt (540 MB), whose loading cost every program linked with xgrad's CUDA
+// build half a second and 200 MB of memory at start-up, whether it used a GPU or not.
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <limits>
@@ -19,9 +22,50 @@ using detail::fail;
 
 namespace {
 
+/// The cuBLAS functions xgrad calls, from the library loaded at the first product.
+struct Cublas {
+    decltype(&cublasCreate_v2) create = nullptr;
+    decltype(&cublasSetMathMode) set_math_mode = nullptr;
+    decltype(&cublasSgemmStridedBatched) sgemm = nullptr;
+    decltype(&cublasDgemmStridedBatched) dgemm = nullptr;
+    decltype(&cublasGetStatusString) status_string = nullptr;
+};
+
+template <typename F>
+void bind(void* library, F& f, const char* name) {
+    f = reinterpret_cast<F>(dlsym(library, name));
+    if (f == nullptr) fail("matmul", std::string("the cuBLAS library found has no ") + name);
+}
+
+/// cuBLAS of the toolkit xgrad was built with (its major version), found as the loader finds libraries,
+/// else in that toolkit's directory. Throws naming the library and the loader's message when neither works.
+const Cublas& cublas() {
+    static std::mutex mutex;
+    static std::optional<Cublas> loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (loaded) return *loaded;
+    const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+        const std::string first = dlerror();
+        library = dlopen((std::string(XGRAD_CUDA_LIBDIR) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (library == nullptr)
+            fail("matmul",
+                 "cannot load cuBLAS (" + soname + ", also looked for in " + XGRAD_CUDA_LIBDIR + "): " + first);
+    }
+    Cublas c;
+    bind(library, c.create, "cublasCreate_v2");
+    bind(library, c.set_math_mode, "cublasSetMathMode");
+    bind(library, c.sgemm, "cublasSgemmStridedBatched");
+    bind(library, c.dgemm, "cublasDgemmStridedBatched");
+    bind(library, c.status_string, "cublasGetStatusString");
+    loaded = c;
+    return *loaded;
+}
+
 void check_cublas(cublasStatus_t status, const char* what) {
     if (status != CUBLAS_STATUS_SUCCESS)
-        fail("matmul", std::string(what) + " failed: " + cublasGetStatusString(status));
+        fail("matmul", std::string(what) + " failed: " + cublas().status_string(status));
 }
 
 /// One cuBLAS handle per device, created on first use and kept (like the allocator's cache).
@@ -32,8 +76,8 @@ cublasHandle_t handle(int device) {
     auto it = handles.find(device);
     if (it != handles.end()) return it->second;
     cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate");
-    check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32
+    check_cublas(cublas().create(&h), "cublasCreate");
+    check_cublas(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32
     handles.emplace(device, h);
     return h;
 }
@@ -97,6 +141,10 @@ int as_int(std::int64_t v, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+std::string load_cublas() {
+    return cublas().status_string(CUBLAS_STATUS_SUCCESS);
+}
+
 void matmul(const Tensor& x, const Tensor& y, const Tensor& out, double beta) {
     use_device(out, {&x, &y}, "matmul");
     if (x.dtype() == kInt64)
@@ -122,15 +170,15 @@ void matmul(const Tensor& x, const Tensor& y, const Tensor& out, double beta) {
     cublasHandle_t h = handle(out.device().index());
     if (out.dtype() == kFloat32) {
         const float alpha = 1.0f, f_beta = static_cast<float>(beta);
-        check_cublas(cublasSgemmStridedBatched(h, ob.op, oa.op, im, in, ik, &alpha, static_cast<const float*>(ob.data),
-                                               ldb, ob.batch_stride, static_cast<const float*>(oa.data), lda,
-                                               oa.batch_stride, &f_beta, static_cast<float*>(ptr(out)), im, n * m, nb),
+        check_cublas(cublas().sgemm(h, ob.op, oa.op, im, in, ik, &alpha, static_cast<const float*>(ob.data), ldb,
+                                    ob.batch_stride, static_cast<const float*>(oa.data), lda, oa.batch_stride, &f_beta,
+                                    static_cast<float*>(ptr(out)), im, n * m, nb),
                      "cublasSgemmStridedBatched");
     } else {
         const double alpha = 1.0;
-        check_cublas(cublasDgemmStridedBatched(h, ob.op, oa.op, im, in, ik, &alpha, static_cast<const double*>(ob.data),
-                                               ldb, ob.batch_stride, static_cast<const double*>(oa.data), lda,
-                                               oa.batch_stride, &beta, static_cast<double*>(ptr(out)), im, n * m, nb),
+        check_cublas(cublas().dgemm(h, ob.op, oa.op, im, in, ik, &alpha, static_cast<const double*>(ob.data), ldb,
+                                    ob.batch_stride, static_cast<const double*>(oa.data), lda, oa.batch_stride, &beta,
+                                    static_cast<double*>(ptr(out)), im, n * m, nb),
                      "cublasDgemmStridedBatched");
     }
 }

@@ -56,6 +56,10 @@ void copy_between_devices(void* dst, int dst_device, const void* src, int src_de
 /// Waits for `device` (-1: the current one).
 void synchronize(int device);
 
+/// Loads cuBLAS if no CUDA product has yet (matmul.cpp; it needs no GPU) and returns its name for
+/// success ("success" in cuBLAS 13), fetched through it. Throws when the library cannot be loaded.
+std::string load_cublas();
+
 /// The allocator's counters for `device` (-1: the current one).
 std::size_t memory_allocated(int device);
 std::size_t max_memory_allocated(int device);
