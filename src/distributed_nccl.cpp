@@ -57,16 +57,22 @@ void check(ncclResult_t result, const char* call, ncclComm_t comm = nullptr) {
     throw std::runtime_error(message);
 }
 
-// xgrad queues every kernel of a device on that device's default stream (docs/cuda.md); the collectives
-// go on the same one, so that they follow the kernels that wrote their buffers and precede the readers.
-constexpr cudaStream_t kStream = nullptr;
+// xgrad queues every kernel of a device on the legacy default stream (docs/cuda.md). The collectives go
+// on a stream of their own made without cudaStreamNonBlocking, which the legacy stream orders both ways:
+// a collective starts after the kernels queued before it (those that wrote its buffer) and the kernels
+// queued after it wait for it. Not on the default stream itself: NCCL has had bugs there (old versions,
+// and 2.29's copy-engine collectives).
+struct Channel {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+};
 
 std::map<int, bool> verdicts;     // device -> usable()'s answer, decided once per device
-std::map<int, ncclComm_t> comms;  // device -> this rank's communicator there
+std::map<int, Channel> channels;  // device -> this rank's communicator and stream there
 
-ncclComm_t comm_on(int device, const char* call) {
-    auto it = comms.find(device);
-    if (it == comms.end())
+const Channel& channel(int device, const char* call) {
+    auto it = channels.find(device);
+    if (it == channels.end())
         fail(call, "no NCCL communicator on cuda:" + std::to_string(device) + " (usable() decides first)");
     kernels::cuda::set_device(device);
     return it->second;
@@ -109,9 +115,10 @@ bool usable(int device, int rank, int world_size) {
         std::memset(&id, 0, sizeof id);
         if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
         if (world_size > 1) comm::broadcast(&id, static_cast<std::int64_t>(sizeof id), kUInt8, 0);
-        ncclComm_t comm = nullptr;
-        check(ncclCommInitRank(&comm, world_size, id, rank), "ncclCommInitRank");
-        comms[device] = comm;
+        Channel c;
+        kernels::cuda::check(cudaStreamCreate(&c.stream), "distributed (NCCL)");
+        check(ncclCommInitRank(&c.comm, world_size, id, rank), "ncclCommInitRank");
+        channels[device] = c;
     }
     verdicts[device] = ok;
     return ok;
@@ -119,39 +126,40 @@ bool usable(int device, int rank, int world_size) {
 
 void allreduce(void* buf, std::int64_t count, DType dtype, Op op, int device) {
     if (count == 0) return;  // every rank has the same count, so every rank skips
-    ncclComm_t comm = comm_on(device, "ncclAllReduce");
-    check(ncclAllReduce(buf, buf, static_cast<std::size_t>(count), nccl_type(dtype), nccl_op(op), comm, kStream),
-          "ncclAllReduce", comm);
+    const Channel& c = channel(device, "ncclAllReduce");
+    check(ncclAllReduce(buf, buf, static_cast<std::size_t>(count), nccl_type(dtype), nccl_op(op), c.comm, c.stream),
+          "ncclAllReduce", c.comm);
 }
 
 void broadcast(void* buf, std::int64_t count, DType dtype, int root, int device) {
     if (count == 0) return;  // every rank has the same count, so every rank skips
-    ncclComm_t comm = comm_on(device, "ncclBroadcast");
-    check(ncclBroadcast(buf, buf, static_cast<std::size_t>(count), nccl_type(dtype), root, comm, kStream),
-          "ncclBroadcast", comm);
+    const Channel& c = channel(device, "ncclBroadcast");
+    check(ncclBroadcast(buf, buf, static_cast<std::size_t>(count), nccl_type(dtype), root, c.comm, c.stream),
+          "ncclBroadcast", c.comm);
 }
 
 void allgather(const void* in, void* out, std::int64_t count, DType dtype, int device) {
     if (count == 0) return;  // every rank has the same count, so every rank skips
-    ncclComm_t comm = comm_on(device, "ncclAllGather");
-    check(ncclAllGather(in, out, static_cast<std::size_t>(count), nccl_type(dtype), comm, kStream), "ncclAllGather",
-          comm);
+    const Channel& c = channel(device, "ncclAllGather");
+    check(ncclAllGather(in, out, static_cast<std::size_t>(count), nccl_type(dtype), c.comm, c.stream), "ncclAllGather",
+          c.comm);
 }
 
 void reduce_scatter(const void* in, void* out, std::int64_t count, DType dtype, Op op, int device) {
     if (count == 0) return;  // every rank has the same count, so every rank skips
-    ncclComm_t comm = comm_on(device, "ncclReduceScatter");
-    check(ncclReduceScatter(in, out, static_cast<std::size_t>(count), nccl_type(dtype), nccl_op(op), comm, kStream),
-          "ncclReduceScatter", comm);
+    const Channel& c = channel(device, "ncclReduceScatter");
+    check(ncclReduceScatter(in, out, static_cast<std::size_t>(count), nccl_type(dtype), nccl_op(op), c.comm, c.stream),
+          "ncclReduceScatter", c.comm);
 }
 
 void finalize(bool at_exit) {
     if (!at_exit)
-        for (auto& [device, comm] : comms) {
+        for (auto& [device, c] : channels) {
             kernels::cuda::set_device(device);
-            ncclCommDestroy(comm);  // the job is ending: an error here has no one left to tell
+            ncclCommDestroy(c.comm);  // the job is ending: an error here has no one left to tell
+            cudaStreamDestroy(c.stream);
         }
-    comms.clear();
+    channels.clear();
     verdicts.clear();
 }
 

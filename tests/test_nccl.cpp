@@ -1,7 +1,7 @@
 // The NCCL transport under xgrad::distributed (src/distributed_nccl.cpp), on one GPU in a world of one
-// rank: every collective runs through NCCL on device memory, queued on the device's stream between the
-// kernels that write and read its buffers. Needs a GPU (exit 77, meson's SKIP, without one); the
-// multi-rank checks are in tests/mpi/test_mpi.cpp. Also: usable()'s verdict on ranks' identities (host).
+// rank: every collective runs through NCCL on device memory, queued between the kernels that write and
+// read its buffers. Needs a GPU (exit 77, meson's SKIP, without one). The multi-rank checks are in
+// tests/mpi/test_mpi.cpp; usable()'s verdict on the ranks' identities is tested in test_distributed.cpp.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

@@ -49,8 +49,9 @@ void wait(const Request& request);
 
 /// Collectives on CUDA memory, through NCCL (distributed_nccl.cpp; distributed_nccl_none.cpp in a build
 /// without it). `device` is the CUDA device that holds the buffers on this rank; each rank has its own.
-/// The calls are queued on the device's one stream, after the kernels that wrote the buffers and before
-/// the ones that read them, so they return without waiting for the GPU.
+/// The calls are queued on a stream of NCCL's that the device's default stream (xgrad's kernels') orders
+/// both ways: after the kernels that wrote the buffers, before the ones that read them. They return
+/// without waiting for the GPU.
 namespace nccl {
 
 /// True when this build has NCCL.

@@ -99,7 +99,7 @@ struct Reducer {
                 flat.zero_();  // no gradient on this rank: it contributes zeros
         }
         auto* data = static_cast<char*>(b.buffer.impl()->storage->data);
-        if (b.nccl_device >= 0)  // queued on the GPU's stream: the division in finish() follows it there
+        if (b.nccl_device >= 0)  // queued on the GPU: the division in finish() is queued after it
             xd::comm::nccl::allreduce(data, b.numel, b.buffer.dtype(), xd::comm::Op::kSum, b.nccl_device);
         else
             b.request = xd::comm::iallreduce(data, b.numel, b.buffer.dtype(), xd::comm::Op::kSum);
