@@ -1,6 +1,6 @@
 // Everyday ops composed of others, so that they run on every device: nan_to_num, logaddexp and
 // logaddexp2 (computed without a record, then recorded with PyTorch's grad_fn and formulas),
-// count_nonzero, diff and meshgrid.
+// count_nonzero, diff, meshgrid, aminmax, var_mean, std_mean and kron.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -196,6 +196,62 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::stri
         out.push_back(tensors[k].reshape(view).expand(grid));
     }
     return out;
+}
+
+}  // namespace xgrad
+
+// ---- aminmax, var_mean, std_mean, kron ------------------------------------------------------------------
+
+namespace xgrad {
+
+MinMax aminmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
+    detail::check_defined(x, "aminmax");
+    if (!dim) {
+        if (x.numel() == 0)
+            detail::fail("aminmax",
+                         "cannot compute aminmax over an empty dimension as the operation has no identity "
+                         "(shape " +
+                             to_string(x.shape()) + ")");
+        const Dims all(std::vector<std::int64_t>{});
+        if (!keepdim) return {x.amin(all), x.amax(all)};
+        // keepdim without a dim: every dim kept, of size 1 (a 0-d input stays 0-d).
+        std::vector<std::int64_t> every(static_cast<std::size_t>(x.dim()));
+        for (std::size_t d = 0; d < every.size(); ++d) every[d] = static_cast<std::int64_t>(d);
+        const Dims dims(every);
+        return {x.amin(dims, true), x.amax(dims, true)};
+    }
+    const std::int64_t d = detail::wrap_dim(*dim, std::max<std::int64_t>(x.dim(), 1), "aminmax");
+    if (x.dim() > 0 && x.size(d) == 0)
+        detail::fail("aminmax", "Expected reduction dim " + std::to_string(*dim) + " to have non-zero size (shape " +
+                                    to_string(x.shape()) + ")");
+    return {x.amin(Dims{*dim}, keepdim), x.amax(Dims{*dim}, keepdim)};
+}
+
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+    detail::check_defined(x, "var_mean");
+    return {x.var(dims, unbiased, keepdim), x.mean(dims, keepdim)};
+}
+
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+    detail::check_defined(x, "std_mean");
+    return {x.std(dims, unbiased, keepdim), x.mean(dims, keepdim)};
+}
+
+Tensor kron(const Tensor& a, const Tensor& b) {
+    detail::check_defined(a, "kron");
+    detail::check_defined(b, "kron");
+    detail::check_same_device(a, b, "kron");
+    const std::int64_t nd = std::max(a.dim(), b.dim());
+    // a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...) is (a0, b0, a1, b1, ...): merge the pairs.
+    std::vector<std::int64_t> as, bs, out;
+    for (std::int64_t d = 0; d < nd; ++d) {
+        const std::int64_t ad = d - (nd - a.dim()), bd = d - (nd - b.dim());
+        const std::int64_t sa = ad >= 0 ? a.size(ad) : 1, sb = bd >= 0 ? b.size(bd) : 1;
+        as.insert(as.end(), {sa, 1});
+        bs.insert(bs.end(), {1, sb});
+        out.push_back(sa * sb);
+    }
+    return a.reshape(Shape(as)).mul(b.reshape(Shape(bs))).reshape(Shape(out));
 }
 
 }  // namespace xgrad

@@ -372,3 +372,95 @@ ValuesIndices Tensor::topk(std::int64_t k, std::int64_t dim, bool largest, bool 
 }
 
 }  // namespace xgrad
+
+// ---- searchsorted and bucketize ------------------------------------------------------------------------
+
+namespace xgrad {
+
+namespace {
+
+/// Where each of `values` goes in `boundaries`' last dim (its one row when it is 1-D, else the row with
+/// the same leading indices), both promoted to their common dtype (narrow integers searched as int64).
+Tensor search_sorted(const Tensor& boundaries, const Tensor& values, const SearchOptions& o, const char* op) {
+    detail::check_defined(boundaries, op);
+    detail::check_defined(values, op);
+    detail::check_same_device(boundaries, values, op);
+    if (boundaries.dtype() == kBool || values.dtype() == kBool)
+        detail::fail(op, "not implemented for 'Bool' (boundaries " + to_string(boundaries.dtype()) + ", values " +
+                             to_string(values.dtype()) + ")");
+    const DType common = result_type(boundaries, values);
+    const DType searched = common == kFloat32 || common == kFloat64 ? common : kInt64;
+    NoGradGuard no_grad;
+    Tensor sorted = boundaries;
+    if (o.sorter.defined()) {
+        detail::check_same_device(boundaries, o.sorter, op);
+        if (o.sorter.shape() != boundaries.shape())
+            detail::fail(op, "boundary and sorter must have the same size, but got boundary tensor " +
+                                 to_string(boundaries.shape()) + " and got sorter tensor " +
+                                 to_string(o.sorter.shape()));
+        if (o.sorter.dtype() != kInt64)
+            detail::fail(op, "sorter must be a tensor of long dtype but got dtype " + to_string(o.sorter.dtype()));
+        if (o.sorter.numel() > 0 &&
+            (o.sorter.min().item<std::int64_t>() < 0 || o.sorter.max().item<std::int64_t>() >= boundaries.size(-1)))
+            detail::fail(op, "sorter index out of range (boundaries of shape " + to_string(boundaries.shape()) + ")");
+        sorted = boundaries.gather(-1, o.sorter);
+    }
+    const Tensor s = sorted.to(searched).contiguous(), v = values.to(searched).contiguous();
+    Tensor out = detail::make_empty(values.shape(), o.out_int32 ? kInt32 : kInt64, values.device(), op);
+    const std::int64_t m = s.size(-1), n = values.dim() == 0 ? 1 : values.size(-1);
+    if (out.numel() == 0) return out;
+    if (m == 0) {
+        kernels::fill(out, 0.0);
+        return out;
+    }
+    const std::int64_t rows = out.numel() / n;
+    kernels::search_sorted(s.view({s.numel() / m, m}), v.view({rows, n}), out.view({rows, n}), o.right);
+    return out;
+}
+
+}  // namespace
+
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, const SearchOptions& options) {
+    const char* op = "searchsorted";
+    detail::check_defined(sorted_sequence, op);
+    detail::check_defined(values, op);
+    const std::int64_t nd = sorted_sequence.dim();
+    if (nd == 0) detail::fail(op, "boundaries tensor should have positive dimension, but got 0 dimension");
+    if (nd > 1 && values.dim() == 0)
+        detail::fail(op,
+                     "input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+                     "boundaries tensor dim(" +
+                         std::to_string(nd) + ") and input value's dim(0) numel(1)");
+    if (nd > 1) {
+        bool match = values.dim() == nd;
+        for (std::int64_t d = 0; match && d + 1 < nd; ++d) match = sorted_sequence.size(d) == values.size(d);
+        if (!match)
+            detail::fail(op,
+                         "boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor "
+                         "and input value tensor must match, but we got boundaries tensor " +
+                             to_string(sorted_sequence.shape()) + " and input value tensor " +
+                             to_string(values.shape()));
+    }
+    return search_sorted(sorted_sequence, values, options, op);
+}
+
+Tensor searchsorted(const Tensor& sorted_sequence, double value, const SearchOptions& options) {
+    detail::check_defined(sorted_sequence, "searchsorted");
+    // A 0-d float64 tensor, as PyTorch's wrapped number: it takes the boundaries' dtype when they are
+    // floating-point, the default float32 when they are integers.
+    return searchsorted(sorted_sequence,
+                        full({}, value, TensorOptions{.dtype = kFloat64, .device = sorted_sequence.device()}), options);
+}
+
+Tensor bucketize(const Tensor& input, const Tensor& boundaries, const SearchOptions& options) {
+    const char* op = "bucketize";
+    detail::check_defined(input, op);
+    detail::check_defined(boundaries, op);
+    if (boundaries.dim() != 1)
+        detail::fail(op, "boundaries tensor must be 1 dimension, but got dim(" + std::to_string(boundaries.dim()) +
+                             ") (shape " + to_string(boundaries.shape()) + ")");
+    if (options.sorter.defined()) detail::fail(op, "takes no sorter (searchsorted does)");
+    return search_sorted(boundaries, input, options, op);
+}
+
+}  // namespace xgrad

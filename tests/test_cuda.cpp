@@ -580,6 +580,41 @@ TEST_CASE("sort, argsort and topk") {
     check_op("int64 argsort, stable", [](const Inputs& v) { return v[0].argsort(-1, false, true); }, {ints});
     check_op("int64 sort of one row, descending", [](const Inputs& v) { return v[0].flatten().sort(0, true).values; },
              {ints});
+    // searchsorted / bucketize: one thread per value bisects its row (or the one shared row).
+    for (xgrad::DType dt : kDtypes) {
+        CAPTURE(xgrad::to_string(dt));
+        Tensor values = (randn({30, 500}, dt) * 4.0).round() / 4.0;
+        values.narrow(1, 0, 3).fill_(NAN);
+        const Tensor rows = ((randn({30, 64}, dt) * 4.0).round() / 4.0).sort(-1).values;
+        check_op("searchsorted of shared boundaries",
+                 [](const Inputs& v) { return xgrad::searchsorted(v[1][0], v[0]); }, {values, rows});
+        check_op("searchsorted by rows, right, int32",
+                 [](const Inputs& v) {
+                     return xgrad::searchsorted(v[1], v[0], {.right = true, .out_int32 = true}).to(xgrad::kInt64);
+                 },
+                 {values, rows});
+        check_op("searchsorted with a sorter",
+                 [](const Inputs& v) { return xgrad::searchsorted(v[1], v[0], {.sorter = v[1].argsort(-1)}); },
+                 {values, rows.flip({1})});
+        check_op("bucketize", [](const Inputs& v) { return xgrad::bucketize(v[0], v[1][3], {.right = true}); },
+                 {values, rows});
+        check_op("aminmax",
+                 [](const Inputs& v) {
+                     auto r = xgrad::aminmax(v[0], 1);
+                     return r.max - r.min;
+                 },
+                 {values.nan_to_num()});
+        check_op("var_mean",
+                 [](const Inputs& v) {
+                     auto [var, mean] = xgrad::var_mean(v[0], 0);
+                     return var * mean;
+                 },
+                 {randn({7, 5}, dt)});
+        check_op("kron", [](const Inputs& v) { return xgrad::kron(v[0], v[1]); },
+                 {randn({2, 3}, dt), randn({4, 1, 2}, dt)});
+    }
+    check_op("int64 searchsorted",
+             [](const Inputs& v) { return xgrad::searchsorted(v[0].flatten().sort(0).values, v[0]); }, {ints});
 }
 
 TEST_CASE("shape ops, copies and conversions") {

@@ -561,3 +561,122 @@ TEST_CASE("quantile refuses what PyTorch refuses, in its words") {
     CHECK_THROWS_WITH_AS((void)z.nanquantile(-0.5), "nanquantile: q must be in the range [0, 1] but got -0.5",
                          std::invalid_argument);
 }
+
+TEST_CASE("searchsorted and bucketize: PyTorch's positions, sides, rows, NaN, sorter and messages") {
+    auto ss = [](const Tensor& x, xgrad::SearchOptions o = {}) {
+        return xgrad::searchsorted(x[0].sort(-1).values, x[1], o);
+    };
+    check_cases({
+        {"searchsorted", one([&](const Tensor& x) { return ss(x); })},
+        {"searchsorted_right", one([&](const Tensor& x) { return ss(x, {.right = true}); })},
+        {"searchsorted_ties", one([&](const Tensor& x) { return ss(x); })},
+        {"searchsorted_ties_right", one([&](const Tensor& x) { return ss(x, {.right = true}); })},
+        {"searchsorted_rows", one([&](const Tensor& x) { return ss(x); })},
+        {"searchsorted_rows_right", one([&](const Tensor& x) { return ss(x, {.right = true}); })},
+        {"searchsorted_nan", one([&](const Tensor& x) { return ss(x); })},
+        {"searchsorted_nan_right", one([&](const Tensor& x) { return ss(x, {.right = true}); })},
+        {"searchsorted_int", one([&](const Tensor& x) { return ss(x); }), kInt64},
+        {"searchsorted_sorter",
+         one([](const Tensor& x) { return xgrad::searchsorted(x[0], x[1], {.sorter = x[0].argsort()}); })},
+        {"searchsorted_scalar", one([](const Tensor& x) { return xgrad::searchsorted(x.sort(-1).values, 0.25); })},
+        {"bucketize", one([](const Tensor& x) { return xgrad::bucketize(x.narrow(0, 1, 3), x[0].sort(-1).values); })},
+        {"bucketize_right", one([](const Tensor& x) {
+             return xgrad::bucketize(x.narrow(0, 1, 3), x[0].sort(-1).values, {.right = true});
+         })},
+    });
+    // int32 positions; the common dtype of mixed operands (int64 boundaries, float values: compared as
+    // float32); empty rows and empty values; a non-contiguous sequence.
+    const Tensor seq = xgrad::tensor({1.0, 3.0, 5.0, 7.0});
+    const Tensor v = xgrad::tensor({3.0, 6.0, 9.0, 0.5});
+    const Tensor i32 = xgrad::searchsorted(seq, v, {.out_int32 = true});
+    CHECK(i32.dtype() == xgrad::kInt32);
+    CHECK(i32.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 3, 4, 0});
+    CHECK(xgrad::searchsorted(seq.to(xgrad::kInt64), xgrad::tensor({2.5, 3.0}), {.right = true})
+              .to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2});
+    CHECK(xgrad::searchsorted(xgrad::zeros({2, 0}), xgrad::ones({2, 3})).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>(6, 0));
+    CHECK(xgrad::searchsorted(seq, xgrad::zeros({0})).numel() == 0);
+    const Tensor wide = xgrad::tensor({{1.0, 0.0}, {3.0, 0.0}, {5.0, 0.0}});
+    CHECK(xgrad::searchsorted(wide.select(1, 0), v).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 3, 3, 0});
+    // Many values in a long row: the bisection against a count of the smaller elements.
+    xgrad::manual_seed(3);
+    const Tensor big = xgrad::randn({5000}).sort(-1).values, many = xgrad::randn({3, 7000});
+    CHECK(xgrad::searchsorted(big, many).equal(big.lt(many.unsqueeze(-1)).sum(-1)));
+    CHECK(xgrad::searchsorted(big, many, {.right = true}).equal(big.le(many.unsqueeze(-1)).sum(-1)));
+
+    const Tensor z = xgrad::zeros({2, 3});
+    golden::check_throws([&] { (void)xgrad::searchsorted(xgrad::tensor(1.0), z); },
+                         {"searchsorted", "boundaries tensor should have positive dimension, but got 0 dimension"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::searchsorted(z, xgrad::zeros({3, 3}));
+        },
+        {"searchsorted", "first N-1 dimensions of boundaries tensor and input value tensor must match", "(2, 3)",
+         "(3, 3)"});
+    golden::check_throws(
+        [&] { (void)xgrad::searchsorted(z, 1.0); },
+        {"searchsorted", "input value can be a scalar only when boundaries tensor dimension is 1", "dim(2)"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::searchsorted(z[0], z, {.sorter = xgrad::tensor({0.0, 1.0}, xgrad::kInt64)});
+        },
+        {"searchsorted", "boundary and sorter must have the same size", "(3,)", "(2,)"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::searchsorted(z[0], z, {.sorter = xgrad::tensor({0.0, 1.0, 2.0}, xgrad::kInt32)});
+        },
+        {"searchsorted", "sorter must be a tensor of long dtype but got dtype", "int32"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::searchsorted(z[0], z, {.sorter = xgrad::tensor({0.0, 1.0, 5.0}, xgrad::kInt64)});
+        },
+        {"searchsorted", "sorter index out of range"});
+    golden::check_throws([&] { (void)xgrad::searchsorted(z[0].to(xgrad::kBool), z); },
+                         {"searchsorted", "not implemented for 'Bool'"});
+    golden::check_throws([&] { (void)xgrad::bucketize(z, z); },
+                         {"bucketize", "boundaries tensor must be 1 dimension, but got dim(2)"});
+}
+
+TEST_CASE("aminmax, var_mean, std_mean and kron: PyTorch's values and gradients") {
+    auto stacked = [](const xgrad::MinMax& r) { return xgrad::stack({r.min, r.max}); };
+    auto pair = [](const std::pair<Tensor, Tensor>& r) { return xgrad::stack({r.first, r.second}); };
+    check_cases({
+        {"aminmax_dim1", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, 1)); })},
+        {"aminmax_dimneg1_keep", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, -1, true)); })},
+        {"aminmax_all", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x)); })},
+        {"aminmax_ties", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, 0)); }), kFloats, false},
+        {"var_mean_dim1", one([&](const Tensor& x) { return pair(xgrad::var_mean(x, 1)); })},
+        {"var_mean_all", one([&](const Tensor& x) { return pair(xgrad::var_mean(x)); })},
+        {"var_mean_dims02_biased_keep", one([&](const Tensor& x) {
+             return pair(xgrad::var_mean(x, {0, 2}, false, true));
+         })},
+        {"std_mean_dim0", one([&](const Tensor& x) { return pair(xgrad::std_mean(x, 0)); })},
+        {"std_mean_all_biased", one([&](const Tensor& x) {
+             return pair(xgrad::std_mean(x, xgrad::Dims(std::vector<std::int64_t>{}), false));
+         })},
+        {"kron_2d", one([](const Tensor& x) {
+             return xgrad::kron(x[0].narrow(0, 0, 2).narrow(1, 0, 2), x[1].narrow(0, 0, 3).narrow(1, 1, 3)) * 1.0;
+         })},
+        {"kron_1d_2d",
+         one([](const Tensor& x) { return xgrad::kron(x[0][0], x[1].narrow(0, 0, 2).narrow(1, 0, 2)) * 1.0; })},
+        {"kron_3d_1d", one([](const Tensor& x) { return xgrad::kron(x, x[1][1].narrow(0, 0, 2)) * 1.0; })},
+        {"kron_int", one([](const Tensor& x) { return xgrad::kron(x.narrow(0, 0, 2), x.narrow(0, 2, 2)); }), kInt64},
+    });
+    // aminmax keeps every dim without one (0-d stays 0-d), takes bool, and names its empty inputs.
+    const Tensor x = xgrad::tensor({{1.0, 5.0, 2.0}, {3.0, 2.0, 7.0}});
+    const auto all = xgrad::aminmax(x, std::nullopt, true);
+    CHECK(all.min.shape() == xgrad::Shape{1, 1});
+    CHECK(all.max.item<double>() == 7.0);
+    CHECK(xgrad::aminmax(xgrad::tensor(2.5), std::nullopt, true).min.dim() == 0);
+    const auto b = xgrad::aminmax(xgrad::tensor({1.0, 0.0}).to(xgrad::kBool));
+    CHECK((!b.min.item<bool>() && b.max.item<bool>()));
+    golden::check_throws([] { (void)xgrad::aminmax(xgrad::zeros({0})); },
+                         {"aminmax", "cannot compute aminmax over an empty dimension"});
+    golden::check_throws(
+        [] {
+            (void)xgrad::aminmax(xgrad::zeros({2, 0}), 1);
+        },
+        {"aminmax", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
+    CHECK(xgrad::kron(xgrad::tensor({1.0, 2.0}, xgrad::kInt64), xgrad::tensor({{1.0}, {10.0}}, xgrad::kInt64))
+              .equal(xgrad::tensor({{1.0, 2.0}, {10.0, 20.0}}, xgrad::kInt64)));
+}

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xgrad/tensor.hpp"
@@ -392,6 +393,46 @@ inline ValuesIndices topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1
                           bool sorted = true) {
     return x.topk(k, dim, largest, sorted);
 }
+/// The options of searchsorted and bucketize (PyTorch's keyword arguments).
+struct SearchOptions {
+    bool right = false;      ///< After the elements equal to the value, not before them (`side="right"`).
+    bool out_int32 = false;  ///< int32 positions instead of int64.
+    Tensor sorter;           ///< searchsorted only: int64 indices that sort the sequence's last dim (argsort's).
+};
+/// `torch.searchsorted(sorted_sequence, values, right=, out_int32=, sorter=)`: for each value, the
+/// position in the last dim of `sorted_sequence` (1-D for all values, else the row with the values'
+/// leading indices) where inserting it keeps the order; int64 (or int32) of `values`' shape, no
+/// gradient. Both are compared in their common dtype; NaN goes last. A bisection, O(log m) per value.
+/// ```cpp
+/// auto i = xgrad::searchsorted(xgrad::tensor({1., 3., 5.}), xgrad::tensor({3., 6.}));   // [1, 3]
+/// auto j = xgrad::searchsorted(xgrad::tensor({1., 3., 5.}), xgrad::tensor({3.}), {.right = true});   // [2]
+/// ```
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, const SearchOptions& options = {});
+/// `torch.searchsorted(sorted_sequence, value)` for one number (a 0-d result); `sorted_sequence` is 1-D.
+Tensor searchsorted(const Tensor& sorted_sequence, double value, const SearchOptions& options = {});
+/// `torch.bucketize(input, boundaries, right=, out_int32=)`: searchsorted of every element of `input` in
+/// the 1-D `boundaries` (the index i with boundaries[i-1] < x <= boundaries[i], or <= and < with `right`).
+Tensor bucketize(const Tensor& input, const Tensor& boundaries, const SearchOptions& options = {});
+
+/// The smallest and the largest elements of a reduction (`torch.aminmax`'s named tuple).
+struct MinMax {
+    Tensor min;  ///< amin's result.
+    Tensor max;  ///< amax's result.
+};
+/// `torch.aminmax(x, dim=, keepdim=)`: amin and amax together, over `dim` or every element. The gradient
+/// is amin's and amax's (shared evenly among equal extremes), which PyTorch 1.13 does not implement.
+MinMax aminmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
+/// `torch.var_mean(x, dims, unbiased, keepdim)`: (variance, mean) over `dims` (every dim when empty),
+/// each as x.var / x.mean computes it, so their values and gradients are PyTorch's.
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}),
+                                   bool unbiased = true, bool keepdim = false);
+/// `torch.std_mean(x, dims, unbiased, keepdim)`: (standard deviation, mean), as var_mean.
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}),
+                                   bool unbiased = true, bool keepdim = false);
+/// `torch.kron(a, b)`: the Kronecker product, over max(a.dim(), b.dim()) dims (the shorter shape
+/// padded with leading 1s): out[i·b.shape + j] = a[i] · b[j], in a and b's promoted dtype; differentiable.
+Tensor kron(const Tensor& a, const Tensor& b);
+
 /// `torch.transpose(x, dim0, dim1)`.
 inline Tensor transpose(const Tensor& x, std::int64_t dim0, std::int64_t dim1) {
     return x.transpose(dim0, dim1);

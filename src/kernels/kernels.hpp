@@ -142,6 +142,11 @@ struct Backend {
     /// `dst` a view of the output laid out as gather's `src`. Accumulation on the CPU is in row-major
     /// order of the index (PyTorch's); on a GPU atomic, in no fixed order.
     void (*scatter)(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
+    /// searchsorted: out[r, j] = where values[r, j] goes in row r of `sorted` (row 0 for every r when
+    /// `sorted` has one row), by PyTorch's binary search: the first position whose element is not below
+    /// the value (with `right`, not at or below it), so NaN goes last. `sorted` (1 or rows, m) and
+    /// `values` (rows, n) are contiguous of one dtype; `out` (rows, n) is contiguous int64 or int32.
+    void (*search_sorted)(const Tensor& sorted, const Tensor& values, const Tensor& out, bool right);
     // ---- convolution and pooling (conv.cpp / conv.cu) ----
     /// x (N, channels, height, width) contiguous → cols (N, channels·kernel_h·kernel_w, out_h·out_w),
     /// zeros where the window reads padding (PyTorch's im2col / unfolded2d order).
@@ -265,6 +270,9 @@ inline void sgd_step(const SgdTensors* params, std::size_t count, const SgdStep&
 
 inline void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
     backend(out.device()).gather(src, index, stride, out);
+}
+inline void search_sorted(const Tensor& sorted, const Tensor& values, const Tensor& out, bool right) {
+    backend(out.device()).search_sorted(sorted, values, out, right);
 }
 inline void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate) {
     backend(dst.device()).scatter(dst, index, stride, src, accumulate);

@@ -1,5 +1,6 @@
 # Writes reduction_more.txt for test_reduction_more.cpp: max/min with indices, amax/amin,
-# argmax/argmin, sort/argsort/topk, prod, cumsum, cumprod, logsumexp and var/std with correction.
+# argmax/argmin, sort/argsort/topk, prod, cumsum, cumprod, logsumexp, var/std with correction,
+# searchsorted/bucketize, aminmax, var_mean/std_mean and kron.
 #
 # Run from the repository root with a Python that has torch (1.13):
 #     /usr/bin/python3 tests/golden/gen_reduction_more.py
@@ -293,6 +294,42 @@ for op in ("var", "std"):
     # a large mean over a small spread (cancellation).
     case(f"{op}_special_rows", lambda x, f=f: f(x, 1), const(SPECIAL_ROWS))
 
+# ---- searchsorted, bucketize (int64 positions, no gradient) ------------------------------------------------
+def ss(x, **kw):
+    return torch.searchsorted(x[0].sort(-1)[0], x[1], **kw)
+
+
+SS_NAN = const([[-1.0, 0.0, 0.5, 2.0, 3.0], [NAN, 0.5, -INF, INF, 2.0]])
+case("searchsorted", lambda x: ss(x), randn(2, 9))
+case("searchsorted_right", lambda x: ss(x, right=True), randn(2, 9))
+case("searchsorted_ties", lambda x: ss(x), ties(2, 11))
+case("searchsorted_ties_right", lambda x: ss(x, side="right"), ties(2, 11))
+case("searchsorted_rows", lambda x: ss(x), randn(2, 3, 6))
+case("searchsorted_rows_right", lambda x: ss(x, right=True), ties(2, 4, 5))
+case("searchsorted_nan", lambda x: ss(x), SS_NAN)
+case("searchsorted_nan_right", lambda x: ss(x, right=True), SS_NAN)
+case("searchsorted_int", lambda x: ss(x), ints(2, 12), dtypes=("int64",))
+case("searchsorted_sorter", lambda x: torch.searchsorted(x[0], x[1], sorter=x[0].argsort()), randn(2, 8))
+case("searchsorted_scalar", lambda x: torch.searchsorted(x.sort()[0], 0.25), randn(9))
+case("bucketize", lambda x: torch.bucketize(x[1:], x[0].sort()[0]), randn(4, 6))
+case("bucketize_right", lambda x: torch.bucketize(x[1:], x[0].sort()[0], right=True), ties(4, 6))
+
+# ---- aminmax, var_mean, std_mean (stacked: one output with a gradient), kron ------------------------------
+case("aminmax_dim1", lambda x: torch.stack((x.amin(1), x.amax(1))), X)
+case("aminmax_dimneg1_keep", lambda x: torch.stack((x.amin(-1, keepdim=True), x.amax(-1, keepdim=True))), X)
+case("aminmax_all", lambda x: torch.stack((x.amin(), x.amax())), X)
+case("aminmax_ties", lambda x: torch.stack((x.amin(0), x.amax(0))), ties(6, 3))
+case("var_mean_dim1", lambda x: torch.stack(torch.var_mean(x, 1)), X)
+case("var_mean_all", lambda x: torch.stack(torch.var_mean(x)), X)
+case("var_mean_dims02_biased_keep", lambda x: torch.stack(torch.var_mean(x, (0, 2), unbiased=False, keepdim=True)), X)
+case("std_mean_dim0", lambda x: torch.stack(torch.std_mean(x, 0)), X)
+case("std_mean_all_biased", lambda x: torch.stack(torch.std_mean(x, unbiased=False)), X)
+# kron's own grad_fn is an implementation detail (UnsafeViewBackward0 in PyTorch): compared through `* 1`.
+case("kron_2d", lambda x: torch.kron(x[0, :2, :2], x[1, :3, 1:]) * 1, X)
+case("kron_1d_2d", lambda x: torch.kron(x[0, 0], x[1, :2, :2]) * 1, X)
+case("kron_3d_1d", lambda x: torch.kron(x, x[1, 1, :2]) * 1, X)
+case("kron_int", lambda x: torch.kron(x[:2], x[2:]), ints(4, 3), dtypes=("int64",))
+
 # ---- PyTorch's error messages, which the C++ ones follow -----------------------------------------------
 z = torch.zeros(2, 3)
 for what, fn in [
@@ -320,6 +357,15 @@ for what, fn in [
     ("diff_prepend_shape", lambda: torch.diff(z, prepend=torch.zeros(3, 1))),
     ("meshgrid_indexing", lambda: torch.meshgrid(z[0], z[1], indexing="foo")),
     ("meshgrid_2d", lambda: torch.meshgrid(z, z[0], indexing="ij")),
+    ("searchsorted_0d", lambda: torch.searchsorted(torch.tensor(1.0), z)),
+    ("searchsorted_rows", lambda: torch.searchsorted(torch.zeros(2, 3), torch.zeros(3, 3))),
+    ("searchsorted_scalar_2d", lambda: torch.searchsorted(torch.zeros(2, 3), torch.tensor(1.0))),
+    ("searchsorted_sorter_size", lambda: torch.searchsorted(z[0], z, sorter=torch.tensor([0, 1]))),
+    ("searchsorted_sorter_dtype", lambda: torch.searchsorted(z[0], z, sorter=torch.tensor([0, 1, 2]).int())),
+    ("searchsorted_bool", lambda: torch.searchsorted(torch.tensor([True]), torch.tensor([True]))),
+    ("bucketize_2d", lambda: torch.bucketize(z, z)),
+    ("aminmax_empty", lambda: torch.aminmax(torch.zeros(0))),
+    ("aminmax_empty_dim", lambda: torch.aminmax(torch.zeros(2, 0), dim=1)),
 ]:
     try:
         fn()

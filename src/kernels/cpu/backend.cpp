@@ -34,6 +34,7 @@ const Backend& backend() {
         .sgd_step = sgd_step,
         .gather = gather,
         .scatter = scatter,
+        .search_sorted = search_sorted,
         .im2col = im2col,
         .col2im = col2im,
         .max_pool2d = max_pool2d,

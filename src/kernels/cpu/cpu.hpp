@@ -38,6 +38,7 @@ void adam_step(const AdamTensors* params, std::size_t count, const AdamStep& s);
 void sgd_step(const SgdTensors* params, std::size_t count, const SgdStep& s);
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out);
 void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const Tensor& src, bool accumulate);
+void search_sorted(const Tensor& sorted, const Tensor& values, const Tensor& out, bool right);
 void im2col(const Tensor& x, const Tensor& cols, const Window2d& w);
 void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w);
 void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w);

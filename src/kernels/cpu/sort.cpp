@@ -5,6 +5,7 @@
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/search.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -73,6 +74,29 @@ void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before befor
 }
 
 }  // namespace
+
+void search_sorted(const Tensor& sorted, const Tensor& values, const Tensor& out, bool right) {
+    const std::int64_t rows = values.size(0), n = values.size(1), m = sorted.size(1);
+    const bool shared = sorted.size(0) == 1;
+    detail::dispatch(values.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = sorted.impl()->data<T>();
+        const T* v = values.impl()->data<T>();
+        auto search = [&](auto* o) {
+            const std::int64_t log_m = 64 - __builtin_clzll(static_cast<unsigned long long>(m) | 1);
+            parallel_for(0, rows * n, std::max<std::int64_t>(1, kGrain / log_m), [&](std::int64_t lo, std::int64_t hi) {
+                for (std::int64_t i = lo; i < hi; ++i) {
+                    const T* row = s + (shared ? 0 : (i / n) * m);
+                    o[i] = static_cast<std::remove_pointer_t<decltype(o)>>(search_position(row, m, v[i], right));
+                }
+            });
+        };
+        if (out.dtype() == kInt32)
+            search(out.impl()->data<std::int32_t>());
+        else
+            search(out.impl()->data<std::int64_t>());
+    });
+}
 
 void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
                TieOrder ties) {

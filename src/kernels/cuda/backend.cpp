@@ -318,6 +318,12 @@ void sgd_step_entry(const SgdTensors* params, std::size_t count, const SgdStep& 
 
 // ---- indexing ---------------------------------------------------------------------------------------------
 
+void search_sorted_entry(const Tensor& sorted, const Tensor& values, const Tensor& out, bool right) {
+    use_device(out, {&sorted, &values}, "searchsorted");
+    cuda::search_sorted(scalar(values.dtype()), ptr(sorted), ptr(values), ptr(out), values.size(0), sorted.size(1),
+                        values.size(1), sorted.size(0) == 1, right, out.dtype() == kInt32);
+}
+
 void gather_entry(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
     use_device(out, {&src, &index}, "gather");
     cuda::gather(scalar(out.dtype()), ptr(src), static_cast<const std::int64_t*>(ptr(index)), stride, ptr(out),
@@ -421,6 +427,7 @@ const Backend& backend() {
         .sgd_step = sgd_step_entry,
         .gather = gather_entry,
         .scatter = scatter_entry,
+        .search_sorted = search_sorted_entry,
         .im2col = im2col_entry,
         .col2im = col2im_entry,
         .max_pool2d = max_pool2d_entry,

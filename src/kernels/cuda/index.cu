@@ -1,5 +1,6 @@
 // CUDA kernels of indexing along one dim: gather, and scatter with atomic accumulation.
 #include "kernels/cuda/common.cuh"
+#include "kernels/search.hpp"
 
 namespace xgrad::kernels::cuda {
 
@@ -38,7 +39,34 @@ __global__ void scatter_kernel(T* dst, const i64* index, i64 stride, const T* sr
     }
 }
 
+template <typename T, typename I>
+__global__ void search_kernel(const T* sorted, const T* values, I* out, i64 total, i64 m, i64 n, bool shared,
+                              bool right) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < total; i += i64{gridDim.x} * blockDim.x) {
+        const T* row = sorted + (shared ? 0 : (i / n) * m);
+        out[i] = static_cast<I>(search_position(row, m, values[i], right));
+    }
+}
+
 }  // namespace
+
+void search_sorted(Scalar t, const void* sorted, const void* values, void* out, std::int64_t rows, std::int64_t m,
+                   std::int64_t n, bool shared, bool right, bool out_int32) {
+    const i64 total = rows * n;
+    if (total == 0) return;
+    dispatch(t, [&](auto tag) {
+        using T = decltype(tag);
+        const auto* s = static_cast<const T*>(sorted);
+        const auto* v = static_cast<const T*>(values);
+        if (out_int32)
+            search_kernel<T, std::int32_t>
+                <<<blocks_for(total), kThreads>>>(s, v, static_cast<std::int32_t*>(out), total, m, n, shared, right);
+        else
+            search_kernel<T, i64>
+                <<<blocks_for(total), kThreads>>>(s, v, static_cast<i64*>(out), total, m, n, shared, right);
+    });
+    check_launch("searchsorted kernel");
+}
 
 void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t stride, void* out, const Walk<3>& walk) {
     if (walk.numel == 0) return;

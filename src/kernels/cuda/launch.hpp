@@ -122,6 +122,10 @@ void gather(Scalar t, const void* src, const std::int64_t* index, std::int64_t s
 /// dst[at(i) + index[i] * stride] = src[i], or += atomically when `accumulate`.
 void scatter(Scalar t, void* dst, const std::int64_t* index, std::int64_t stride, const void* src, const Walk<3>& walk,
              bool accumulate);
+/// searchsorted (kernels::Backend::search_sorted): out[i] for each of the rows × n values, searched in
+/// row i / n of `sorted` (rows × m; its one row when `shared`); int32 indices when `out_int32`.
+void search_sorted(Scalar t, const void* sorted, const void* values, void* out, std::int64_t rows, std::int64_t m,
+                   std::int64_t n, bool shared, bool right, bool out_int32);
 // ---- conv.cu: images (n, channels, height, width) or planes (planes, height, width), contiguous --------
 void im2col(Scalar t, const void* x, void* cols, const Window2d& g, std::int64_t n);
 void col2im(Scalar t, const void* cols, void* dx, const Window2d& g, std::int64_t n);
