@@ -74,11 +74,12 @@ struct Reducer {
         while (next < buckets.size() && buckets[next].ready == buckets[next].params.size()) launch(buckets[next++]);
     }
 
-    /// Puts the bucket's buffer where its parameters are now (at construction, and again should the
-    /// model move): on their GPU when NCCL serves it, else on the host. Collective, like the launches.
+    /// Puts the bucket's buffer where its parameters are now, in their dtype (at construction, and again
+    /// should the model move or change dtype): on their GPU when NCCL serves it, else on the host.
+    /// Collective, like the launches.
     void place(Bucket& b) {
         const Tensor& first = params[b.params.front()];
-        if (b.buffer.defined() && b.device == first.device()) return;
+        if (b.buffer.defined() && b.device == first.device() && b.buffer.dtype() == first.dtype()) return;
         b.device = first.device();
         const bool nccl = b.device.is_cuda() && xd::comm::nccl::built() &&
                           xd::comm::nccl::usable(b.device.index(), dist::rank(), dist::world_size());

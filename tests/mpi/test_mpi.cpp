@@ -178,6 +178,36 @@ TEST_CASE("DistributedDataParallel: no_sync accumulation equals one big batch") 
     CHECK(max_abs_diff(local_only, ref[0].grad()) > 1e-6);
 }
 
+TEST_CASE("DistributedDataParallel: a model turned float64 after wrapping is reduced in float64") {
+    const int rank = dist::rank();
+    nn::Sequential model = make_model(9);
+    model.to(xgrad::kFloat32);
+    nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = 0.001});
+    model.to(xgrad::kFloat64);  // the buckets follow at the next backward
+    xgrad::Generator data(13);
+    const Tensor x = xgrad::randn({4, 4}, xgrad::kFloat64, &data) + rank;
+    const Tensor y = xgrad::randint(3, {4}, xgrad::kInt64, &data);
+    {
+        auto local = ddp.no_sync();
+        F::cross_entropy(ddp(x), y).backward();
+    }
+    std::vector<Tensor> expected;
+    for (Tensor& p : model.parameters()) {
+        expected.push_back(p.grad().clone());
+        dist::all_reduce(expected.back(), dist::ReduceOp::kAvg);
+        p.mutable_grad() = Tensor();
+    }
+    F::cross_entropy(ddp(x), y).backward();
+    auto params = model.parameters();
+    double worst = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        CHECK(params[i].grad().dtype() == xgrad::kFloat64);
+        worst = std::max(worst, max_abs_diff(params[i].grad(), expected[i]));
+    }
+    INFO("largest difference from the float64 mean " << worst);
+    CHECK(worst < 1e-15);  // a float32 bucket would round every gradient to about 1e-8
+}
+
 TEST_CASE("saving on rank 0 and loading on every rank") {
     const int rank = dist::rank();
     nn::Sequential model = make_model(200 + rank);

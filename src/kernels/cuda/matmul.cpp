@@ -47,7 +47,8 @@ const Cublas& cublas() {
     const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
     void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
-        const std::string first = dlerror();
+        const char* why = dlerror();
+        const std::string first = why != nullptr ? why : "not found";
         library = dlopen((std::string(XGRAD_CUDA_LIBDIR) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
         if (library == nullptr)
             fail("matmul",
