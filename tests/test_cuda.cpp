@@ -610,6 +610,11 @@ TEST_CASE("sort, argsort and topk") {
                      return var * mean;
                  },
                  {randn({7, 5}, dt)});
+        check_op("cdist, direct", [](const Inputs& v) { return xgrad::cdist(v[0], v[1], 1.5); },
+                 {randn({2, 5, 4}, dt), randn({7, 4}, dt)});
+        check_op(
+            "cdist, matrix product", [](const Inputs& v) { return xgrad::cdist(v[0], v[1]); },
+            {randn({40, 6}, dt), randn({9, 6}, dt)}, dt == xgrad::kFloat32 ? 1e-4 : 0);
         check_op("kron", [](const Inputs& v) { return xgrad::kron(v[0], v[1]); },
                  {randn({2, 3}, dt), randn({4, 1, 2}, dt)});
     }

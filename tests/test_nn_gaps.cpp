@@ -92,6 +92,28 @@ const Case kCases[] = {
     {"pdist.p1_keepdim", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 1.0, 1e-6, true); }},
     {"pdist.p3_broadcast", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], 3.0, 1e-3); }},
     {"pdist.inf_vectors", 2, [](const Ins& in) { return F::pairwise_distance(in[0], in[1], kInf); }},
+    {"cdist.p2_direct", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1]); }},
+    {"cdist.p2_mm", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1]); }},
+    {"cdist.p2_mm_forced", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], 2.0, "use_mm_for_euclid_dist"); }},
+    {"cdist.p2_donot_mm", 2,
+     [](const Ins& in) { return xgrad::cdist(in[0], in[1], 2.0, "donot_use_mm_for_euclid_dist"); }},
+    {"cdist.p2_zero_direct", 2,
+     [](const Ins& in) {
+         return xgrad::cdist(xgrad::cat({in[0], in[1].narrow(0, 0, 1)}), in[1]);
+     }},
+    {"cdist.p2_zero_mm", 2,
+     [](const Ins& in) {
+         return xgrad::cdist(xgrad::cat({in[0], in[1].narrow(0, 0, 2)}), in[1]);
+     }},
+    {"cdist.p1_batch", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], 1.0); }},
+    {"cdist.p3_broadcast", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], 3.0); }},
+    {"cdist.p05", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], 0.5); }},
+    {"cdist.p15_zero", 2,
+     [](const Ins& in) {
+         return xgrad::cdist(xgrad::cat({in[0], in[1].narrow(0, 1, 1)}), in[1], 1.5);
+     }},
+    {"cdist.inf", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], kInf); }},
+    {"cdist.p0", 2, [](const Ins& in) { return xgrad::cdist(in[0], in[1], 0.0); }},
     {"prelu.single", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
     {"prelu.channels", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
     {"prelu.vector", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
@@ -465,4 +487,47 @@ TEST_CASE("MultiheadAttention with kdim/vdim checks the key and value sizes") {
             mha.forward(xgrad::randn({2, 1, 4}), xgrad::randn({3, 1, 3}), xgrad::randn({3, 1, 4}));
         },
         {"MultiheadAttention", "vdim=5"});
+}
+
+TEST_CASE("cdist: finite differences, batches, long rows in steps, empty inputs and bad inputs") {
+    xgrad::manual_seed(4);
+    const Tensor a = xgrad::randn({2, 4, 3}, xgrad::kFloat64), b = xgrad::randn({5, 3}, xgrad::kFloat64);
+    for (double p : {2.0, 1.0, 3.0, 1.5, 0.5}) {
+        INFO("p = " << p);
+        golden::check_gradcheck([p](const Ins& in) { return xgrad::cdist(in[0], in[1], p); }, {a, b}, "cdist");
+    }
+    golden::check_gradcheck([](const Ins& in) { return xgrad::cdist(in[0], in[1], 2.0, "use_mm_for_euclid_dist"); },
+                            {a, b}, "cdist through the matrix product");
+    // Batches broadcast; each entry is the distance of its rows.
+    const Tensor d = xgrad::cdist(a, b, 1.0);
+    CHECK(d.shape() == xgrad::Shape{2, 4, 5});
+    CHECK(d[1][2][3].item<double>() == doctest::Approx((a[1][2] - b[3]).abs().sum().item<double>()).epsilon(1e-14));
+    // Rows long enough to be taken one at a time (2^24 differences per step): the same distances.
+    const Tensor x = xgrad::randn({3, 2500}), y = xgrad::randn({4000, 2500});
+    const Tensor far = xgrad::cdist(x, y, 1.0);
+    for (std::int64_t i = 0; i < 3; ++i)
+        golden::check_close(far[i], (x[i] - y).abs().sum(-1), "cdist row " + std::to_string(i), 1e-5, 1e-3);
+    // Empty inputs give zeros or an empty table.
+    CHECK(xgrad::cdist(xgrad::zeros({0, 3}), xgrad::zeros({2, 3})).shape() == xgrad::Shape{0, 2});
+    CHECK(xgrad::cdist(xgrad::ones({2, 0}), xgrad::ones({3, 0})).equal(xgrad::zeros({2, 3})));
+
+    const Tensor f = xgrad::zeros({2, 3});
+    golden::check_throws([&] { (void)xgrad::cdist(xgrad::zeros({3}), f); },
+                         {"cdist", "cdist only supports at least 2D tensors, X1 got: 1D"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::cdist(f, xgrad::zeros({2, 4}));
+        },
+        {"cdist", "X1 and X2 must have the same number of columns. X1: 3 X2: 4"});
+    golden::check_throws([&] { (void)xgrad::cdist(f.to(xgrad::kInt64), f.to(xgrad::kInt64)); },
+                         {"cdist", "cdist only supports floating-point dtypes, X1 got", "int64"});
+    golden::check_throws([&] { (void)xgrad::cdist(f, f, -1.0); }, {"cdist", "non-negative p values"});
+    golden::check_throws([&] { (void)xgrad::cdist(f, f.to(xgrad::kFloat64)); }, {"cdist", "same dtype"});
+    golden::check_throws([&] { (void)xgrad::cdist(f, f, 2.0, "foo"); },
+                         {"cdist", "foo is not a valid value for compute_mode"});
+    golden::check_throws(
+        [&] {
+            (void)xgrad::cdist(xgrad::zeros({2, 2, 3}), xgrad::zeros({3, 2, 3}));
+        },
+        {"cdist", "(2, 2, 3)", "(3, 2, 3)", "batch dims", "cannot be broadcast"});
 }

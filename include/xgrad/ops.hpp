@@ -395,9 +395,9 @@ inline ValuesIndices topk(const Tensor& x, std::int64_t k, std::int64_t dim = -1
 }
 /// The options of searchsorted and bucketize (PyTorch's keyword arguments).
 struct SearchOptions {
-    bool right = false;      ///< After the elements equal to the value, not before them (`side="right"`).
-    bool out_int32 = false;  ///< int32 positions instead of int64.
-    Tensor sorter;           ///< searchsorted only: int64 indices that sort the sequence's last dim (argsort's).
+    bool right = false;        ///< After the elements equal to the value, not before them (`side="right"`).
+    bool out_int32 = false;    ///< int32 positions instead of int64.
+    Tensor sorter = Tensor();  ///< searchsorted only: int64 indices that sort the sequence's last dim (argsort's).
 };
 /// `torch.searchsorted(sorted_sequence, values, right=, out_int32=, sorter=)`: for each value, the
 /// position in the last dim of `sorted_sequence` (1-D for all values, else the row with the values'

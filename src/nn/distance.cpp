@@ -2,11 +2,15 @@
 // gradients), and their modules.
 #include "xgrad/nn/distance.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "detail/tensor_impl.hpp"
 #include "xgrad/autograd.hpp"
+#include "xgrad/factory.hpp"
 #include "xgrad/ops.hpp"
 
 namespace xgrad::nn::functional {
@@ -79,3 +83,174 @@ Tensor PairwiseDistance::forward(const Tensor&) {
 }
 
 }  // namespace xgrad::nn
+
+// ---- cdist ------------------------------------------------------------------------------------------------
+
+namespace xgrad {
+
+namespace {
+
+using detail::GradList;
+using detail::NeedsGrad;
+using detail::Saved;
+
+/// Rows of x1 per step of the direct distances, so that a step's (batch, rows, R, M) differences stay
+/// near 2^24 elements whatever the sizes.
+std::int64_t rows_per_step(std::int64_t batch, std::int64_t r, std::int64_t m) {
+    return std::max<std::int64_t>(1, (std::int64_t{1} << 24) / std::max<std::int64_t>(1, batch * r * m));
+}
+
+/// The p-distance of each difference (…, M) → (…), as PyTorch's CPU kernels define it.
+Tensor reduce_p(const Tensor& diff, double p) {
+    if (p == 0) return diff.ne(0.0).sum(-1).to(diff.dtype());
+    if (p == 1) return diff.abs().sum(-1);
+    if (p == 2) return diff.pow(2.0).sum(-1).sqrt();
+    if (std::isinf(p)) return diff.abs().amax(-1);
+    return diff.abs().pow(p).sum(-1).pow(1.0 / p);
+}
+
+/// d dist / d x1 of each difference, times the gradient (PyTorch's _cdist_backward per element): zero
+/// where the distance is zero (and, for p < 1, where the difference is).
+Tensor p_term(const Tensor& diff, const Tensor& dist, const Tensor& g, double p) {
+    if (p == 0) return zeros_like(diff);
+    if (p == 1) return g * diff.sign();
+    const Tensor zero_dist = dist.eq(0.0);
+    if (std::isinf(p)) return g * diff.sign() * diff.abs().eq(dist).to(diff.dtype());
+    Tensor t;
+    if (p == 2)
+        t = g * diff / dist;
+    else if (p < 2)
+        t = g * diff.sign() * diff.abs().pow(p - 1) / dist.pow(p - 1);
+    else
+        t = g * diff * diff.abs().pow(p - 2) / dist.pow(p - 1);
+    t = t.masked_fill(zero_dist, 0.0);
+    if (p < 1) t = t.masked_fill(diff.eq(0.0), 0.0);
+    return t;
+}
+
+/// PyTorch's _cdist_forward: every pair's p-distance, directly, in steps of rows, in the shape `out`;
+/// recorded there as CdistBackward0 with _cdist_backward's per-element derivative.
+Tensor direct_cdist(const Tensor& a, const Tensor& b, double p, const Shape& out) {
+    const std::int64_t batch = a.size(0), rows = a.size(1), r = b.size(1), m = a.size(2);
+    Tensor dist;
+    {
+        NoGradGuard no_grad;
+        if (rows == 0 || r == 0 || m == 0) {
+            dist = zeros({batch, rows, r}, TensorOptions{.dtype = a.dtype(), .device = a.device()});
+        } else {
+            const std::int64_t step = rows_per_step(batch, r, m);
+            std::vector<Tensor> parts;
+            for (std::int64_t i = 0; i < rows; i += step)
+                parts.push_back(reduce_p(a.narrow(1, i, std::min(step, rows - i)).unsqueeze(2) - b.unsqueeze(1), p));
+            dist = parts.size() == 1 ? parts[0] : cat(parts, 1);
+        }
+    }
+    Tensor result;
+    {
+        NoGradGuard no_grad;
+        result = dist.view(out);
+    }
+    if (!detail::needs_grad({&a, &b})) return result;
+    detail::record(result, "CdistBackward0", {&a, &b},
+                   [sa = Saved(a), sb = Saved(b), sd = Saved(dist), p](const Tensor& grad, const NeedsGrad& need) {
+                       const Tensor &x1 = sa, &x2 = sb, &d = sd;
+                       const Tensor g = grad.reshape(d.shape());
+                       const std::int64_t rows = x1.size(1), step = rows_per_step(x1.size(0), x2.size(1), x1.size(2));
+                       std::vector<Tensor> ga;
+                       Tensor gb = zeros_like(x2);
+                       for (std::int64_t i = 0; i < rows; i += step) {
+                           const std::int64_t n = std::min(step, rows - i);
+                           const Tensor t = p_term(x1.narrow(1, i, n).unsqueeze(2) - x2.unsqueeze(1),
+                                                   d.narrow(1, i, n).unsqueeze(-1), g.narrow(1, i, n).unsqueeze(-1), p);
+                           if (need[0]) ga.push_back(t.sum(Dims{2}));
+                           if (need[1]) gb = gb - t.sum(Dims{1});
+                       }
+                       Tensor g1;
+                       if (need[0]) g1 = ga.empty() ? zeros_like(x1) : (ga.size() == 1 ? ga[0] : cat(ga, 1));
+                       return GradList{g1, need[1] ? gb : Tensor()};
+                   });
+    return result;
+}
+
+/// PyTorch's _euclidean_dist: ‖a‖² − 2 a·b + ‖b‖² as one matrix product of padded operands, clamped
+/// at 0 and square-rooted; recorded as EuclideanDistBackward0 (zero where a distance is zero).
+Tensor euclidean_cdist(const Tensor& a, const Tensor& b) {
+    Tensor dist;
+    {
+        NoGradGuard no_grad;
+        const Tensor an = a.pow(2.0).sum(Dims{-1}, true), bn = b.pow(2.0).sum(Dims{-1}, true);
+        const Tensor a_ = cat({a * -2.0, an, ones_like(an)}, -1), b_ = cat({b, ones_like(bn), bn}, -1);
+        dist = matmul(a_, b_.transpose(-2, -1)).clamp_min(0.0).sqrt();
+    }
+    if (!detail::needs_grad({&a, &b})) return dist;
+    detail::record(dist, "EuclideanDistBackward0", {&a, &b},
+                   [sa = Saved(a), sb = Saved(b), sd = Saved(dist)](const Tensor& g, const NeedsGrad& need) {
+                       const Tensor &x1 = sa, &x2 = sb, &d = sd;
+                       const Tensor ratio = (g / d).masked_fill(d.eq(0.0), 0.0);
+                       Tensor g1, g2;
+                       if (need[0]) g1 = x1 * ratio.sum(Dims{-1}, true) - matmul(ratio, x2);
+                       if (need[1]) g2 = x2 * ratio.sum(Dims{-2}).unsqueeze(-1) - matmul(ratio.transpose(-2, -1), x1);
+                       return GradList{g1, g2};
+                   });
+    return dist;
+}
+
+}  // namespace
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
+    const char* op = "cdist";
+    detail::check_defined(x1, op);
+    detail::check_defined(x2, op);
+    detail::check_same_device(x1, x2, op);
+    if (x1.dim() < 2)
+        detail::fail(op, "cdist only supports at least 2D tensors, X1 got: " + std::to_string(x1.dim()) + "D");
+    if (x2.dim() < 2)
+        detail::fail(op, "cdist only supports at least 2D tensors, X2 got: " + std::to_string(x2.dim()) + "D");
+    if (x1.size(-1) != x2.size(-1))
+        detail::fail(op, "X1 and X2 must have the same number of columns. X1: " + std::to_string(x1.size(-1)) +
+                             " X2: " + std::to_string(x2.size(-1)));
+    if (!x1.is_floating_point())
+        detail::fail(op, "cdist only supports floating-point dtypes, X1 got: " + to_string(x1.dtype()));
+    if (!x2.is_floating_point())
+        detail::fail(op, "cdist only supports floating-point dtypes, X2 got: " + to_string(x2.dtype()));
+    if (x1.dtype() != x2.dtype())
+        detail::fail(
+            op, "X1 and X2 must have the same dtype, got " + to_string(x1.dtype()) + " and " + to_string(x2.dtype()));
+    if (!(p >= 0)) detail::fail(op, "cdist only supports non-negative p values, got " + std::to_string(p));
+    int mode = 0;
+    if (compute_mode == "use_mm_for_euclid_dist")
+        mode = 1;
+    else if (compute_mode == "donot_use_mm_for_euclid_dist")
+        mode = 2;
+    else if (compute_mode != "use_mm_for_euclid_dist_if_necessary")
+        detail::fail(op, compute_mode +
+                             " is not a valid value for compute_mode (use_mm_for_euclid_dist_if_necessary, "
+                             "use_mm_for_euclid_dist or donot_use_mm_for_euclid_dist)");
+    // The batch dims broadcast; each side becomes (batch, rows, M), as PyTorch's cdist_impl does.
+    const std::int64_t p_rows = x1.size(-2), r_rows = x2.size(-2), m = x1.size(-1);
+    Shape batch;
+    try {
+        batch = detail::broadcast_shapes(Shape(x1.shape().begin(), x1.shape().end() - 2),
+                                         Shape(x2.shape().begin(), x2.shape().end() - 2), "batch dims");
+    } catch (const std::invalid_argument& e) {
+        detail::fail(op, "X1 " + to_string(x1.shape()) + " and X2 " + to_string(x2.shape()) + ": " + e.what());
+    }
+    std::int64_t b = 1;
+    std::vector<std::int64_t> s1, s2, out;
+    for (std::int64_t d = 0; d < batch.size(); ++d) {
+        b *= batch[d];
+        s1.push_back(batch[d]);
+        s2.push_back(batch[d]);
+        out.push_back(batch[d]);
+    }
+    s1.insert(s1.end(), {p_rows, m});
+    s2.insert(s2.end(), {r_rows, m});
+    out.insert(out.end(), {p_rows, r_rows});
+    const Tensor a = x1.expand(Shape(s1)).reshape({b, p_rows, m}), c = x2.expand(Shape(s2)).reshape({b, r_rows, m});
+    const bool empty = a.numel() == 0 || c.numel() == 0;
+    const bool mm = p == 2 && !empty && (mode == 1 || (mode == 0 && (p_rows > 25 || r_rows > 25)));
+    // The matrix-product form comes back as a view (ViewBackward0 over EuclideanDistBackward0), as PyTorch's.
+    return mm ? euclidean_cdist(a, c).view(Shape(out)) : direct_cdist(a, c, p, Shape(out));
+}
+
+}  // namespace xgrad

@@ -169,6 +169,24 @@ record_case(lines, "pdist.p3_broadcast", lambda x, y: F.pairwise_distance(x, y, 
             both)
 record_case(lines, "pdist.inf_vectors", lambda x, y: F.pairwise_distance(x, y, p=math.inf), [(6,), (6,)], both)
 
+# ---- torch.cdist: the direct kernel (CdistBackward0) and, for p = 2 past 25 rows or when asked, the
+# matrix-product form (ViewBackward0 over EuclideanDistBackward0); rows repeated for zero distances.
+record_case(lines, "cdist.p2_direct", lambda x, y: torch.cdist(x, y), [(4, 5), (3, 5)], both)
+record_case(lines, "cdist.p2_mm", lambda x, y: torch.cdist(x, y), [(30, 4), (6, 4)], both)
+record_case(lines, "cdist.p2_mm_forced", lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"),
+            [(3, 4), (5, 4)], both)
+record_case(lines, "cdist.p2_donot_mm", lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"),
+            [(30, 4), (6, 4)], both)
+record_case(lines, "cdist.p2_zero_direct", lambda x, y: torch.cdist(torch.cat([x, y[:1]]), y), [(3, 4), (5, 4)], both)
+record_case(lines, "cdist.p2_zero_mm", lambda x, y: torch.cdist(torch.cat([x, y[:2]]), y), [(28, 3), (4, 3)], both)
+record_case(lines, "cdist.p1_batch", lambda x, y: torch.cdist(x, y, p=1), [(2, 3, 4), (2, 5, 4)], both)
+record_case(lines, "cdist.p3_broadcast", lambda x, y: torch.cdist(x, y, p=3), [(2, 1, 3, 4), (5, 4)], both)
+record_case(lines, "cdist.p05", lambda x, y: torch.cdist(x, y, p=0.5), [(4, 3), (3, 3)], both)
+record_case(lines, "cdist.p15_zero", lambda x, y: torch.cdist(torch.cat([x, y[1:2]]), y, p=1.5), [(2, 3), (3, 3)],
+            both)
+record_case(lines, "cdist.inf", lambda x, y: torch.cdist(x, y, p=math.inf), [(4, 3), (5, 3)], both)
+record_case(lines, "cdist.p0", lambda x, y: torch.cdist(x, y, p=0), [(3, 4), (2, 4)], both)
+
 # ---- F.prelu and F.glu --------------------------------------------------------------------------------
 record_case(lines, "prelu.single", lambda x, w: F.prelu(x, w), [(2, 3, 4), (1,)], both)
 record_case(lines, "prelu.channels", lambda x, w: F.prelu(x, w), [(2, 3, 4), (3,)], both)

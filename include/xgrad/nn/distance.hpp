@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "xgrad/nn/module.hpp"
 
@@ -74,3 +75,20 @@ private:
 };
 
 }  // namespace xgrad::nn
+
+namespace xgrad {
+
+/// `torch.cdist(x1, x2, p, compute_mode)`: the p-norm distance between every row of `x1` (…, P, M) and
+/// every row of `x2` (…, R, M), as a (…, P, R) tensor; the batch dims broadcast. For p = 2 with more
+/// than 25 rows on either side (`compute_mode` "use_mm_for_euclid_dist_if_necessary", the default;
+/// "use_mm_for_euclid_dist" always, "donot_use_mm_for_euclid_dist" never), as PyTorch: one matrix
+/// product, √(‖a‖² − 2 a·b + ‖b‖²), fast and accurate to about √eps of the norms. Otherwise the
+/// differences themselves, in steps of rows. Gradients as PyTorch's (zero where a distance is zero).
+/// @code
+/// Tensor d = xgrad::cdist(queries, keys);          // (100, 64) and (500, 64): (100, 500)
+/// Tensor l1 = xgrad::cdist(a, b, 1.0);             // Manhattan distances
+/// @endcode
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0,
+             const std::string& compute_mode = "use_mm_for_euclid_dist_if_necessary");
+
+}  // namespace xgrad
