@@ -29,6 +29,19 @@ Tensor of_rank(int r, std::int64_t n, xgrad::DType dtype) {
     return (xgrad::arange(static_cast<double>(n), xgrad::kFloat64) * (r + 1) + r).to(dtype);
 }
 
+// What all_reduce(op) must give from every rank's of_rank(r, n), by its definition, in float64.
+Tensor reduced(dist::ReduceOp op, std::int64_t n) {
+    const int world = dist::world_size();
+    Tensor expected = of_rank(0, n, xgrad::kFloat64);
+    for (int r = 1; r < world; ++r) {
+        Tensor t = of_rank(r, n, xgrad::kFloat64);
+        expected = op == dist::ReduceOp::kMax   ? xgrad::maximum(expected, t)
+                   : op == dist::ReduceOp::kMin ? xgrad::minimum(expected, t)
+                                                : expected + t;
+    }
+    return op == dist::ReduceOp::kAvg ? expected / world : expected;
+}
+
 double max_abs_diff(const Tensor& a, const Tensor& b) {
     return (a.to(xgrad::kFloat64) - b.to(xgrad::kFloat64)).abs().max().item<double>();
 }
@@ -49,14 +62,7 @@ TEST_CASE("all_reduce: sum, avg, max and min of every rank's tensor, in each dty
     for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
         for (auto op : {dist::ReduceOp::kSum, dist::ReduceOp::kAvg, dist::ReduceOp::kMax, dist::ReduceOp::kMin}) {
             if (op == dist::ReduceOp::kAvg && dtype == xgrad::kInt64) continue;
-            Tensor expected = of_rank(0, 7, xgrad::kFloat64);
-            for (int r = 1; r < world; ++r) {
-                Tensor t = of_rank(r, 7, xgrad::kFloat64);
-                expected = op == dist::ReduceOp::kMax   ? xgrad::maximum(expected, t)
-                           : op == dist::ReduceOp::kMin ? xgrad::minimum(expected, t)
-                                                        : expected + t;
-            }
-            if (op == dist::ReduceOp::kAvg) expected = expected / world;
+            const Tensor expected = reduced(op, 7);
             Tensor t = of_rank(rank, 7, dtype);
             dist::all_reduce(t, op);
             INFO("dtype " << xgrad::to_string(dtype) << ", op " << static_cast<int>(op));
@@ -265,14 +271,7 @@ TEST_CASE("CUDA tensors: every collective and DistributedDataParallel, on this r
     for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
         for (auto op : {dist::ReduceOp::kSum, dist::ReduceOp::kAvg, dist::ReduceOp::kMax, dist::ReduceOp::kMin}) {
             if (op == dist::ReduceOp::kAvg && dtype == xgrad::kInt64) continue;
-            Tensor expected = of_rank(0, 1000, xgrad::kFloat64);
-            for (int r = 1; r < world; ++r) {
-                Tensor t = of_rank(r, 1000, xgrad::kFloat64);
-                expected = op == dist::ReduceOp::kMax   ? xgrad::maximum(expected, t)
-                           : op == dist::ReduceOp::kMin ? xgrad::minimum(expected, t)
-                                                        : expected + t;
-            }
-            if (op == dist::ReduceOp::kAvg) expected = expected / world;
+            const Tensor expected = reduced(op, 1000);
             Tensor t = of_rank(rank, 1000, dtype).to(gpu);
             dist::all_reduce(t, op);
             INFO("dtype " << xgrad::to_string(dtype) << ", op " << static_cast<int>(op));
