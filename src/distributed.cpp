@@ -75,7 +75,7 @@ struct Route {
 // Collective (comm::nccl::usable decides on every rank at once), so it comes after the argument checks.
 Route route(std::initializer_list<const Tensor*> tensors) {
     const Device d = (*tensors.begin())->device();
-    if (!world.mpi || world.size == 1 || !d.is_cuda() || !comm::nccl::built()) return {};
+    if (!world.mpi || world.size == 1 || !d.is_cuda()) return {};
     for (const Tensor* t : tensors)
         if (t->device() != d) return {};
     return comm::nccl::usable(d.index(), world.rank, world.size) ? Route{d.index()} : Route{};

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -235,14 +237,8 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& co
     } catch (const std::invalid_argument& e) {
         detail::fail(op, "X1 " + to_string(x1.shape()) + " and X2 " + to_string(x2.shape()) + ": " + e.what());
     }
-    std::int64_t b = 1;
-    std::vector<std::int64_t> s1, s2, out;
-    for (std::int64_t d = 0; d < batch.size(); ++d) {
-        b *= batch[d];
-        s1.push_back(batch[d]);
-        s2.push_back(batch[d]);
-        out.push_back(batch[d]);
-    }
+    const std::int64_t b = std::accumulate(batch.begin(), batch.end(), std::int64_t{1}, std::multiplies<>());
+    std::vector<std::int64_t> s1(batch.begin(), batch.end()), s2 = s1, out = s1;
     s1.insert(s1.end(), {p_rows, m});
     s2.insert(s2.end(), {r_rows, m});
     out.insert(out.end(), {p_rows, r_rows});

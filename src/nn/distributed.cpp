@@ -81,8 +81,8 @@ struct Reducer {
         const Tensor& first = params[b.params.front()];
         if (b.buffer.defined() && b.device == first.device() && b.buffer.dtype() == first.dtype()) return;
         b.device = first.device();
-        const bool nccl = b.device.is_cuda() && xd::comm::nccl::built() &&
-                          xd::comm::nccl::usable(b.device.index(), dist::rank(), dist::world_size());
+        const bool nccl =
+            b.device.is_cuda() && xd::comm::nccl::usable(b.device.index(), dist::rank(), dist::world_size());
         b.nccl_device = nccl ? b.device.index() : -1;
         b.buffer = empty({b.numel}, TensorOptions{.dtype = first.dtype(), .device = nccl ? b.device : kCPU});
     }
