@@ -2,7 +2,7 @@
 // and with RMSNorm, trained on three interleaved spirals; loss curves to a CSV and a gnuplot plot.
 //
 //   train_layernorm [--out DIR] [--steps N] [--quick] [--optimizer adam|sgd] [--lr LR] [--init default|he]
-//                   [--device cpu|cuda]
+//                   [--device cpu|cuda] [--dtype float32|float64]
 //   (train_layernorm --help describes them; the command line is parsed with CLI11)
 //
 // The network is 8 hidden blocks Linear → [norm] → ReLU of width 128 (the first Linear takes the 2
@@ -74,7 +74,8 @@ struct Config {
     std::string optimizer = "adam";
     double lr = 1e-3;
     std::string init = "default";
-    xgrad::Device device = xgrad::kCPU;  // where the models, batches and optimizer states live
+    xgrad::Device device = xgrad::kCPU;    // where the models, batches and optimizer states live
+    xgrad::DType dtype = xgrad::kFloat32;  // of the parameters and the inputs
 };
 
 constexpr int kClasses = 3;
@@ -192,6 +193,7 @@ struct Result {
 Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     nn::Sequential model = make_mlp(name, cfg);
     model.to(cfg.device);  // built on the CPU (the seeded initialisation), then moved
+    model.to(cfg.dtype);
     auto opt = make_optimizer(model, cfg);
     xgrad::Generator data(kDataSeed);  // the same batches for every variant
     Result r;
@@ -201,7 +203,7 @@ Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     for (int step = 1; step <= cfg.steps; ++step) {
         Batch b = spirals(cfg.batch, data);
         opt->zero_grad();
-        Tensor loss = F::cross_entropy(model(b.x.to(cfg.device)), b.y.to(cfg.device));
+        Tensor loss = F::cross_entropy(model(b.x.to(cfg.device).to(cfg.dtype)), b.y.to(cfg.device));
         loss.backward();
         opt->step();
         double l = loss.item<double>();
@@ -214,9 +216,9 @@ Result train(const std::string& name, const Config& cfg, const Batch& eval) {
     // [train]
 
     xgrad::NoGradGuard no_grad;
-    Tensor logits = model(eval.x.to(cfg.device));  // (N, 3)
+    Tensor logits = model(eval.x.to(cfg.device).to(cfg.dtype));  // (N, 3)
     r.eval_loss = F::cross_entropy(logits, eval.y.to(cfg.device)).item<double>();
-    auto scores = logits.to_vector<float>();
+    auto scores = logits.to_vector<double>();
     auto labels = eval.y.to_vector<std::int64_t>();
     std::int64_t correct = 0;
     for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -360,7 +362,14 @@ int main(int argc, char** argv) {
                    "cpu, or cuda: the whole training loop on the GPU (needs xgrad built with CUDA and a GPU)")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
+    std::string dtype = "float32";
+    app.add_option("--dtype", dtype,
+                   "float32, or float64 (the model and its inputs: model.double() in PyTorch; float64 makes runs "
+                   "on different devices agree to rounding, which float32 runs with loss spikes do not)")
+        ->check(CLI::IsMember({"float32", "float64"}))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    if (dtype == "float64") cfg.dtype = xgrad::kFloat64;
     cfg.out_dir = out_dir;
     if (device == "cuda") {
         if (!xgrad::cuda::is_available()) {
