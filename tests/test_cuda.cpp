@@ -800,9 +800,13 @@ TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
     for (auto dt : kDtypes) {
         CAPTURE(xgrad::to_string(dt));
         // Narrow rows (the CPU's scalar path), one warp, many warps, several chunks of rows, more than
-        // 256 chunks of 64 rows, and no rows.
+        // 256 chunks of 64 rows, and no rows. The fast path's row groups of 32 to 512 threads holding
+        // 1 to 4 vectors each (100 and 200: two; 768, 1500, 4096: the bench's widths), rows too wide
+        // for it (8192 in float64) and widths of no whole number of 16-byte vectors (30 in float32)
+        // take the general kernels.
         for (Shape shape :
-             {Shape{5, 3}, Shape{4, 7, 32}, Shape{3, 1000}, Shape{300, 40}, Shape{20000, 8}, Shape{2, 0}}) {
+             {Shape{5, 3}, Shape{4, 7, 32}, Shape{3, 1000}, Shape{300, 40}, Shape{20000, 8}, Shape{2, 0}, Shape{7, 100},
+              Shape{7, 200}, Shape{33, 768}, Shape{5, 1500}, Shape{6, 4096}, Shape{3, 8192}, Shape{9, 30}}) {
             CAPTURE(xgrad::to_string(shape));
             const std::int64_t width = shape[shape.size() - 1];
             const Tensor x = randn(shape, dt) * 2.0 + 0.5, w = randn({width}, dt), b = randn({width}, dt);
@@ -818,6 +822,17 @@ TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
                      [first](const Inputs& v) { return F::layer_norm(v[0].transpose(0, -1), {first}, v[1]); },
                      {x, randn({first}, dt)});
         }
+        // A view at an odd offset: rows not aligned to 16 bytes take the general kernels.
+        check_op("layer_norm of a view at an odd offset",
+                 [](const Inputs& v) {
+                     return F::layer_norm(v[0].flatten().narrow(0, 1, 8 * 64).view({8, 64}), {64}, v[1], v[2]);
+                 },
+                 {randn({8 * 64 + 1}, dt), randn({64}, dt), randn({64}, dt)});
+        check_op("rms_norm of a view at an odd offset",
+                 [](const Inputs& v) {
+                     return F::rms_norm(v[0].flatten().narrow(0, 1, 8 * 64).view({8, 64}), {64}, v[1]);
+                 },
+                 {randn({8 * 64 + 1}, dt), randn({64}, dt)});
         const Tensor x = randn({4, 3, 5}, dt);
         check_op("layer_norm over two dims",
                  [](const Inputs& v) {

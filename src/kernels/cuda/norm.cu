@@ -1,7 +1,21 @@
-// CUDA LayerNorm and RMSNorm, forward and backward, fused (llm.c's layout): one block per row for
-// the row statistics and dx; the weight and bias gradients as per-block partial column sums over
-// chunks of rows, then one small reduction over the chunks. The formulas are the CPU kernels'
+// CUDA LayerNorm and RMSNorm, forward and backward, fused. The formulas are the CPU kernels'
 // (cpu/norm.cpp); row sums accumulate in double.
+//
+// The fast path (rows of 8 to 8192 float32 or 4 to 4096 float64 elements, a whole number of 16-byte
+// vectors, 16-byte aligned): a group of 32 to 512 threads per row holds the row in registers, read
+// with 16-byte loads, so x is read from memory once in the forward pass and x and dy once in the
+// backward pass, which also computes dweight and dbias: each thread adds up g * xhat and g of its
+// own columns over the rows its group visits, the groups of a block add theirs, and one small kernel
+// adds the blocks' partial sums (llm.c's layout; no second pass over x and dy). The grid is one wave
+// of resident blocks, each loading its next row while it reduces and writes the current one. In
+// float32, LayerNorm's mean and variance come from one pass (sums about the row's first value, in
+// double) and one reduction. Other rows take the general kernels: one block per row, a second kernel
+// for the column sums.
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
 #include "kernels/cuda/common.cuh"
 
 namespace xgrad::kernels::cuda {
@@ -188,6 +202,409 @@ void weight_grads(const T* g, const T* x, const T* mean, const T* rstd, T* dw, T
     check_launch("norm backward kernel");
 }
 
+// ---- the fast path: rows in registers -------------------------------------------------------------------
+
+/// 16-byte vectors: four floats or two doubles.
+template <typename T>
+constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+/// Vectors a thread holds per row, at most; threads per row group, at most.
+constexpr int kMaxVecsPerThread = 4;
+constexpr int kMaxGroup = 512;
+/// Threads of a block when the group is smaller (several rows per block).
+constexpr int kFastBlock = 256;
+
+__device__ inline void load16(const float* p, float (&v)[4]) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+}
+__device__ inline void load16(const double* p, double (&v)[2]) {
+    const double2 q = *reinterpret_cast<const double2*>(p);
+    v[0] = q.x;
+    v[1] = q.y;
+}
+__device__ inline void store16(float* p, const float (&v)[4]) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ inline void store16(double* p, const double (&v)[2]) {
+    *reinterpret_cast<double2*>(p) = make_double2(v[0], v[1]);
+}
+
+/// The sums of `a` and `b` over the thread's group of `group` threads (a power of two from 32), to
+/// every thread of it. Every thread of the block calls it (it synchronises the block when groups
+/// span warps); `shared` holds two values per warp of the block.
+__device__ inline void group_sums(double& a, double& b, int group, double (*shared)[2]) {
+    for (int o = 16; o > 0; o >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, o);
+        b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    if (group == 32) return;
+    const int warp = static_cast<int>(threadIdx.x) / 32, warps = group / 32;
+    __syncthreads();  // the previous row's sums have been read
+    if (threadIdx.x % 32 == 0) {
+        shared[warp][0] = a;
+        shared[warp][1] = b;
+    }
+    __syncthreads();
+    const int first = warp / warps * warps;
+    a = 0;
+    b = 0;
+    for (int k = 0; k < warps; ++k) {
+        a += shared[first + k][0];
+        b += shared[first + k][1];
+    }
+}
+
+/// Where a thread works: its group's first row in the block, its place in the group, and its columns
+/// (vector k of the thread starts at element (k * group + lane) * kVec).
+struct Place {
+    int group, rows_per_block, slot, lane;
+    i64 vecs;  // 16-byte vectors per row
+
+    __device__ Place(int group_size, i64 width, int vec) : group(group_size) {
+        rows_per_block = static_cast<int>(blockDim.x) / group;
+        slot = static_cast<int>(threadIdx.x) / group;
+        lane = static_cast<int>(threadIdx.x) % group;
+        vecs = width / vec;
+    }
+    __device__ bool has(int k) const { return i64{k} * group + lane < vecs; }
+    __device__ i64 column(int k, int vec) const { return (i64{k} * group + lane) * vec; }
+};
+
+template <typename T, int K, bool kLayer>
+__global__ void __launch_bounds__(kMaxGroup)
+    norm_forward_fast_kernel(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd, i64 rows, i64 width,
+                             int group) {
+    constexpr int V = kVec<T>;
+    __shared__ double shared[kMaxGroup / 32][2];
+    const Place at(group, width, V);
+    T wv[K][V], bv[K][V];  // this thread's columns of weight and bias, for every row
+    for (int k = 0; k < K; ++k)
+        for (int v = 0; v < V; ++v) {
+            wv[k][v] = T(1);
+            bv[k][v] = T(0);
+        }
+    for (int k = 0; k < K; ++k)
+        if (at.has(k)) {
+            if (w) load16(w + at.column(k, V), wv[k]);
+            if (b) load16(b + at.column(k, V), bv[k]);
+        }
+    const i64 step = i64{gridDim.x} * at.rows_per_block;
+    // The thread's part of row r, zeros where it has none.
+    auto load_row = [&](i64 r, T(&xv)[K][V]) {
+        for (int k = 0; k < K; ++k) {
+            if (r < rows && at.has(k))
+                load16(x + r * width + at.column(k, V), xv[k]);
+            else
+                for (int v = 0; v < V; ++v) xv[k][v] = T(0);
+        }
+    };
+    T next[K][V];  // the next row, loaded while this one is reduced and written
+    load_row(i64{blockIdx.x} * at.rows_per_block + at.slot, next);
+    for (i64 first = i64{blockIdx.x} * at.rows_per_block; first < rows; first += step) {
+        const i64 r = first + at.slot;
+        const bool row = r < rows;
+        T xv[K][V];
+        for (int k = 0; k < K; ++k)
+            for (int v = 0; v < V; ++v) xv[k][v] = next[k][v];
+        load_row(r + step, next);
+        T m = 0, rs;
+        if constexpr (kLayer && std::is_same_v<T, float>) {
+            // One pass and one group reduction: float32 values are exact in double, and the sums of
+            // x - x0 and (x - x0)² about the row's first value x0 keep the variance's cancellation small.
+            const double x0 = row ? static_cast<double>(x[r * width]) : 0.0;
+            double s1 = 0, s2 = 0;
+            for (int k = 0; k < K; ++k)
+                if (at.has(k))
+                    for (int v = 0; v < V; ++v) {
+                        const double d = static_cast<double>(xv[k][v]) - x0;
+                        s1 += d;
+                        s2 += d * d;
+                    }
+            group_sums(s1, s2, group, shared);
+            const double n = static_cast<double>(width);
+            const double var = (s2 - s1 * s1 / n) / n;
+            m = static_cast<T>(x0 + s1 / n);
+            rs = T(1) / m_sqrt(static_cast<T>(var > 0 ? var : 0.0) + eps);
+        } else {
+            double s = 0, unused = 0;
+            for (int k = 0; k < K; ++k)
+                for (int v = 0; v < V; ++v) {
+                    if constexpr (kLayer) {
+                        s += static_cast<double>(xv[k][v]);
+                    } else {
+                        const T sq = xv[k][v] * xv[k][v];  // as PyTorch's composite: mean(x²)
+                        s += static_cast<double>(sq);
+                    }
+                }
+            group_sums(s, unused, group, shared);
+            if constexpr (kLayer) {  // float64: two passes over the registers, as the CPU
+                m = static_cast<T>(s) / static_cast<T>(width);
+                double q = 0;
+                for (int k = 0; k < K; ++k)
+                    if (at.has(k))
+                        for (int v = 0; v < V; ++v) {
+                            const T d = xv[k][v] - m;
+                            q += static_cast<double>(d) * static_cast<double>(d);
+                        }
+                group_sums(q, unused, group, shared);
+                rs = T(1) / m_sqrt(static_cast<T>(q) / static_cast<T>(width) + eps);
+            } else {
+                rs = T(1) / m_sqrt(static_cast<T>(s) / static_cast<T>(width) + eps);
+            }
+        }
+        if (!row) continue;  // (after the group's last synchronisation of this row)
+        if (at.lane == 0) {
+            if constexpr (kLayer) mean[r] = m;
+            rstd[r] = rs;
+        }
+        const T shift = -rs * m;
+        for (int k = 0; k < K; ++k) {
+            if (!at.has(k)) continue;
+            T out[V];
+            for (int v = 0; v < V; ++v) {
+                if constexpr (kLayer) {
+                    // (x - mean) * rstd as the CPU writes it: x * rstd + (-rstd * mean).
+                    T o = xv[k][v] * rs + shift;
+                    if (w) o = o * wv[k][v];
+                    if (b) o = o + bv[k][v];
+                    out[v] = o;
+                } else {
+                    out[v] = w ? (xv[k][v] * rs) * wv[k][v] : xv[k][v] * rs;
+                }
+            }
+            store16(y + r * width + at.column(k, V), out);
+        }
+    }
+}
+
+/// dx of each row as norm_backward_dx_kernel computes it; with `part_w` (`part_b`), the block's sums
+/// of g * xhat (of g) over its rows, per column, into part_w[blockIdx.x][column].
+template <typename T, int K, bool kLayer, bool kPrefetch>
+__global__ void __launch_bounds__(kMaxGroup)
+    norm_backward_fast_kernel(const T* g, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* part_w,
+                              T* part_b, i64 rows, i64 width, int group) {
+    constexpr int V = kVec<T>;
+    __shared__ double shared[kMaxGroup / 32][2];
+    // The groups' column sums, added group after group (in order: the result does not depend on timing).
+    __shared__ T sum_w[kFastBlock / 2 * kMaxVecsPerThread * V], sum_b[kFastBlock / 2 * kMaxVecsPerThread * V];
+    const Place at(group, width, V);
+    T wv[K][V], acc_w[K][V], acc_b[K][V];
+    for (int k = 0; k < K; ++k)
+        for (int v = 0; v < V; ++v) {
+            wv[k][v] = T(1);
+            acc_w[k][v] = T(0);
+            acc_b[k][v] = T(0);
+        }
+    if (w)
+        for (int k = 0; k < K; ++k)
+            if (at.has(k)) load16(w + at.column(k, V), wv[k]);
+    const i64 step = i64{gridDim.x} * at.rows_per_block;
+    auto load_rows = [&](i64 r, T(&xv)[K][V], T(&gv)[K][V]) {
+        for (int k = 0; k < K; ++k) {
+            if (r < rows && at.has(k)) {
+                load16(x + r * width + at.column(k, V), xv[k]);
+                load16(g + r * width + at.column(k, V), gv[k]);
+            } else {
+                for (int v = 0; v < V; ++v) xv[k][v] = gv[k][v] = T(0);
+            }
+        }
+    };
+    T next_x[K][V], next_g[K][V];
+    if (kPrefetch) load_rows(i64{blockIdx.x} * at.rows_per_block + at.slot, next_x, next_g);
+    for (i64 first = i64{blockIdx.x} * at.rows_per_block; first < rows; first += step) {
+        const i64 r = first + at.slot;
+        const bool row = r < rows;
+        T xv[K][V], gv[K][V];
+        if (kPrefetch) {
+            for (int k = 0; k < K; ++k)
+                for (int v = 0; v < V; ++v) {
+                    xv[k][v] = next_x[k][v];
+                    gv[k][v] = next_g[k][v];
+                }
+            load_rows(r + step, next_x, next_g);
+        } else {
+            load_rows(r, xv, gv);
+        }
+        const T rs = row ? rstd[r] : T(0);
+        const T shift = kLayer && row ? -rs * mean[r] : T(0);
+        // xhat and dxhat = g * w in place of x and g; g is kept for the column sums.
+        T dv[K][V];
+        double sd = 0, sdx = 0;
+        for (int k = 0; k < K; ++k)
+            for (int v = 0; v < V; ++v) {
+                xv[k][v] = kLayer ? xv[k][v] * rs + shift : xv[k][v] * rs;
+                dv[k][v] = w ? gv[k][v] * wv[k][v] : gv[k][v];
+                const T dx_x = dv[k][v] * xv[k][v];
+                sd += static_cast<double>(dv[k][v]);
+                sdx += static_cast<double>(dx_x);
+            }
+        group_sums(sd, sdx, group, shared);
+        if (!row) continue;
+        const T n = static_cast<T>(width);
+        const T mean_d = kLayer ? static_cast<T>(sd) / n : T(0);
+        const T mean_dx = static_cast<T>(sdx) / n;
+        for (int k = 0; k < K; ++k) {
+            if (!at.has(k)) continue;
+            if (dx) {
+                T out[V];
+                for (int v = 0; v < V; ++v)
+                    out[v] =
+                        kLayer ? rs * (dv[k][v] - mean_d - xv[k][v] * mean_dx) : rs * (dv[k][v] - xv[k][v] * mean_dx);
+                store16(dx + r * width + at.column(k, V), out);
+            }
+            for (int v = 0; v < V; ++v) {
+                const T gx = gv[k][v] * xv[k][v];
+                acc_w[k][v] += gx;
+                acc_b[k][v] += gv[k][v];
+            }
+        }
+    }
+    if (!part_w && !part_b) return;
+    // The groups of the block add up their sums in order; the last writes the block's.
+    for (int slot = 0; slot < at.rows_per_block; ++slot) {
+        if (at.slot == slot) {
+            for (int k = 0; k < K; ++k) {
+                if (!at.has(k)) continue;
+                for (int v = 0; v < V; ++v) {
+                    const i64 c = at.column(k, V) + v;
+                    const int i = (k * group + at.lane) * V + v;
+                    const T tw = slot == 0 ? acc_w[k][v] : sum_w[i] + acc_w[k][v];
+                    const T tb = slot == 0 ? acc_b[k][v] : sum_b[i] + acc_b[k][v];
+                    if (slot + 1 < at.rows_per_block) {
+                        sum_w[i] = tw;
+                        sum_b[i] = tb;
+                    } else {
+                        if (part_w) part_w[i64{blockIdx.x} * width + c] = tw;
+                        if (part_b) part_b[i64{blockIdx.x} * width + c] = tb;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/// The threads per row group and the vectors per thread for rows of `width` elements of T, when the
+/// fast path takes them (else {0, 0}): the smallest group (from a warp) whose threads hold at most
+/// kMaxVecsPerThread vectors each.
+template <typename T>
+std::pair<int, int> fast_shape(i64 width, std::initializer_list<const void*> pointers) {
+    constexpr int V = kVec<T>;
+    if (width < kNarrow<T> || width % V != 0) return {0, 0};
+    for (const void* p : pointers)
+        if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return {0, 0};
+    const i64 vecs = width / V;
+    int group = 32;
+    while (i64{group} * kMaxVecsPerThread < vecs && group < kMaxGroup) group *= 2;
+    const i64 per_thread = (vecs + group - 1) / group;
+    if (per_thread > kMaxVecsPerThread) return {0, 0};
+    return {group, static_cast<int>(per_thread)};
+}
+
+/// Calls f(std::integral_constant<int, K>{}) for K in 1..kMaxVecsPerThread.
+template <typename F>
+void with_vecs(int k, F&& f) {
+    switch (k) {
+        case 1:
+            f(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            f(std::integral_constant<int, 2>{});
+            break;
+        case 3:
+            f(std::integral_constant<int, 3>{});
+            break;
+        default:
+            f(std::integral_constant<int, 4>{});
+    }
+}
+
+/// One wave of resident blocks of `kKernel` launched with `threads` threads, at most `wanted`. The
+/// device's answer is kept per kernel, device and block size.
+template <auto kKernel>
+unsigned one_wave(int threads, i64 wanted) {
+    constexpr int kDevices = 64, kSizes = 5;  // group sizes 32..512
+    static std::atomic<int> cache[kDevices][kSizes] = {};
+    int device = 0;
+    check(cudaGetDevice(&device), "norm kernel");
+    int size = 0;
+    while ((32 << size) < threads && size + 1 < kSizes) ++size;
+    int wave = device < kDevices ? cache[device][size].load(std::memory_order_relaxed) : 0;
+    if (wave == 0) {
+        int sms = 0, per_sm = 0;
+        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "norm kernel");
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, 0), "norm kernel");
+        wave = sms * (per_sm > 0 ? per_sm : 1);
+        if (device < kDevices) cache[device][size].store(wave, std::memory_order_relaxed);
+    }
+    return static_cast<unsigned>(wanted < wave ? wanted : wave);
+}
+
+template <typename T, bool kLayer>
+bool forward_fast(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd, i64 rows, i64 width) {
+    const auto [group, vecs] = fast_shape<T>(width, {x, w, b, y});
+    if (group == 0) return false;
+    const int threads = group > kFastBlock ? group : kFastBlock;
+    const int rows_per_block = threads / group;
+    with_vecs(vecs, [&](auto k) {
+        constexpr auto kernel = norm_forward_fast_kernel<T, decltype(k)::value, kLayer>;
+        const unsigned blocks = one_wave<kernel>(threads, (rows + rows_per_block - 1) / rows_per_block);
+        kernel<<<blocks, threads>>>(x, w, b, eps, y, mean, rstd, rows, width, group);
+    });
+    check_launch(kLayer ? "layer_norm kernel" : "rms_norm kernel");
+    return true;
+}
+
+/// Threads down the chunks of a column in sum_partials_kernel.
+constexpr int kPartialRows = 16;
+
+/// out[c] = Σ over chunks of part[chunk][c]: a block of 32 columns, kPartialRows threads down each
+/// (each adds every kPartialRows-th chunk), then those sums in order.
+template <typename T>
+__global__ void sum_partials_kernel(const T* part, T* out, i64 chunks, i64 width) {
+    __shared__ double sums[kPartialRows][33];
+    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
+    double s = 0;
+    if (c < width)
+        for (i64 k = threadIdx.y; k < chunks; k += kPartialRows) s += static_cast<double>(part[k * width + c]);
+    sums[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < width) {
+        for (int k = 1; k < kPartialRows; ++k) s += sums[k][threadIdx.x];
+        out[c] = static_cast<T>(s);
+    }
+}
+
+template <typename T, bool kLayer>
+bool backward_fast(const T* g, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw, T* db, i64 rows,
+                   i64 width, int device) {
+    const auto [group, vecs] = fast_shape<T>(width, {g, x, w, dx});
+    if (group == 0 || rows == 0) return false;
+    const int threads = group > kFastBlock ? group : kFastBlock;
+    const int rows_per_block = threads / group;
+    const char* op = kLayer ? "layer_norm backward kernel" : "rms_norm backward kernel";
+    with_vecs(vecs, [&](auto k) {
+        // Loading the next row ahead pays where the registers allow it (it spills beyond 12 floats
+        // or 4 doubles per thread and per operand): measured on an H200, 16384x768 LayerNorm forward
+        // and backward went from 2906 to 3020 GB/s with it, and 4096x4096 (16 floats) from 2933 to 2453.
+        constexpr int kVecs = decltype(k)::value;
+        constexpr auto kernel = norm_backward_fast_kernel<T, kVecs, kLayer, (kVecs <= (sizeof(T) == 4 ? 3 : 2))>;
+        const unsigned blocks = one_wave<kernel>(threads, (rows + rows_per_block - 1) / rows_per_block);
+        const auto part_bytes = static_cast<std::size_t>(blocks * width) * sizeof(T);
+        Scratch part_w(dw ? part_bytes : 0, device), part_b(db ? part_bytes : 0, device);
+        kernel<<<blocks, threads>>>(g, x, w, mean, rstd, dx, part_w.as<T>(), part_b.as<T>(), rows, width, group);
+        check_launch(op);
+        const dim3 sum_grid(static_cast<unsigned>((width + 31) / 32)), sum_block(32, kPartialRows);
+        if (dw) sum_partials_kernel<T><<<sum_grid, sum_block>>>(part_w.as<T>(), dw, blocks, width);
+        if (db) sum_partials_kernel<T><<<sum_grid, sum_block>>>(part_b.as<T>(), db, blocks, width);
+        check_launch(op);
+    });
+    return true;
+}
+
 }  // namespace
 
 void layer_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,
@@ -195,6 +612,10 @@ void layer_norm_forward(Scalar t, const void* x, const void* weight, const void*
     if (rows == 0) return;
     dispatch_float(t, "layer_norm", [&](auto tag) {
         using T = decltype(tag);
+        if (forward_fast<T, true>(static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
+                                  static_cast<T>(eps), static_cast<T*>(out), static_cast<T*>(mean),
+                                  static_cast<T*>(rstd), rows, width))
+            return;
         layer_norm_forward_kernel<T><<<row_blocks(rows), row_threads(width)>>>(
             static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T>(eps),
             static_cast<T*>(out), static_cast<T*>(mean), static_cast<T*>(rstd), rows, width);
@@ -211,6 +632,9 @@ void layer_norm_backward(Scalar t, const void* grad, const void* x, const void* 
         const T* px = static_cast<const T*>(x);
         const T* m = static_cast<const T*>(mean);
         const T* rs = static_cast<const T*>(rstd);
+        if (backward_fast<T, true>(g, px, static_cast<const T*>(weight), m, rs, static_cast<T*>(dx),
+                                   static_cast<T*>(dweight), static_cast<T*>(dbias), rows, width, device))
+            return;
         if (dx && rows > 0) {
             norm_backward_dx_kernel<T, true><<<row_blocks(rows), row_threads(width)>>>(
                 g, px, static_cast<const T*>(weight), m, rs, static_cast<T*>(dx), rows, width);
@@ -226,6 +650,10 @@ void rms_norm_forward(Scalar t, const void* x, const void* weight, double eps, v
     if (rows == 0) return;
     dispatch_float(t, "rms_norm", [&](auto tag) {
         using T = decltype(tag);
+        if (forward_fast<T, false>(static_cast<const T*>(x), static_cast<const T*>(weight), nullptr,
+                                   static_cast<T>(eps), static_cast<T*>(out), nullptr, static_cast<T*>(rstd), rows,
+                                   width))
+            return;
         rms_norm_forward_kernel<T><<<row_blocks(rows), row_threads(width)>>>(
             static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<T>(eps), static_cast<T*>(out),
             static_cast<T*>(rstd), rows, width);
@@ -240,6 +668,9 @@ void rms_norm_backward(Scalar t, const void* grad, const void* x, const void* we
         const T* g = static_cast<const T*>(grad);
         const T* px = static_cast<const T*>(x);
         const T* rs = static_cast<const T*>(rstd);
+        if (backward_fast<T, false>(g, px, static_cast<const T*>(weight), nullptr, rs, static_cast<T*>(dx),
+                                    static_cast<T*>(dweight), nullptr, rows, width, device))
+            return;
         if (dx && rows > 0) {
             norm_backward_dx_kernel<T, false><<<row_blocks(rows), row_threads(width)>>>(
                 g, px, static_cast<const T*>(weight), nullptr, rs, static_cast<T*>(dx), rows, width);
