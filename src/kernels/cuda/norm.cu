@@ -164,14 +164,33 @@ __global__ void norm_backward_partial_kernel(const T* g, const T* x, const T* me
     }
 }
 
-/// out[c] = Σ over chunks of part[chunk][c], one thread per column.
-template <typename T>
-__global__ void sum_chunks_kernel(const double* part, T* out, i64 chunks, i64 width) {
-    for (i64 c = blockIdx.x * i64{blockDim.x} + threadIdx.x; c < width; c += i64{gridDim.x} * blockDim.x) {
-        double s = 0;
-        for (i64 k = 0; k < chunks; ++k) s += part[k * width + c];
+/// Threads down the chunks of a column in sum_partials_kernel.
+constexpr int kPartialRows = 16;
+
+/// out[c] = Σ over chunks of part[chunk][c] (P: the partial sums' type): a block of 32 columns,
+/// kPartialRows threads down each (each adds every kPartialRows-th chunk), then those sums in order.
+template <typename P, typename T>
+__global__ void sum_partials_kernel(const P* part, T* out, i64 chunks, i64 width) {
+    __shared__ double sums[kPartialRows][33];
+    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
+    double s = 0;
+    if (c < width)
+        for (i64 k = threadIdx.y; k < chunks; k += kPartialRows) s += static_cast<double>(part[k * width + c]);
+    sums[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < width) {
+        for (int k = 1; k < kPartialRows; ++k) s += sums[k][threadIdx.x];
         out[c] = static_cast<T>(s);
     }
+}
+
+/// dw (db) = the column sums of part_w (part_b), `chunks` rows of `width`; either may be null.
+template <typename P, typename T>
+void sum_partials(const P* part_w, const P* part_b, T* dw, T* db, i64 chunks, i64 width, const char* op) {
+    const dim3 grid(static_cast<unsigned>((width + 31) / 32)), block(32, kPartialRows);
+    if (dw) sum_partials_kernel<P, T><<<grid, block>>>(part_w, dw, chunks, width);
+    if (db) sum_partials_kernel<P, T><<<grid, block>>>(part_b, db, chunks, width);
+    check_launch(op);
 }
 
 /// The weight (and bias) gradients: partial sums per chunk of rows, then the chunks added up.
@@ -197,9 +216,7 @@ void weight_grads(const T* g, const T* x, const T* mean, const T* rstd, T* dw, T
     norm_backward_partial_kernel<T, kLayer><<<grid, dim3(32, kColumnThreads)>>>(
         g, x, mean, rstd, part_w.as<double>(), part_b.as<double>(), rows, width, chunk_rows);
     check_launch("norm backward kernel");
-    if (dw) sum_chunks_kernel<T><<<blocks_for(width), kThreads>>>(part_w.as<double>(), dw, chunks, width);
-    if (db) sum_chunks_kernel<T><<<blocks_for(width), kThreads>>>(part_b.as<double>(), db, chunks, width);
-    check_launch("norm backward kernel");
+    sum_partials(part_w.as<double>(), part_b.as<double>(), dw, db, chunks, width, "norm backward kernel");
 }
 
 // ---- the fast path: rows in registers -------------------------------------------------------------------
@@ -558,26 +575,6 @@ bool forward_fast(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* r
     return true;
 }
 
-/// Threads down the chunks of a column in sum_partials_kernel.
-constexpr int kPartialRows = 16;
-
-/// out[c] = Σ over chunks of part[chunk][c]: a block of 32 columns, kPartialRows threads down each
-/// (each adds every kPartialRows-th chunk), then those sums in order.
-template <typename T>
-__global__ void sum_partials_kernel(const T* part, T* out, i64 chunks, i64 width) {
-    __shared__ double sums[kPartialRows][33];
-    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
-    double s = 0;
-    if (c < width)
-        for (i64 k = threadIdx.y; k < chunks; k += kPartialRows) s += static_cast<double>(part[k * width + c]);
-    sums[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < width) {
-        for (int k = 1; k < kPartialRows; ++k) s += sums[k][threadIdx.x];
-        out[c] = static_cast<T>(s);
-    }
-}
-
 template <typename T, bool kLayer>
 bool backward_fast(const T* g, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw, T* db, i64 rows,
                    i64 width, int device) {
@@ -597,10 +594,7 @@ bool backward_fast(const T* g, const T* x, const T* w, const T* mean, const T* r
         Scratch part_w(dw ? part_bytes : 0, device), part_b(db ? part_bytes : 0, device);
         kernel<<<blocks, threads>>>(g, x, w, mean, rstd, dx, part_w.as<T>(), part_b.as<T>(), rows, width, group);
         check_launch(op);
-        const dim3 sum_grid(static_cast<unsigned>((width + 31) / 32)), sum_block(32, kPartialRows);
-        if (dw) sum_partials_kernel<T><<<sum_grid, sum_block>>>(part_w.as<T>(), dw, blocks, width);
-        if (db) sum_partials_kernel<T><<<sum_grid, sum_block>>>(part_b.as<T>(), db, blocks, width);
-        check_launch(op);
+        sum_partials(part_w.as<T>(), part_b.as<T>(), dw, db, blocks, width, op);
     });
     return true;
 }
