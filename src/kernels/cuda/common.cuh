@@ -240,4 +240,25 @@ struct Acc<i64> {
 template <typename T>
 using acc_t = typename Acc<T>::type;
 
+/// Column sums of a contiguous (rows × columns) block of P: out[c] = Σ_i in[i][c] as T (divided by
+/// `rows` when `mean`), accumulated in acc_t<P>. A block covers 32 columns with kDown threads down
+/// each (each adds every kDown-th row); then those kDown sums are added in order. Launch with
+/// ((columns + 31) / 32) blocks of dim3(32, kDown).
+template <typename P, typename T, int kDown>
+__global__ void sum_columns_kernel(const P* in, T* out, i64 columns, i64 rows, bool mean) {
+    using A = acc_t<P>;
+    __shared__ A shared[kDown][33];
+    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
+    A s = 0;
+    if (c < columns)
+        for (i64 i = threadIdx.y; i < rows; i += kDown) s += static_cast<A>(in[i * columns + c]);
+    shared[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < columns) {
+        for (int k = 1; k < kDown; ++k) s += shared[k][threadIdx.x];
+        const T v = static_cast<T>(s);
+        out[c] = mean ? v / static_cast<T>(rows) : v;
+    }
+}
+
 }  // namespace xgrad::kernels::cuda

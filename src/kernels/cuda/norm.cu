@@ -164,32 +164,15 @@ __global__ void norm_backward_partial_kernel(const T* g, const T* x, const T* me
     }
 }
 
-/// Threads down the chunks of a column in sum_partials_kernel.
+/// Threads down the chunks of a column in the sums of the partial sums (sum_columns_kernel).
 constexpr int kPartialRows = 16;
-
-/// out[c] = Σ over chunks of part[chunk][c] (P: the partial sums' type): a block of 32 columns,
-/// kPartialRows threads down each (each adds every kPartialRows-th chunk), then those sums in order.
-template <typename P, typename T>
-__global__ void sum_partials_kernel(const P* part, T* out, i64 chunks, i64 width) {
-    __shared__ double sums[kPartialRows][33];
-    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
-    double s = 0;
-    if (c < width)
-        for (i64 k = threadIdx.y; k < chunks; k += kPartialRows) s += static_cast<double>(part[k * width + c]);
-    sums[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < width) {
-        for (int k = 1; k < kPartialRows; ++k) s += sums[k][threadIdx.x];
-        out[c] = static_cast<T>(s);
-    }
-}
 
 /// dw (db) = the column sums of part_w (part_b), `chunks` rows of `width`; either may be null.
 template <typename P, typename T>
 void sum_partials(const P* part_w, const P* part_b, T* dw, T* db, i64 chunks, i64 width, const char* op) {
     const dim3 grid(static_cast<unsigned>((width + 31) / 32)), block(32, kPartialRows);
-    if (dw) sum_partials_kernel<P, T><<<grid, block>>>(part_w, dw, chunks, width);
-    if (db) sum_partials_kernel<P, T><<<grid, block>>>(part_b, db, chunks, width);
+    if (dw) sum_columns_kernel<P, T, kPartialRows><<<grid, block>>>(part_w, dw, width, chunks, false);
+    if (db) sum_columns_kernel<P, T, kPartialRows><<<grid, block>>>(part_b, db, width, chunks, false);
     check_launch(op);
 }
 

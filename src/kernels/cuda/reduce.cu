@@ -25,25 +25,8 @@ __global__ void sum_rows_kernel(const T* in, T* out, i64 rows, i64 width, bool m
     }
 }
 
-/// Column sums of a (width × rows) block: 32 columns per block, 8 threads down each column.
+/// Threads down each column in the column sums (sum_columns_kernel, common.cuh).
 constexpr int kColumnThreads = 8;
-
-template <typename T>
-__global__ void sum_columns_kernel(const T* in, T* out, i64 columns, i64 width, bool mean) {
-    using A = acc_t<T>;
-    __shared__ A shared[kColumnThreads][33];
-    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
-    A s = 0;
-    if (c < columns)
-        for (i64 i = threadIdx.y; i < width; i += kColumnThreads) s += static_cast<A>(in[i * columns + c]);
-    shared[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < columns) {
-        for (int k = 1; k < kColumnThreads; ++k) s += shared[k][threadIdx.x];
-        const T v = static_cast<T>(s);
-        out[c] = mean ? v / static_cast<T>(width) : v;
-    }
-}
 
 template <typename T>
 __global__ void var_rows_kernel(const T* in, T* out, i64 rows, i64 width, double correction, bool take_sqrt) {
@@ -149,7 +132,7 @@ void sum_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64
         T* o = static_cast<T*>(out);
         if (outer) {
             const auto blocks = static_cast<unsigned>((rows + 31) / 32);
-            sum_columns_kernel<T><<<blocks, dim3(32, kColumnThreads)>>>(x, o, rows, width, mean);
+            sum_columns_kernel<T, T, kColumnThreads><<<blocks, dim3(32, kColumnThreads)>>>(x, o, rows, width, mean);
         } else {
             sum_rows_kernel<T><<<row_blocks(rows), row_threads(width)>>>(x, o, rows, width, mean);
         }
