@@ -10,6 +10,14 @@ namespace xgrad {
 /// spin for a few microseconds after a parallel region and then sleep, so they do not take CPU time
 /// from other processes. Calling it while another thread runs xgrad kernels is not supported.
 ///
+/// Matrix products run on OpenBLAS's threads, which wait differently (as they do under PyTorch,
+/// which calls the same OpenBLAS): after each product on more than one thread, OpenBLAS's helper
+/// threads call `sched_yield` in a loop for 2^28 time-stamp-counter cycles before they sleep, about
+/// 0.13 s on a 2.1 GHz counter, and take a core from other processes meanwhile. Setting
+/// `OPENBLAS_THREAD_TIMEOUT=4` in the environment before the program starts makes them sleep at once,
+/// and each product then pays for waking them. For a small model, one thread is often faster
+/// than two: see the \ref performance "Performance" page.
+///
 /// Thread safety, as in PyTorch: separate tensors, models and graphs may be used in separate
 /// threads at once (they share this thread pool, which several threads may enter together), and
 /// every random function locks its Generator; one tensor, module or optimizer must not be used
