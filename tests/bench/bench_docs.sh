@@ -4,7 +4,8 @@
 # (join_results.awk), the plot (plot_performance.gp). Only the text between the page's
 # `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` markers is replaced; the prose around it stays.
 #
-# Usage: bench_docs.sh BENCH_CORE_EXE BENCH_CORE_PY DOCS_DIR   (`meson compile -C build bench-docs`)
+# Usage: bench_docs.sh [--libtorch EXE] BENCH_CORE_EXE BENCH_CORE_PY DOCS_DIR
+#        (`meson compile -C build bench-docs`; --libtorch as for run_bench.sh)
 # Environment: XGRAD_BENCH_PYTHON, XGRAD_BENCH_MALLOC and XGRAD_BENCH_BLAS, as for run_bench.sh (which
 # reads them itself; the page names the heap and the OpenBLAS kernels each side ran). XGRAD_BENCH_RAW=DIR
 # keeps the raw outputs in DIR/t1 and DIR/t2; when they are there already, the benchmark is not run
@@ -12,6 +13,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+libtorch=()
+if [ "${1:-}" = --libtorch ]; then
+    libtorch=(--libtorch "$2")
+    shift 2
+fi
 exe=$1 py=$2 docs=$3
 page=$docs/performance.md
 python=${XGRAD_BENCH_PYTHON:-/usr/bin/python3}
@@ -33,7 +39,7 @@ else
     fi
     for t in 1 2; do
         echo "==== $t thread(s)"
-        XGRAD_BENCH_THREADS=$t "$here/run_bench.sh" --out "$raw/t$t" "$exe" "$py" \
+        XGRAD_BENCH_THREADS=$t "$here/run_bench.sh" --out "$raw/t$t" "${libtorch[@]}" "$exe" "$py" \
             limits tiny norm linear mm ew mlp mem sweep
     done
     load_end=$(cut -d' ' -f1-3 /proc/loadavg)

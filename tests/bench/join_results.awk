@@ -104,7 +104,7 @@ function goals(k, runs,    i, kind, v, s, out, r, part) {
             }
             if (kind == "limit") part = "≥ " v " % limit: " part
             else if (v == 1 && lower_better(unit[k])) part = "≤ PyTorch: " part
-            else part = "≥ " v "× PyTorch: " part
+            else part = "≥ " v "× " (k ~ /_libtorch$/ ? "libtorch" : "PyTorch") ": " part
         }
         out = out (out == "" ? "" : "; ") part
     }

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs xgrad's bench_core, then its PyTorch twin with as many threads, and prints the joined table.
 #
-# Usage: run_bench.sh [--out DIR] BENCH_CORE_EXE BENCH_CORE_PY [GROUP...]
+# Usage: run_bench.sh [--out DIR] [--libtorch EXE] BENCH_CORE_EXE BENCH_CORE_PY [GROUP...]
 #   GROUP: limits tiny norm linear mm ew mlp mem sweep (default: all but sweep; the machine's limits
 #          are always measured). Without GROUP arguments, XGRAD_BENCH_ONLY (e.g. "norm mm") picks them,
 #          so that `XGRAD_BENCH_ONLY=norm meson compile -C build bench` runs a subset.
 #   --out DIR: keep both raw outputs there (xgrad.txt, torch.txt), for bench_docs.sh.
+#   --libtorch EXE: bench_tiny_libtorch (built where libtorch-dev is installed), run after the Python
+#          twin in the tiny group: the tiny step in xgrad and in PyTorch's C++ API, taking turns in one
+#          process (row tiny_step_libtorch).
 # Environment: XGRAD_BENCH_PYTHON (default /usr/bin/python3, the interpreter that has torch);
 #              XGRAD_BENCH_THREADS: threads for both sides (default 1). xgrad gets it as OMP_NUM_THREADS
 #              (its parallel loops are OpenMP's), PyTorch as torch.set_num_threads, and both as
@@ -35,11 +38,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-keep=
-if [ "${1:-}" = --out ]; then
-    keep=$2
-    shift 2
-fi
+keep= libtorch=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --out) keep=$2; shift 2 ;;
+        --libtorch) libtorch=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 exe=$1 py=$2
 shift 2
 if [ $# -eq 0 ] && [ -n "${XGRAD_BENCH_ONLY:-}" ]; then
@@ -106,6 +112,13 @@ for g in "${groups[@]}"; do
     if $have_torch && [ "$g" != limits ]; then
         echo "== PyTorch: $g (torch.set_num_threads($threads))"
         "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
+    fi
+    if [ "$g" = tiny ] && [ -n "$libtorch" ]; then
+        # xgrad and libtorch in one process, taking turns; its XGRAD lines are xgrad's side of the row.
+        echo "== xgrad and libtorch, taking turns: tiny (set_num_threads($threads))"
+        "$libtorch" --threads "$threads" | tee "$out/libtorch.txt"
+        sed -n 's/^XGRAD //p' "$out/libtorch.txt" >> "$out/xgrad.txt"
+        grep -v '^XGRAD ' "$out/libtorch.txt" >> "$out/torch.txt" || true
     fi
 done
 
