@@ -50,6 +50,7 @@
 #include "xgrad/random.hpp"
 #include "xgrad/tensor.hpp"
 
+#include "bench_inputs.hpp"
 #include "bench_report.hpp"
 
 extern char** environ;
@@ -62,28 +63,21 @@ namespace {
 
 using bench::goal;
 using bench::group;
+using bench::now_seconds;
+using bench::pattern_tensor;
 using bench::report_rate;
 using bench::result;
 using bench::Stats;
 using bench::stats_of;
+using bench::Timer;
+using bench::TinyNet;
 using Clock = std::chrono::steady_clock;
-
-/// What times a measurement: wall time, or CPU time (which time spent descheduled, while other
-/// processes share the cores, does not inflate) of this thread or of the whole process.
-enum class Timer { kWall, kThreadCpu, kProcessCpu };
 
 /// Threads of this run (OMP_NUM_THREADS or XGRAD_BENCH_THREADS), and the timer of its workloads: with
 /// one thread the process's CPU time, which also counts any helper thread a library starts anyway (an
 /// OpenBLAS pool that ignores the setting, say), else wall time.
 int g_threads = 1;
 Timer g_timer = Timer::kProcessCpu;
-
-double now_seconds(Timer timer) {
-    if (timer == Timer::kWall) return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-    timespec ts{};
-    clock_gettime(timer == Timer::kThreadCpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 /// How long to measure: `warmup` unmeasured calls, then at least `min_reps` measured ones and more
 /// until `min_seconds` of wall time have passed (at most `max_reps`). Each sample times `batch` calls.
@@ -121,21 +115,6 @@ double status_mib(const char* field = "VmRSS") {
 
 double rss_mib() {
     return status_mib("VmRSS");
-}
-
-/// Deterministic float values with no RNG (bench_core.py computes the same list): `count` values
-/// in about [-scale, scale], spread by a multiplicative hash so that nothing is constant or sorted.
-std::vector<float> pattern(std::int64_t count, std::int64_t salt, double scale) {
-    std::vector<float> v(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) {
-        const std::int64_t k = (i * 37 + salt * 11) % 23;  // 0..22
-        v[static_cast<std::size_t>(i)] = static_cast<float>((static_cast<double>(k) - 11.0) / 11.0 * scale);
-    }
-    return v;
-}
-
-Tensor pattern_tensor(const xgrad::Shape& shape, std::int64_t salt, double scale) {
-    return xgrad::from_vector(pattern(shape.numel(), salt, scale), shape);
 }
 
 constexpr double kF = 4.0;  // bytes per float32
@@ -423,34 +402,6 @@ void bench_limits() {
 }
 
 // ---- the tiny training step -------------------------------------------------------------------------
-
-/// 2×5 input → Linear(5, 6) → relu → Linear(6, 1) → MSE, written with core ops only.
-struct TinyNet {
-    Tensor x, y, w1, b1, w2, b2;
-
-    TinyNet()
-        : x(xgrad::from_vector(pattern(10, 1, 1.0), {2, 5})),
-          y(xgrad::from_vector(std::vector<float>{0.5f, -0.25f}, {2, 1})),
-          w1(xgrad::from_vector(pattern(30, 2, 0.4), {6, 5}).requires_grad_()),
-          b1(xgrad::from_vector(pattern(6, 3, 0.1), {6}).requires_grad_()),
-          w2(xgrad::from_vector(pattern(6, 4, 0.4), {1, 6}).requires_grad_()),
-          b2(xgrad::from_vector(pattern(1, 5, 0.1), {1}).requires_grad_()) {}
-
-    /// One forward, backward and SGD update (`p -= lr * p.grad`, then grads reset to undefined, as
-    /// `zero_grad(set_to_none=True)`); returns the loss before the update.
-    Tensor step(double lr) {
-        Tensor h = xgrad::matmul(x, w1.t()).add(b1).relu();  // (2, 6)
-        Tensor pred = xgrad::matmul(h, w2.t()).add(b2);      // (2, 1)
-        Tensor loss = (pred - y).pow(2).mean();              // ()
-        loss.backward();
-        xgrad::NoGradGuard no_grad;
-        for (Tensor* p : {&w1, &b1, &w2, &b2}) {
-            p->add_(p->grad(), -lr);
-            p->mutable_grad() = Tensor();
-        }
-        return loss;
-    }
-};
 
 constexpr double kLr = 0.01;
 

@@ -26,6 +26,7 @@
 #include "xgrad/random.hpp"
 #include "xgrad/tensor.hpp"
 
+#include "bench_inputs.hpp"
 #include "bench_report.hpp"
 
 using xgrad::Tensor;
@@ -61,15 +62,9 @@ std::vector<double> measure(const std::function<void()>& fn, int warmup, int min
     return per_call;
 }
 
-/// bench_core.cpp's deterministic values (bench_cuda.py computes the same), made on the CPU and copied.
+/// pattern_tensor() on the GPU: made on the CPU and copied.
 Tensor pattern_tensor(const xgrad::Shape& shape, std::int64_t salt, double scale) {
-    const std::int64_t count = shape.numel();
-    std::vector<float> v(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) {
-        const std::int64_t k = (i * 37 + salt * 11) % 23;
-        v[static_cast<std::size_t>(i)] = static_cast<float>((static_cast<double>(k) - 11.0) / 11.0 * scale);
-    }
-    return xgrad::from_vector(v, shape).to(xgrad::kCUDA);
+    return bench::pattern_tensor(shape, salt, scale, xgrad::kCUDA);
 }
 
 constexpr double kF = 4.0;  // bytes per float32
@@ -178,21 +173,8 @@ void bench_mlp() {
 /// GPU: launch-bound, µs per step.
 void bench_tiny() {
     group("tiny training step on the GPU (launch-bound)");
-    Tensor x = pattern_tensor({2, 5}, 1, 1.0);
-    Tensor y = xgrad::from_vector(std::vector<float>{0.5f, -0.25f}, {2, 1}).to(xgrad::kCUDA);
-    Tensor w1 = pattern_tensor({6, 5}, 2, 0.4).requires_grad_(), b1 = pattern_tensor({6}, 3, 0.1).requires_grad_();
-    Tensor w2 = pattern_tensor({1, 6}, 4, 0.4).requires_grad_(), b2 = pattern_tensor({1}, 5, 0.1).requires_grad_();
-    auto step = [&] {
-        Tensor h = xgrad::matmul(x, w1.t()).add(b1).relu();
-        Tensor pred = xgrad::matmul(h, w2.t()).add(b2);
-        Tensor loss = (pred - y).pow(2).mean();
-        loss.backward();
-        xgrad::NoGradGuard no_grad;
-        for (Tensor* p : {&w1, &b1, &w2, &b2}) {
-            p->add_(p->grad(), -0.01);
-            p->mutable_grad() = Tensor();
-        }
-    };
+    bench::TinyNet net(xgrad::kCUDA);
+    auto step = [&] { net.step(0.01); };
     std::vector<double> us;
     for (double s : measure(step, 200, 20, 2.0, 100)) us.push_back(s * 1e6);
     Stats s = stats_of(us);

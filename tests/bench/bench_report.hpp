@@ -1,10 +1,12 @@
-// The benches' output protocol (RESULT, GROUP and GOAL lines, read by join_results.awk) and the
-// quantiles behind it, shared by bench_core.cpp and bench_cuda.cpp.
+// The benches' output protocol (RESULT, GROUP and GOAL lines, read by join_results.awk), the
+// quantiles behind it and the clocks they read, shared by bench_core, bench_cuda and bench_tiny_libtorch.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,19 @@ namespace bench {
 struct Stats {
     double median, p10, p90;
 };
+
+/// What times a measurement: wall time, or CPU time (which time spent descheduled, while other
+/// processes share the cores, does not inflate) of this thread or of the whole process.
+enum class Timer { kWall, kThreadCpu, kProcessCpu };
+
+/// Seconds on `timer`'s clock, from an arbitrary start.
+inline double now_seconds(Timer timer) {
+    if (timer == Timer::kWall)
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    timespec ts{};
+    clock_gettime(timer == Timer::kThreadCpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 inline Stats stats_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());

@@ -9,37 +9,27 @@
 // Prints readable lines, then xgrad's figure as `XGRAD RESULT tiny_step_libtorch ...` (with its GOAL)
 // and libtorch's as `RESULT tiny_step_libtorch ...`: run_bench.sh files them on their sides.
 #include <torch/torch.h>
-#include <xgrad/xgrad.hpp>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
+
+#include "bench_inputs.hpp"
+#include "bench_report.hpp"
+#include "xgrad/parallel.hpp"
 
 namespace {
 
-/// bench_core's pattern(): count values (k - 11) / 11 * scale, k = (i * 37 + salt * 11) % 23.
-std::vector<float> pattern(std::int64_t count, std::int64_t salt, double scale) {
-    std::vector<float> v(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) {
-        const std::int64_t k = (i * 37 + salt * 11) % 23;
-        v[static_cast<std::size_t>(i)] = static_cast<float>((static_cast<double>(k) - 11.0) / 11.0 * scale);
-    }
-    return v;
-}
-
 /// 2x5 -> Linear(5, 6) -> relu -> Linear(6, 1) -> MSE, SGD, as bench_core's TinyNet, in libtorch.
 struct TorchNet {
-    torch::Tensor x = torch::tensor(pattern(10, 1, 1.0)).reshape({2, 5});
+    torch::Tensor x = torch::tensor(bench::pattern(10, 1, 1.0)).reshape({2, 5});
     torch::Tensor y = torch::tensor(std::vector<float>{0.5f, -0.25f}).reshape({2, 1});
-    torch::Tensor w1 = torch::tensor(pattern(30, 2, 0.4)).reshape({6, 5}).requires_grad_();
-    torch::Tensor b1 = torch::tensor(pattern(6, 3, 0.1)).requires_grad_();
-    torch::Tensor w2 = torch::tensor(pattern(6, 4, 0.4)).reshape({1, 6}).requires_grad_();
-    torch::Tensor b2 = torch::tensor(pattern(1, 5, 0.1)).requires_grad_();
+    torch::Tensor w1 = torch::tensor(bench::pattern(30, 2, 0.4)).reshape({6, 5}).requires_grad_();
+    torch::Tensor b1 = torch::tensor(bench::pattern(6, 3, 0.1)).requires_grad_();
+    torch::Tensor w2 = torch::tensor(bench::pattern(6, 4, 0.4)).reshape({1, 6}).requires_grad_();
+    torch::Tensor b2 = torch::tensor(bench::pattern(1, 5, 0.1)).requires_grad_();
 
     void step(double lr) {
         torch::Tensor h = torch::matmul(x, w1.t()).add(b1).relu();  // (2, 6)
@@ -53,45 +43,6 @@ struct TorchNet {
         }
     }
 };
-
-/// The same in xgrad (bench_core's TinyNet).
-struct XgradNet {
-    xgrad::Tensor x = xgrad::from_vector(pattern(10, 1, 1.0), {2, 5});
-    xgrad::Tensor y = xgrad::from_vector(std::vector<float>{0.5f, -0.25f}, {2, 1});
-    xgrad::Tensor w1 = xgrad::from_vector(pattern(30, 2, 0.4), {6, 5}).requires_grad_();
-    xgrad::Tensor b1 = xgrad::from_vector(pattern(6, 3, 0.1), {6}).requires_grad_();
-    xgrad::Tensor w2 = xgrad::from_vector(pattern(6, 4, 0.4), {1, 6}).requires_grad_();
-    xgrad::Tensor b2 = xgrad::from_vector(pattern(1, 5, 0.1), {1}).requires_grad_();
-
-    void step(double lr) {
-        xgrad::Tensor h = xgrad::matmul(x, w1.t()).add(b1).relu();
-        xgrad::Tensor pred = xgrad::matmul(h, w2.t()).add(b2);
-        xgrad::Tensor loss = (pred - y).pow(2).mean();
-        loss.backward();
-        xgrad::NoGradGuard no_grad;
-        for (xgrad::Tensor* p : {&w1, &b1, &w2, &b2}) {
-            p->add_(p->grad(), -lr);
-            p->mutable_grad() = xgrad::Tensor();
-        }
-    }
-};
-
-/// Median, p10 and p90 of v (sorted in place).
-struct Quantiles {
-    double median, p10, p90;
-};
-Quantiles quantiles(std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]; };
-    return {at(0.5), at(0.1), at(0.9)};
-}
-
-double seconds(bool wall) {
-    if (wall) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 }  // namespace
 
@@ -110,9 +61,9 @@ int main(int argc, char** argv) {
     xgrad::set_num_threads(threads);
 
     TorchNet tnet;
-    XgradNet xnet;
+    bench::TinyNet xnet;
     const double lr = 0.01;
-    const bool wall = threads > 1;
+    const bench::Timer timer = threads > 1 ? bench::Timer::kWall : bench::Timer::kProcessCpu;
     constexpr int kXgradBatch = 2000, kTorchBatch = 100;  // about as long each (a few ms)
     for (int i = 0; i < 2000; ++i) {
         tnet.step(lr);
@@ -121,18 +72,18 @@ int main(int argc, char** argv) {
     std::vector<double> xs, ts, ratios;  // µs per step; libtorch's time over xgrad's, per pair
     const auto start = std::chrono::steady_clock::now();
     while (xs.size() < 10000) {
-        const double t0 = seconds(wall);
+        const double t0 = bench::now_seconds(timer);
         for (int i = 0; i < kXgradBatch; ++i) xnet.step(lr);
-        const double t1 = seconds(wall);
+        const double t1 = bench::now_seconds(timer);
         for (int i = 0; i < kTorchBatch; ++i) tnet.step(lr);
-        const double t2 = seconds(wall);
+        const double t2 = bench::now_seconds(timer);
         xs.push_back((t1 - t0) / kXgradBatch * 1e6);
         ts.push_back((t2 - t1) / kTorchBatch * 1e6);
         ratios.push_back(ts.back() / xs.back());
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (xs.size() >= 100 && elapsed >= 4.0) break;
     }
-    const Quantiles x = quantiles(xs), t = quantiles(ts), r = quantiles(ratios);
+    const bench::Stats x = bench::stats_of(xs), t = bench::stats_of(ts), r = bench::stats_of(ratios);
     std::printf("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; %zu samples of %d steps, taking turns with libtorch)\n",
                 "tiny_step (xgrad)", x.median, "us/step", x.p10, x.p90, xs.size(), kXgradBatch);
     std::printf("%-26s %10.2f %-8s (p10 %.2f, p90 %.2f; %zu samples of %d steps; libtorch %s)\n", "tiny_step_libtorch",
@@ -141,6 +92,6 @@ int main(int argc, char** argv) {
                 "paired ratio", r.median, r.p10, r.p90);
     std::printf("XGRAD RESULT tiny_step_libtorch %.6g %.6g %.6g us\n", x.median, x.p10, x.p90);
     std::printf("XGRAD GOAL tiny_step_libtorch ratio 20\n");
-    std::printf("RESULT tiny_step_libtorch %.6g %.6g %.6g us\n", t.median, t.p10, t.p90);
+    bench::result("tiny_step_libtorch", t, "us");
     return 0;
 }
