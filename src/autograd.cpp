@@ -8,6 +8,7 @@
 
 #include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
 
 namespace xgrad {
@@ -149,7 +150,16 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
             inner = inner || i >= lead;
         }
     if (dims.empty()) return grad.reshape(shape);
-    // Only leading dims summed (a bias gradient): the sum without keepdim has `shape` already.
+    if (!inner && grad.is_floating_point() && grad.is_contiguous() && !needs_grad({&grad})) {
+        // Only leading dims summed (a bias gradient), as the backward pass asks: the rows sum()'s plan
+        // would make (the same kernel, so the same bits) without its checks, dims list and views.
+        std::int64_t width = 1;
+        for (std::int64_t i = 0; i < lead; ++i) width *= from[i];
+        Tensor r = make_empty(shape, grad.dtype(), grad.device(), "sum");
+        kernels::sum_rows({grad, shape.numel(), width, /*outer=*/!shape.empty()}, r, /*mean=*/false);
+        return r;
+    }
+    // Only leading dims summed: the sum without keepdim has `shape` already.
     Tensor r = grad.sum(Dims(std::move(dims)), /*keepdim=*/inner);
     return r.shape() == shape ? r : r.reshape(shape);
 }
@@ -290,7 +300,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
         }
     } clear_hooks{hooks};
 
-    impl_->grad_fn->pending = seed;
+    impl_->grad_fn->pending = std::move(seed);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
         if (node->released)

@@ -69,9 +69,22 @@ void check_not_bool_sub(const Tensor& a, const Tensor& b) {
                      "`logical_xor()` operator instead.");
 }
 
-/// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does.
-Tensor floating(const Tensor& a) {
-    return a.is_floating_point() ? a : a.to(kFloat32);
+/// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does: reads as `a`
+/// itself when it is floating already (no handle copied), else as its float32 copy.
+class Floating {
+public:
+    explicit Floating(const Tensor& a) : p_(a.is_floating_point() ? &a : &(copy_ = a.to(kFloat32))) {}
+    Floating(const Floating&) = delete;
+    Floating& operator=(const Floating&) = delete;
+    operator const Tensor&() const { return *p_; }  // NOLINT: implicit, as an argument to map_unary
+
+private:
+    Tensor copy_;
+    const Tensor* p_;
+};
+
+Floating floating(const Tensor& a) {
+    return Floating(a);
 }
 
 }  // namespace
@@ -232,7 +245,8 @@ Tensor Tensor::pow(double e) const {
     }
     // PyTorch's special exponents, exact (or as exact as sqrt) where exp(e log x) is not; and C's
     // x ** 0 == 1, 0 ** e == inf for e < 0, which xsimd's pow gets wrong.
-    Tensor x = floating(*this);
+    const Floating fx(*this);
+    const Tensor& x = fx;
     Tensor out = e == 0.0    ? ones_like(x)
                  : e == 2.0  ? map_unary(x, UnaryOp::kSquare)
                  : e == 3.0  ? map_unary(x, UnaryOp::kCube)

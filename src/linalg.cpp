@@ -84,14 +84,14 @@ Product folded(const Tensor& a, const Tensor& b) {
             const Tensor gz = g.reshape(Shape{sx->size(0)});
             return to_ab(mv_backward(gz, sx, st2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
         };
-        return {mv(x, t2).view(lead), backward};
+        return {mv(x, t2).view(lead), std::move(backward)};
     }
     const Tensor z = mm(x, t2).view(with(lead, {t2.size(1)}));
     auto backward = [=](const Tensor& g, const NeedsGrad& n) {
         const Tensor gz = (transpose ? g.transpose(-1, -2) : g).reshape(Shape{sx->size(0), st2->size(1)});
         return to_ab(mm_backward(gz, sx, st2, transpose ? n[1] : n[0], transpose ? n[0] : n[1]));
     };
-    return {transpose ? z.transpose(-1, -2).contiguous() : z, backward};
+    return {transpose ? z.transpose(-1, -2).contiguous() : z, std::move(backward)};
 }
 
 /// Batched operands: both expanded to the broadcast batch shape, one product per matrix (bmm). The
@@ -129,7 +129,7 @@ Product batched(const Tensor& a, const Tensor& b) {
         }
         return r;
     };
-    return {z.view(out_shape), backward};
+    return {z.view(out_shape), std::move(backward)};
 }
 
 }  // namespace
@@ -182,14 +182,17 @@ Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
                     return mv_backward(g, sa, sb, n[0], n[1]);
                 }};
     if (da <= 2 && db == 2) {  // mm; a vector on the left is a one-row matrix
-        const Tensor x = da == 1 ? a.unsqueeze(0) : a;
-        const Tensor z = mm(x, b);
-        auto backward = [sx = Saved(x), sb = Saved(b), vector = da == 1](const Tensor& g, const NeedsGrad& n) {
-            Grads r = mm_backward(vector ? g.unsqueeze(0) : g, sx, sb, n[0], n[1]);
-            if (vector && r[0].defined()) r[0] = r[0].squeeze(0);
-            return r;
-        };
-        return {da == 1 ? z.squeeze(0) : z, backward};
+        // Handles are moved, not copied, where they can be: each copy costs two atomic count updates,
+        // a fair share of a small model's step.
+        Tensor row;
+        const Tensor& x = da == 1 ? (row = a.unsqueeze(0)) : a;
+        Tensor z = mm(x, b);
+        if (da == 1) z = z.squeeze(0);
+        return {std::move(z), [sx = Saved(x), sb = Saved(b), vector = da == 1](const Tensor& g, const NeedsGrad& n) {
+                    Grads r = mm_backward(vector ? g.unsqueeze(0) : g, sx, sb, n[0], n[1]);
+                    if (vector && r[0].defined()) r[0] = r[0].squeeze(0);
+                    return r;
+                }};
     }
     if (should_fold(a, db) || should_fold(b, da)) return folded(a, b);
     return batched(a, b);
@@ -213,12 +216,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         fail("matmul", "shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " cannot be multiplied (" +
                            std::to_string(ka) + " != " + std::to_string(kb) + ")");
     if (detail::is_narrow(a.dtype())) return matmul(a.to(kInt64), b.to(kInt64)).to(a.dtype());
-    detail::Product p;
-    {
-        NoGradGuard no_grad;
-        const DType t = detail::promote(a.dtype(), b.dtype());
-        p = detail::matmul_product(a.to(t), b.to(t));
-    }
+    detail::Product p = detail::matmul_product(a, b);  // one dtype (checked above); records nothing
     if (detail::needs_grad({&a, &b})) {
         // One node records the whole product, named as PyTorch names the 1-D and 2-D cases.
         const char* name = a.dim() == 1 && b.dim() == 1   ? "DotBackward0"
@@ -227,7 +225,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                                                           : "BmmBackward0";
         detail::record(p.out, name, {&a, &b}, std::move(p.backward));
     }
-    return p.out;
+    return std::move(p.out);
 }
 
 Tensor Tensor::matmul(const Tensor& other) const {

@@ -281,15 +281,6 @@ Storage::~Storage() {
     std::free(data);
 }
 
-bool TensorImpl::is_contiguous() const {
-    std::int64_t expected = 1;
-    for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-        if (shape[d] != 1 && strides[static_cast<std::size_t>(d)] != expected) return false;
-        expected *= shape[d];
-    }
-    return true;
-}
-
 Strides contiguous_strides(const Shape& shape) {
     Strides strides(static_cast<std::size_t>(shape.size()), 0);
     std::int64_t s = 1;
@@ -491,50 +482,18 @@ using detail::fail;
 
 // ---- metadata -------------------------------------------------------------------------------------
 
-const Shape& Tensor::shape() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "shape");  // throws
-    return impl_->shape;
+void Tensor::undefined(const char* op) {
+    fail(op, "the tensor is undefined");  // check_defined's words
 }
-std::int64_t Tensor::size(std::int64_t d) const {
-    const Shape& s = shape();
-    const std::int64_t n = s.size();
-    if (d >= 0 && d < n) return s[d];  // the common case, without the checks below
-    if (d < 0 && d >= -n) return s[d + n];
+std::int64_t Tensor::size_out_of_range(std::int64_t d) const {
     // wrap_dim lets a 0-d tensor take dim 0 or -1 (reductions need that); a size has to exist.
-    if (n == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
-    return s[detail::wrap_dim(d, n, "size")];  // throws
-}
-std::int64_t Tensor::dim() const {
-    return shape().size();
-}
-std::int64_t Tensor::numel() const {
-    return shape().numel();
-}
-DType Tensor::dtype() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "dtype");  // throws
-    return impl_->dtype;
+    if (dim() == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
+    detail::dim_out_of_range(d, dim(), "size");
 }
 Device Tensor::device() const {
     if (!impl_) [[unlikely]]
         detail::check_defined(*this, "device");  // throws
     return impl_->storage->device;
-}
-const Strides& Tensor::strides() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "strides");  // throws
-    return impl_->strides;
-}
-std::int64_t Tensor::storage_offset() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "storage_offset");  // throws
-    return impl_->offset;
-}
-bool Tensor::is_contiguous() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "is_contiguous");  // throws
-    return impl_->is_contiguous();
 }
 
 namespace {
@@ -659,10 +618,6 @@ template std::uint8_t* Tensor::data_ptr<std::uint8_t>() const;
 
 // ---- autograd state -------------------------------------------------------------------------------
 
-bool Tensor::requires_grad() const {
-    return defined() && impl_->requires_grad;
-}
-
 Tensor& Tensor::requires_grad_(bool requires_grad) {
     detail::check_defined(*this, "requires_grad_");
     if (!is_leaf())
@@ -674,7 +629,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     return *this;
 }
 
-Tensor Tensor::grad() const {
+const Tensor& Tensor::grad() const {
     detail::check_defined(*this, "grad");
     return impl_->grad;
 }

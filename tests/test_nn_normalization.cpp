@@ -108,9 +108,9 @@ TEST_CASE("fused kernels agree with the composite of primitive ops") {
                     Tensor up = xgrad::randn(g.input, dtype);
                     const double eps = 1e-5;
                     Tensor fused = rms ? F::rms_norm(x, g.nshape, w, eps) : F::layer_norm(x, g.nshape, w, b, eps);
-                    std::vector<Tensor> leaves{x};
-                    if (w.defined()) leaves.push_back(w);
-                    if (b.defined()) leaves.push_back(b);
+                    std::vector<Tensor> leaves;
+                    for (const Tensor& t : {x, w, b})
+                        if (t.defined()) leaves.push_back(t);
                     (fused * up).sum().backward();
                     std::vector<Tensor> fused_grads;
                     for (auto& l : leaves) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
@@ -212,10 +211,15 @@ private:
         }
         other.size_ = 0;
     }
-    // The whole inline buffer in one fixed-size copy (a few moves, no loop or memcpy call); slots
-    // past size_ carry whatever they held.
+    // One 8-byte move per value: the source was usually just written value by value, and a 16-byte
+    // load over two 8-byte stores misses store forwarding (a stall of about 15 cycles, measured in
+    // make_empty). The empty asm keeps the compiler from merging the moves into vector ones.
     void copy_inline(const DimVector& other) {
-        std::memcpy(inline_, other.inline_, sizeof inline_);
+        for (std::size_t i = 0; i < other.size_; ++i) {
+            std::int64_t v = other.inline_[i];
+            asm("" : "+r"(v));
+            inline_[i] = v;
+        }
         size_ = other.size_;
     }
     void release() {

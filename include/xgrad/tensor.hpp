@@ -16,7 +16,8 @@ namespace xgrad {
 
 namespace detail {
 struct TensorImpl;
-}
+struct TensorFields;
+}  // namespace detail
 
 /// Thrown when memory for a tensor cannot be had: on the CPU when the system refuses the
 /// allocation, on a CUDA device even after xgrad has returned its cached blocks (PyTorch's
@@ -126,8 +127,9 @@ public:
     bool requires_grad() const;
     /// Makes a leaf tensor require grad (or not); returns *this.
     Tensor& requires_grad_(bool requires_grad = true);
-    /// The accumulated gradient of a leaf; undefined until a backward reaches it.
-    Tensor grad() const;
+    /// The accumulated gradient of a leaf; undefined until a backward reaches it. A reference, as
+    /// PyTorch's: it stays valid while this tensor lives, and shows what later backward passes add.
+    const Tensor& grad() const;
     /// The gradient slot itself, for optimizers that reset or replace it.
     Tensor& mutable_grad();
     /// True for tensors created by the user rather than by a differentiable operation.
@@ -599,6 +601,13 @@ public:
     const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
 private:
+    /// The implementation's fields (the accessors above read them inline); throws naming `op` for an
+    /// undefined tensor.
+    const detail::TensorFields& fields(const char* op) const;
+    /// Throws: `op` was asked of an undefined tensor.
+    [[noreturn]] static void undefined(const char* op);
+    /// size(dim) for a dim out of range: throws.
+    [[noreturn]] std::int64_t size_out_of_range(std::int64_t dim) const;
     template <typename T>
     T item_as() const;
     template <typename T>
@@ -606,6 +615,77 @@ private:
 
     std::shared_ptr<detail::TensorImpl> impl_;
 };
+
+namespace detail {
+
+struct Storage;
+struct Node;
+struct PostAccumulateHook;
+
+// What a Tensor handle points to: a strided view of a storage plus its autograd state. Internal: the
+// fields are in the public header only so that the handle's accessors (shape(), dtype() ...) are
+// inline, without a call each. detail::TensorImpl (src/detail/tensor_impl.hpp) derives from this and
+// adds no fields, so the two are standard-layout and pointer-interconvertible.
+struct TensorFields {
+    std::shared_ptr<Storage> storage;
+    Shape shape;
+    Strides strides;
+    std::int64_t offset = 0;
+    DType dtype = kFloat32;
+    bool requires_grad = false;
+    std::shared_ptr<Node> grad_fn;                             // null for leaves
+    Tensor grad;                                               // accumulated gradient of a leaf
+    std::shared_ptr<PostAccumulateHook> post_accumulate_hook;  // leaves only; null but for DDP
+
+    // True when the elements are laid out densely in row-major order (size-1 dims take any stride).
+    bool is_contiguous() const {
+        std::int64_t expected = 1;
+        for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+            if (shape[d] != 1 && strides[static_cast<std::size_t>(d)] != expected) return false;
+            expected *= shape[d];
+        }
+        return true;
+    }
+};
+
+}  // namespace detail
+
+inline const detail::TensorFields& Tensor::fields(const char* op) const {
+    if (!impl_) [[unlikely]]
+        undefined(op);
+    return *reinterpret_cast<const detail::TensorFields*>(impl_.get());
+}
+inline const Shape& Tensor::shape() const {
+    return fields("shape").shape;
+}
+inline std::int64_t Tensor::size(std::int64_t d) const {
+    const Shape& s = shape();
+    const std::int64_t n = s.size();
+    if (d >= 0 && d < n) return s[d];
+    if (d < 0 && d >= -n) return s[d + n];
+    return size_out_of_range(d);
+}
+inline std::int64_t Tensor::dim() const {
+    return shape().size();
+}
+inline std::int64_t Tensor::numel() const {
+    return shape().numel();
+}
+inline DType Tensor::dtype() const {
+    return fields("dtype").dtype;
+}
+inline const Strides& Tensor::strides() const {
+    return fields("strides").strides;
+}
+inline std::int64_t Tensor::storage_offset() const {
+    return fields("storage_offset").offset;
+}
+inline bool Tensor::is_contiguous() const {
+    return fields("is_contiguous").is_contiguous();
+}
+inline bool Tensor::requires_grad() const {
+    return impl_ && fields("requires_grad").requires_grad;
+}
 
 /// The values and int64 indices that max(dim), min(dim), sort and topk return, as PyTorch's named
 /// tuples: `auto [values, indices] = x.sort();` or `x.max(1).indices`.

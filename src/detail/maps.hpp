@@ -40,7 +40,9 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
     }
     const Shape shape = broadcast_shapes(x.shape(), y.shape(), name);
     Tensor out = make_empty(shape, x.dtype(), x.device(), name);
-    kernels::binary(op, broadcast_view(x, shape), broadcast_view(y, shape), out, a, b);
+    Tensor xv, yv;  // a view only for an operand that is broadcast
+    kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
+                    y.shape() == shape ? y : (yv = broadcast_view(y, shape)), out, a, b);
     return out;
 }
 

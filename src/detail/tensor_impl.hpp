@@ -57,27 +57,21 @@ extern std::atomic<std::int64_t> hooked_leaves;
 /// returns (PyTorch's queue_callback); `fn(false)` instead when the walk throws. Valid inside a hook.
 void queue_backward_callback(std::function<void(bool completed)> fn);
 
-/// What a Tensor handle points to: a strided view of a storage plus its autograd state.
-struct TensorImpl {
+/// What a Tensor handle points to: a strided view of a storage plus its autograd state. Its fields are
+/// TensorFields' (include/xgrad/tensor.hpp), where the handle's inline accessors read them.
+struct TensorImpl : TensorFields {
     // User-provided, so that allocate_shared's value-initialisation does not zero the whole object
     // before the members initialise themselves (every op makes a few of these).
     TensorImpl() {}  // NOLINT(modernize-use-equals-default): `= default` would bring the zeroing back
-    std::shared_ptr<Storage> storage;
-    Shape shape;
-    Strides strides;
-    std::int64_t offset = 0;
-    DType dtype = kFloat32;
-    bool requires_grad = false;
-    std::shared_ptr<Node> grad_fn;                             // null for leaves
-    Tensor grad;                                               // accumulated gradient of a leaf
-    std::shared_ptr<PostAccumulateHook> post_accumulate_hook;  // leaves only; null but for DDP
 
     template <typename T>
     T* data() const {
         return static_cast<T*>(storage->data) + offset;
     }
-    bool is_contiguous() const;
 };
+// Tensor::fields() reinterprets a TensorImpl* as its TensorFields base: only valid while TensorImpl
+// adds no fields (standard layout makes the two pointer-interconvertible).
+static_assert(std::is_standard_layout_v<TensorImpl>, "TensorImpl must add no fields to TensorFields");
 
 /// Where the gradient for one input of a node goes: into another node, or into a leaf's grad.
 struct Edge {
@@ -116,9 +110,13 @@ public:
     GradList() = default;
     /// `n` undefined gradients.
     explicit GradList(std::size_t n) { resize(n); }
-    GradList(std::initializer_list<Tensor> grads) {  // NOLINT: `return Grads{a, b}` and `return {a, b}`
-        reserve(grads.size());
-        for (const Tensor& g : grads) push_back(g);
+    /// One gradient per argument, each taken by value: `return Grads{a, b}` and `return {a, b}` move
+    /// temporaries in (an initializer_list would copy every handle, two atomic count updates each).
+    template <typename... Ts,
+              typename = std::enable_if_t<(sizeof...(Ts) >= 1) && (std::is_convertible_v<Ts&&, Tensor> && ...)>>
+    GradList(Ts&&... grads) {  // NOLINT: implicit, as `return {a, b}` needs
+        reserve(sizeof...(Ts));
+        (push_back(Tensor(std::forward<Ts>(grads))), ...);
     }
     GradList(std::vector<Tensor>&& grads) : heap_(std::move(grads)), size_(heap_.size()), on_heap_(true) {}  // NOLINT
     GradList(GradList&& other) noexcept { take(other); }
@@ -315,8 +313,12 @@ private:
 };
 
 /// Marks an in-place update of `t`'s storage (every view and saved handle of it sees the new version).
+/// A load and a store, not an atomic increment (a locked instruction, which costs a small model's
+/// optimizer step a few percent): two threads updating one storage in place at once may count one
+/// update, but the version still differs from the one any saved handle saw before either began.
 inline void bump_version(const Tensor& t) {
-    t.impl()->storage->version.fetch_add(1, std::memory_order_relaxed);
+    std::atomic<std::uint32_t>& v = t.impl()->storage->version;
+    v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 /// The name of the node whose backward function runs on this thread (for Saved's error), or null.
