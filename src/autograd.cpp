@@ -142,14 +142,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     const Shape& from = grad.shape();
     if (from == shape) return grad;
     const std::int64_t lead = from.size() - shape.size();
-    std::vector<std::int64_t> dims;
     bool inner = false;  // some size-1 dim of `shape` is summed (kept as 1), not only the leading dims
-    for (std::int64_t i = 0; i < from.size(); ++i)
-        if (i < lead || (shape[i - lead] == 1 && from[i] != 1)) {
-            dims.push_back(i);
-            inner = inner || i >= lead;
-        }
-    if (dims.empty()) return grad.reshape(shape);
+    for (std::int64_t i = lead; i < from.size(); ++i) inner = inner || (shape[i - lead] == 1 && from[i] != 1);
+    if (lead == 0 && !inner) return grad.reshape(shape);
     if (!inner && grad.is_floating_point() && grad.is_contiguous() && !needs_grad({&grad})) {
         // Only leading dims summed (a bias gradient), as the backward pass asks: the rows sum()'s plan
         // would make (the same kernel, so the same bits) without its checks, dims list and views.
@@ -159,6 +154,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
         kernels::sum_rows({grad, shape.numel(), width, /*outer=*/!shape.empty()}, r, /*mean=*/false);
         return r;
     }
+    std::vector<std::int64_t> dims;
+    for (std::int64_t i = 0; i < from.size(); ++i)
+        if (i < lead || (shape[i - lead] == 1 && from[i] != 1)) dims.push_back(i);
     // Only leading dims summed: the sum without keepdim has `shape` already.
     Tensor r = grad.sum(Dims(std::move(dims)), /*keepdim=*/inner);
     return r.shape() == shape ? r : r.reshape(shape);

@@ -335,6 +335,7 @@ Tensor make_empty(const Shape& shape, DType dtype, Device device, const char* op
     impl->storage =
         std::allocate_shared<Storage>(PoolAllocator<Storage>(), static_cast<std::size_t>(nbytes), device, op);
     impl->dtype = dtype;
+    impl->device = impl->storage->device;
     return Tensor(std::move(impl));
 }
 
@@ -345,6 +346,7 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Strides& strides,
     impl->strides = strides;
     impl->offset = offset;
     impl->dtype = base.dtype();
+    impl->device = base.impl()->device;
     return Tensor(std::move(impl));
 }
 
@@ -489,11 +491,6 @@ std::int64_t Tensor::size_out_of_range(std::int64_t d) const {
     // wrap_dim lets a 0-d tensor take dim 0 or -1 (reductions need that); a size has to exist.
     if (dim() == 0) fail("size", "dimension " + std::to_string(d) + " was given but the tensor has no dimensions");
     detail::dim_out_of_range(d, dim(), "size");
-}
-Device Tensor::device() const {
-    if (!impl_) [[unlikely]]
-        detail::check_defined(*this, "device");  // throws
-    return impl_->storage->device;
 }
 
 namespace {

@@ -632,6 +632,7 @@ struct TensorFields {
     Strides strides;
     std::int64_t offset = 0;
     DType dtype = kFloat32;
+    Device device = kCPU;  // the storage's, kept here too for Tensor::device()
     bool requires_grad = false;
     std::shared_ptr<Node> grad_fn;                             // null for leaves
     Tensor grad;                                               // accumulated gradient of a leaf
@@ -673,6 +674,9 @@ inline std::int64_t Tensor::numel() const {
 }
 inline DType Tensor::dtype() const {
     return fields("dtype").dtype;
+}
+inline Device Tensor::device() const {
+    return fields("device").device;
 }
 inline const Strides& Tensor::strides() const {
     return fields("strides").strides;

@@ -29,6 +29,7 @@ void detail::replace_contents(const Tensor& t, const Tensor& converted) {
     impl.strides = src.strides;
     impl.offset = src.offset;
     impl.dtype = src.dtype;
+    impl.device = src.device;
     impl.grad = impl.grad.defined() && impl.grad.shape() == src.shape ? impl.grad.to(src.dtype).to(src.storage->device)
                                                                       : Tensor();
 }
