@@ -631,6 +631,11 @@ const Tensor& Tensor::grad() const {
     return impl_->grad;
 }
 
+Tensor& Tensor::grad() {
+    detail::check_defined(*this, "grad");
+    return impl_->grad;
+}
+
 Tensor& Tensor::mutable_grad() {
     detail::check_defined(*this, "mutable_grad");
     return impl_->grad;

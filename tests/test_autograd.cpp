@@ -106,6 +106,16 @@ TEST_CASE("the first gradient is a copy, not an alias of the seed") {
         y.mutable_grad().fill_(7.0);
     }
     CHECK(seed.to_vector<float>() == std::vector<float>{1, 1, 1});
+    // grad() is a reference to the slot (as PyTorch's): it shows later accumulation, and on a
+    // non-const handle it takes in-place updates as libtorch's does.
+    const Tensor& gx = x.grad();
+    x.backward(seed);
+    CHECK(gx.to_vector<float>() == std::vector<float>{3, 3, 3});
+    {
+        xgrad::NoGradGuard no_grad;
+        x.grad().zero_();
+    }
+    CHECK(x.grad().to_vector<float>() == std::vector<float>{0, 0, 0});
 }
 
 TEST_CASE("retain_graph") {

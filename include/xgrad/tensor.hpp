@@ -130,6 +130,9 @@ public:
     /// The accumulated gradient of a leaf; undefined until a backward reaches it. A reference, as
     /// PyTorch's: it stays valid while this tensor lives, and shows what later backward passes add.
     const Tensor& grad() const;
+    /// grad() of a non-const handle: the gradient slot itself (as mutable_grad()), so that in-place
+    /// updates read as in libtorch: `p.grad().zero_()`.
+    Tensor& grad();
     /// The gradient slot itself, for optimizers that reset or replace it.
     Tensor& mutable_grad();
     /// True for tensors created by the user rather than by a differentiable operation.
