@@ -134,9 +134,9 @@ Product batched(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor mm(const Tensor& a, const Tensor& b) {
-    Tensor out = make_empty(Shape{a.size(0), b.size(1)}, a.dtype(), a.device(), "matmul");
-    kernels::matmul(a, b, out);
+Tensor mm(const Tensor& a, const Tensor& b, kernels::Transpose t) {
+    Tensor out = make_empty(Shape{a.size(t.a ? 1 : 0), b.size(t.b ? 0 : 1)}, a.dtype(), a.device(), "matmul");
+    kernels::matmul(a, b, out, 0, t);
     return out;
 }
 
@@ -161,11 +161,12 @@ Tensor transposed(Tensor t) {
 
 Grads mm_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b) {
     // g·bᵀ and aᵀ·g; for an operand stored column-major PyTorch computes its gradient transposed
-    // (b·gᵀ)ᵀ or (gᵀ·a)ᵀ, which swaps the operands' roles in BLAS, and so some roundings.
+    // (b·gᵀ)ᵀ or (gᵀ·a)ᵀ, which swaps the operands' roles in BLAS, and so some roundings. Transposed
+    // operands go to the kernel as flags, not views.
     auto column_major = [](const Tensor& t) { return t.strides()[0] == 1 && t.strides()[1] == t.size(0); };
     Grads r(2);
-    if (need_a) r[0] = column_major(a) ? transposed(mm(b, g.t())) : mm(g, b.t());
-    if (need_b) r[1] = column_major(b) ? transposed(mm(g.t(), a)) : mm(a.t(), g);
+    if (need_a) r[0] = column_major(a) ? transposed(mm(b, g, {.b = true})) : mm(g, b, {.b = true});
+    if (need_b) r[1] = column_major(b) ? transposed(mm(g, a, {.a = true})) : mm(a, g, {.a = true});
     return r;
 }
 

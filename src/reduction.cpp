@@ -79,7 +79,8 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
 
 /// The gradient of a reduction's output, reshaped to keepdim form and broadcast back to `input`.
 Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_shape) {
-    return g.reshape(kept_shape).expand(input_shape);
+    // A 0-d gradient (of a full reduction) broadcasts as it is, without a reshaped view first.
+    return g.dim() == 0 ? g.expand(input_shape) : g.reshape(kept_shape).expand(input_shape);
 }
 
 kernels::RowsView rows_of(const Plan& p) {

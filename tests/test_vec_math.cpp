@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -674,6 +675,43 @@ TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
                         }
                     }
     CHECK(compared > 500);
+}
+
+TEST_CASE("matmul's transpose flags read an operand as its transposed view does, bit for bit") {
+    // mm_backward passes transposed operands as flags instead of views: the product must be the same.
+    xgrad::manual_seed(12);
+    for (xgrad::DType dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64})
+        for (auto [n, k, m] : {std::array<std::int64_t, 3>{2, 5, 6}, {3, 7, 1}, {33, 40, 17}, {64, 300, 70}})
+            for (std::int64_t batch : {0, 3})  // 0: 2-D (mm); else a batch of 3 (bmm)
+                for (int flags = 0; flags < 4; ++flags) {
+                    const bool ta = flags & 1, tb = flags & 2;
+                    auto shape = [batch](std::int64_t r, std::int64_t c) {
+                        return batch ? xgrad::Shape{batch, r, c} : xgrad::Shape{r, c};
+                    };
+                    auto make = [dtype](const xgrad::Shape& s) {
+                        xgrad::Tensor t = xgrad::randn(s, xgrad::kFloat64).mul(4.0);
+                        return dtype == xgrad::kInt64 ? t.to(xgrad::kInt64) : t.to(dtype);
+                    };
+                    // a and b stored as the kernel reads them: transposed where their flag is set
+                    const xgrad::Tensor a = make(ta ? shape(k, n) : shape(n, k));
+                    const xgrad::Tensor b = make(tb ? shape(m, k) : shape(k, m));
+                    const xgrad::Tensor bias = make(shape(n, m));
+                    for (double beta : {0.0, 1.0}) {
+                        INFO(xgrad::to_string(dtype), " n=", n, " k=", k, " m=", m, " batch=", batch, " ta=", ta,
+                             " tb=", tb, " beta=", beta);
+                        xgrad::Tensor flagged = beta == 0 ? xgrad::empty(shape(n, m), dtype) : bias.clone();
+                        xgrad::Tensor viewed = beta == 0 ? xgrad::empty(shape(n, m), dtype) : bias.clone();
+                        vm::matmul(a, b, flagged, beta, {.a = ta, .b = tb});
+                        vm::matmul(ta ? a.transpose(-2, -1) : a, tb ? b.transpose(-2, -1) : b, viewed, beta);
+                        CHECK(xgrad::equal(flagged, viewed));
+                        // and the product is the product: against float64 (values of tens to hundreds)
+                        const xgrad::Tensor want =
+                            xgrad::matmul((ta ? a.transpose(-2, -1) : a).to(xgrad::kFloat64),
+                                          (tb ? b.transpose(-2, -1) : b).to(xgrad::kFloat64))
+                                .add(beta == 0 ? xgrad::zeros({1}, xgrad::kFloat64) : bias.to(xgrad::kFloat64));
+                        CHECK(xgrad::allclose(flagged.to(xgrad::kFloat64), want, 1e-4, 0.05));
+                    }
+                }
 }
 
 TEST_CASE("GradList holds gradients in place up to three, and moves between in place and heap") {

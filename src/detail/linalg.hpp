@@ -5,11 +5,13 @@
 #include <vector>
 
 #include "detail/tensor_impl.hpp"
+#include "kernels/ops.hpp"
 
 namespace xgrad::detail {
 
-/// `a` (n, k) · `b` (k, m), as PyTorch's mm.
-Tensor mm(const Tensor& a, const Tensor& b);
+/// `a` (n, k) · `b` (k, m), as PyTorch's mm; with `t.a` (`t.b`) the product reads `a` (`b`) transposed,
+/// as mm(a.t(), b) would, without the view.
+Tensor mm(const Tensor& a, const Tensor& b, kernels::Transpose t = {});
 
 /// `bias` (m) + `a` (n, k) · `b` (k, m), as PyTorch's addmm: the bias is copied into the output and
 /// BLAS adds the product to it (beta = 1), so k-blocks after the first accumulate onto the bias.

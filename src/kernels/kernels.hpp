@@ -86,9 +86,10 @@ struct Backend {
     /// the indices of a row are distinct.
     void (*scatter_rows)(const Tensor& grad, const Tensor& indices, const Tensor& dx);
 
-    /// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m); batch dims already broadcast,
-    /// transposed operands read through their strides (PyTorch's mm/addmm/bmm).
-    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, double beta);
+    /// out (..., n, m) = beta * out + op(a) (..., n, k) · op(b) (..., k, m), with op(t) t's last two
+    /// dims swapped where `t` says so; batch dims already broadcast, transposed operands read through
+    /// their strides (PyTorch's mm/addmm/bmm).
+    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t);
     /// out (n) = a (n, k) · x (k), as PyTorch's mv.
     void (*mv)(const Tensor& a, const Tensor& x, const Tensor& out);
     /// out (0-d) = a (k) · b (k), as PyTorch's dot.
@@ -222,8 +223,8 @@ inline void sort_rows(const RowsView& v, const Tensor& values, const Tensor& ind
 inline void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx) {
     backend(dx.device()).scatter_rows(grad, indices, dx);
 }
-inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0) {
-    backend(out.device()).matmul(a, b, out, beta);
+inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0, Transpose t = {}) {
+    backend(out.device()).matmul(a, b, out, beta, t);
 }
 inline void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
     backend(out.device()).mv(a, x, out);

@@ -151,4 +151,12 @@ struct SgdStep {
     bool first = false;
 };
 
+/// Which operands of a matrix product are read transposed (their last two dims swapped), as BLAS reads
+/// an operand through a transpose flag: the product then needs no transposed view of it, whose
+/// handle and reference counts cost a small model's step a few percent.
+struct Transpose {
+    bool a = false;
+    bool b = false;
+};
+
 }  // namespace xgrad::kernels

@@ -168,9 +168,10 @@ void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
 }
 
 template <typename T>
-void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta) {
+void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Transpose t) {
     const Shape& shape = out.impl()->shape;
-    const std::int64_t nd = shape.size(), n = shape[nd - 2], m = shape[nd - 1], k = a.impl()->shape[nd - 1];
+    const Mat<T> ma = t.a ? matrix<T>(a).t() : matrix<T>(a), mb = t.b ? matrix<T>(b).t() : matrix<T>(b);
+    const std::int64_t nd = shape.size(), n = shape[nd - 2], m = shape[nd - 1], k = ma.cols;
     const std::int64_t numel = shape.numel();
     if (numel == 0) return;
     T* c = out.impl()->data<T>();
@@ -178,7 +179,6 @@ void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta) {
         for (std::int64_t i = 0; i < numel; ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
         return;
     }
-    const Mat<T> ma = matrix<T>(a), mb = matrix<T>(b);
     if (nd == 2) {  // mm and addmm: one product
         if constexpr (std::is_floating_point_v<T>)
             blas_gemm(ma, mb, c, beta);
@@ -286,8 +286,8 @@ void dot_impl(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta) {
-    detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta)); });
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t) {
+    detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta), t); });
 }
 
 bool small_products_in_use() {

@@ -1,18 +1,20 @@
 // CPU matrix products (gemm, gemv, dot) on OpenBLAS, called as PyTorch 1.13's CPU kernels call it.
 #pragma once
 
+#include "kernels/ops.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad::kernels::cpu {
 
-/// `out` (..., n, m) = `a` (..., n, k) · `b` (..., k, m) + `beta` · `out`, for float32, float64 and int64.
+/// `out` (..., n, m) = `a` (..., n, k) · `b` (..., k, m) + `beta` · `out`, for float32, float64 and int64;
+/// with `t.a` (`t.b`), `a` (`b`) is read transposed: its last two dims swapped, as by a view.
 ///
 /// `out` is contiguous; `a` and `b` already have its batch shape (batch strides may be 0, from
 /// expand) and any strides in their last two dims: a row- or column-major matrix goes to BLAS as
 /// it is, with a transpose flag, and anything else is copied first. 2-D operands run as PyTorch's
 /// mm/addmm (one BLAS gemm); batched ones as its bmm (per matrix, a plain loop below 400
 /// multiply-adds, else a gemm). `beta` is 0 (`out` is only written) or 1 (addmm: `out` holds the bias).
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0);
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0, Transpose t = {});
 
 /// True when `matmul` sums small products (k < 8, at most 512 multiply-adds) itself, without calling
 /// BLAS: the instruction set in use has FMA and OpenBLAS runs a kernel whose sums xgrad knows to

@@ -14,8 +14,9 @@ namespace xgrad::kernels::cuda {
 /// The CUDA kernel table (kernels::backend(kCUDA) returns it).
 const Backend& backend();
 
-/// out (..., n, m) = beta * out + a (..., n, k) · b (..., k, m), through cuBLAS (matmul.cpp).
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta);
+/// out (..., n, m) = beta * out + op(a) (..., n, k) · op(b) (..., k, m), op(t) t's last two dims swapped
+/// where `t` says so, through cuBLAS (matmul.cpp).
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t);
 /// out (n) = a (n, k) · x (k), as a one-column matmul (matmul.cpp).
 void mv(const Tensor& a, const Tensor& x, const Tensor& out);
 /// out (0-d) = a (k) · b (k), as a (1, k) · (k, 1) matmul (matmul.cpp).

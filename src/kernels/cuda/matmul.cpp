@@ -146,7 +146,9 @@ std::string load_cublas() {
     return cublas().status_string(CUBLAS_STATUS_SUCCESS);
 }
 
-void matmul(const Tensor& x, const Tensor& y, const Tensor& out, double beta) {
+void matmul(const Tensor& x_in, const Tensor& y_in, const Tensor& out, double beta, Transpose t) {
+    // A launch costs more than a view: transposed operands are read through transposed views.
+    const Tensor x = t.a ? x_in.transpose(-2, -1) : x_in, y = t.b ? y_in.transpose(-2, -1) : y_in;
     use_device(out, {&x, &y}, "matmul");
     if (x.dtype() == kInt64)
         fail("matmul",
@@ -189,7 +191,7 @@ void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
     const std::int64_t n = a.size(0), k = a.size(1);
     Tensor xv = detail::make_view(x, Shape{k, 1}, Strides{x.strides()[0], 1}, x.storage_offset());
     Tensor ov = detail::make_view(out, Shape{n, 1}, Strides{1, 1}, out.storage_offset());
-    matmul(a, xv, ov, 0.0);
+    matmul(a, xv, ov, 0.0, {});
 }
 
 void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -198,7 +200,7 @@ void dot(const Tensor& a, const Tensor& b, const Tensor& out) {
     Tensor av = detail::make_view(a, Shape{1, k}, Strides{k * a.strides()[0], a.strides()[0]}, a.storage_offset());
     Tensor bv = detail::make_view(b, Shape{k, 1}, Strides{b.strides()[0], 1}, b.storage_offset());
     Tensor ov = detail::make_view(out, Shape{1, 1}, Strides{1, 1}, out.storage_offset());
-    matmul(av, bv, ov, 0.0);
+    matmul(av, bv, ov, 0.0, {});
 }
 
 }  // namespace xgrad::kernels::cuda
