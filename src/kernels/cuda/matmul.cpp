@@ -147,6 +147,7 @@ std::string load_cublas() {
 }
 
 void matmul(const Tensor& x_in, const Tensor& y_in, const Tensor& out, double beta, Transpose t) {
+    NoGradGuard no_grad;  // the views below, and the copies of operands cuBLAS cannot read, are not recorded
     // A launch costs more than a view: transposed operands are read through transposed views.
     const Tensor x = t.a ? x_in.transpose(-2, -1) : x_in, y = t.b ? y_in.transpose(-2, -1) : y_in;
     use_device(out, {&x, &y}, "matmul");
@@ -156,7 +157,6 @@ void matmul(const Tensor& x_in, const Tensor& y_in, const Tensor& out, double be
              "convert them with .to(xgrad::kFloat64)");
     const std::int64_t n = x.size(-2), k = x.size(-1), m = y.size(-1);
     if (out.numel() == 0) return;
-    NoGradGuard no_grad;
     if (k == 0) {  // empty sums: out = beta * out
         if (beta == 0.0)
             kernels::fill(out, 0.0);
