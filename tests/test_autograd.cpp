@@ -399,6 +399,37 @@ TEST_CASE("a chain of 10^5 ops: backward and freeing the graph do not overflow t
     golden::check_close(x.grad(), golden::get(kFile, "deep.float32.g0"), "deep grad", 1e-4);
 }
 
+TEST_CASE("transpose's backward, in place on a gradient nobody else holds and as a view on a shared one") {
+    // A product's weight gradient comes back transposed and is swapped back in place (one handle).
+    Tensor x = xgrad::randn({4, 2}), c = xgrad::randn({4, 3});
+    Tensor w = xgrad::randn({3, 2}).requires_grad_();
+    (xgrad::matmul(x, w.t()) * c).sum().backward();
+    CHECK(w.grad().shape() == xgrad::Shape{3, 2});
+    CHECK(w.grad().is_contiguous());
+    CHECK(xgrad::equal(w.grad(), xgrad::matmul(c.t(), x)));  // the same BLAS call: the same bits
+    // One gradient handle reaches two transposes: the first makes a view, the second swaps in place
+    // once the first has let go; neither may see the other's change.
+    Tensor g = xgrad::randn({2, 3});
+    Tensor w1 = xgrad::randn({3, 2}).requires_grad_(), w2 = xgrad::randn({3, 2}).requires_grad_();
+    ((w1.t() + w2.t()) * g).sum().backward();  // the product's fresh gradient, passed on twice
+    CHECK(w1.grad().shape() == xgrad::Shape{3, 2});
+    CHECK(w2.grad().shape() == xgrad::Shape{3, 2});
+    CHECK(xgrad::equal(w1.grad(), g.t()));
+    CHECK(xgrad::equal(w2.grad(), g.t()));
+    // The caller's own gradient reaches the transpose directly: it is left as it was.
+    Tensor w3 = xgrad::randn({3, 2}).requires_grad_();
+    w3.t().backward(g);
+    CHECK(g.shape() == xgrad::Shape{2, 3});
+    CHECK(g.strides() == xgrad::Strides{3, 1});
+    CHECK(xgrad::equal(w3.grad(), g.t()));
+    // transpose(d0, d1) of a 3-D tensor, negative dims
+    Tensor v = xgrad::randn({2, 3, 4}).requires_grad_();
+    Tensor gv = xgrad::randn({4, 3, 2});
+    (v.transpose(-1, 0) * 1.0).backward(gv);
+    CHECK(v.grad().shape() == xgrad::Shape{2, 3, 4});
+    CHECK(xgrad::equal(v.grad(), gv.transpose(0, 2)));
+}
+
 TEST_CASE("version counters: views and detach share one, in-place ops bump it, unsaved inputs may change") {
     Tensor x = xgrad::randn({2, 3});
     Tensor w = xgrad::randn({2, 3}).requires_grad_();

@@ -192,7 +192,9 @@ private:
 /// Maps the gradient of a node's output to the gradients of its inputs (undefined where not needed).
 ///
 /// A move-only callable like std::function, but closures of up to kInline bytes (two saved tensors
-/// and two shapes) live inside it: recording an op then allocates nothing for its closure.
+/// and two shapes) live inside it: recording an op then allocates nothing for its closure. A closure
+/// taking the gradient as `Tensor&` gets the engine's own handle, which it may change or take over
+/// while no other handle shares it (the engine drops it after the call); most take `const Tensor&`.
 class BackwardFn {
 public:
     static constexpr std::size_t kInline = 176;
@@ -229,19 +231,25 @@ public:
     ~BackwardFn() { reset(); }
 
     explicit operator bool() const { return ops_ != nullptr; }
-    GradList operator()(const Tensor& grad, const NeedsGrad& needs) const {
+    /// Calls the closure with the caller's own handle to the gradient, which the closure may change.
+    GradList operator()(Tensor& grad, const NeedsGrad& needs) const {
         return ops_->call(const_cast<unsigned char*>(buf_), grad, needs);
+    }
+    /// Calls the closure with a gradient it must leave as it is: it gets a handle of its own.
+    GradList operator()(const Tensor& grad, const NeedsGrad& needs) const {
+        Tensor own = grad;
+        return (*this)(own, needs);
     }
 
 private:
     struct Ops {
-        GradList (*call)(void*, const Tensor&, const NeedsGrad&);
+        GradList (*call)(void*, Tensor&, const NeedsGrad&);
         void (*move)(void* from, void* to) noexcept;  // also destroys `from`
         void (*destroy)(void*) noexcept;
     };
     template <typename D>
     static constexpr Ops kInlineOps{
-        [](void* b, const Tensor& g, const NeedsGrad& n) -> GradList { return (*static_cast<D*>(b))(g, n); },
+        [](void* b, Tensor& g, const NeedsGrad& n) -> GradList { return (*static_cast<D*>(b))(g, n); },
         [](void* from, void* to) noexcept {
             new (to) D(std::move(*static_cast<D*>(from)));
             static_cast<D*>(from)->~D();
@@ -250,7 +258,7 @@ private:
     };
     template <typename D>
     static constexpr Ops kHeapOps{
-        [](void* b, const Tensor& g, const NeedsGrad& n) -> GradList { return (**static_cast<D**>(b))(g, n); },
+        [](void* b, Tensor& g, const NeedsGrad& n) -> GradList { return (**static_cast<D**>(b))(g, n); },
         [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
         [](void* b) noexcept {
             D* p = *static_cast<D**>(b);
