@@ -96,8 +96,17 @@ Tensor Tensor::add(const Tensor& other) const {
     Tensor out = map_binary(p.a(), p.b(), "add", BinaryOp::kAdd);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "AddBackward0", {this, &other},
-                       [sa = shape(), sb = other.shape()](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(g, sb) : Tensor()};
+                       [sa = shape(), sb = other.shape()](Tensor& g, const NeedsGrad& n) {
+                           // The last use of g takes over the engine's handle to it: the gradient
+                           // that keeps g's shape, when the other one is summed (a bias's).
+                           if (!n[1]) return Grads{sum_to(std::move(g), sa), Tensor()};
+                           if (!n[0]) return Grads{Tensor(), sum_to(std::move(g), sb)};
+                           if (sa == g.shape()) {
+                               Tensor gb = sum_to(g, sb);
+                               return Grads{std::move(g), std::move(gb)};
+                           }
+                           Tensor ga = sum_to(g, sa);
+                           return Grads{std::move(ga), sum_to(std::move(g), sb)};
                        });
     return out;
 }
@@ -108,8 +117,10 @@ Tensor Tensor::sub(const Tensor& other) const {
     Tensor out = map_binary(p.a(), p.b(), "sub", BinaryOp::kSub);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "SubBackward0", {this, &other},
-                       [sa = shape(), sb = other.shape()](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(g.neg(), sb) : Tensor()};
+                       [sa = shape(), sb = other.shape()](Tensor& g, const NeedsGrad& n) {
+                           // The last use of g takes over the engine's handle to it.
+                           Tensor gb = n[1] ? sum_to(g.neg(), sb) : Tensor();
+                           return Grads{n[0] ? sum_to(std::move(g), sa) : Tensor(), std::move(gb)};
                        });
     return out;
 }

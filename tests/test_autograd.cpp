@@ -91,6 +91,35 @@ TEST_CASE("gradients of graphs that reuse tensors match PyTorch") {
     }
 }
 
+TEST_CASE("add and sub pass the gradient on to either side, broadcast on the left or the right") {
+    Tensor m = xgrad::randn({3, 4}).requires_grad_(), r = xgrad::randn({4}).requires_grad_();
+    Tensor g = xgrad::randn({3, 4});
+    const Tensor g0 = g.clone(), rows = g.sum(xgrad::Dims{0});  // rows: a broadcast operand's gradient
+    for (int order = 0; order < 4; ++order) {
+        INFO("order ", order);
+        m.mutable_grad() = Tensor();
+        r.mutable_grad() = Tensor();
+        Tensor out = order == 0 ? m + r : order == 1 ? r + m : order == 2 ? m - r : r - m;
+        out.backward(g);
+        const double sm = order == 3 ? -1.0 : 1.0, sr = order == 2 ? -1.0 : 1.0;
+        CHECK(xgrad::equal(m.grad(), g * sm));
+        CHECK(xgrad::equal(r.grad(), rows * sr));
+        // The gradients are the leaves' own: editing one leaves the seed and the other as they were.
+        xgrad::NoGradGuard no_grad;
+        m.mutable_grad().fill_(5.0);
+        CHECK(xgrad::equal(r.grad(), rows * sr));
+        CHECK(xgrad::equal(g, g0));
+    }
+    // Only one side needing a gradient, the seed a fresh tensor (the engine's only handle).
+    Tensor c = xgrad::randn({3, 4});
+    Tensor a = xgrad::randn({3, 4}).requires_grad_();
+    ((a + c) * 2.0).sum().backward();
+    CHECK(xgrad::equal(a.grad(), xgrad::full({3, 4}, 2.0)));
+    Tensor b = xgrad::randn({4}).requires_grad_();
+    ((c - b) * 2.0).sum().backward();
+    CHECK(xgrad::equal(b.grad(), xgrad::full({4}, -6.0)));
+}
+
 TEST_CASE("the first gradient is a copy, not an alias of the seed") {
     Tensor x = xgrad::zeros({3}).requires_grad_();
     Tensor seed = xgrad::ones({3});

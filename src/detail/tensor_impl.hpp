@@ -370,6 +370,12 @@ void record(Tensor& out, const char* name, std::initializer_list<const Tensor*> 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 /// Sums a broadcast gradient back down to `shape`.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
+/// sum_to for a gradient handle the caller is done with: returned as it is when it has `shape`
+/// already, without a copy of the handle (two atomic count updates).
+inline Tensor sum_to(Tensor&& grad, const Shape& shape) {
+    if (grad.shape() == shape) return std::move(grad);
+    return sum_to(static_cast<const Tensor&>(grad), shape);
+}
 
 // ---- checks -------------------------------------------------------------------------------------
 /// Throws naming `op`: `dim` is out of range for `ndim` dimensions (wrap_dim's error).
