@@ -190,7 +190,9 @@ Product matmul_product(const Tensor& a_in, const Tensor& b_in) {
         Tensor z = mm(x, b);
         if (da == 1) z = z.squeeze(0);
         return {std::move(z), [sx = Saved(x), sb = Saved(b), vector = da == 1](const Tensor& g, const NeedsGrad& n) {
-                    Grads r = mm_backward(vector ? g.unsqueeze(0) : g, sx, sb, n[0], n[1]);
+                    // Two calls, not `vector ? g.unsqueeze(0) : g`, which would copy g's handle.
+                    Grads r =
+                        vector ? mm_backward(g.unsqueeze(0), sx, sb, n[0], n[1]) : mm_backward(g, sx, sb, n[0], n[1]);
                     if (vector && r[0].defined()) r[0] = r[0].squeeze(0);
                     return r;
                 }};
