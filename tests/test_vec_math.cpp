@@ -681,9 +681,11 @@ TEST_CASE("matmul's transpose flags read an operand as its transposed view does,
     // mm_backward passes transposed operands as flags instead of views: the product must be the same.
     xgrad::manual_seed(12);
     for (xgrad::DType dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64})
-        for (auto [n, k, m] : {std::array<std::int64_t, 3>{2, 5, 6}, {3, 7, 1}, {33, 40, 17}, {64, 300, 70}})
+        for (const std::array<std::int64_t, 3>& nkm :
+             {std::array<std::int64_t, 3>{2, 5, 6}, {3, 7, 1}, {33, 40, 17}, {64, 300, 70}})
             for (std::int64_t batch : {0, 3})  // 0: 2-D (mm); else a batch of 3 (bmm)
                 for (int flags = 0; flags < 4; ++flags) {
+                    const std::int64_t n = nkm[0], k = nkm[1], m = nkm[2];  // plain variables: INFO captures them
                     const bool ta = flags & 1, tb = flags & 2;
                     auto shape = [batch](std::int64_t r, std::int64_t c) {
                         return batch ? xgrad::Shape{batch, r, c} : xgrad::Shape{r, c};
