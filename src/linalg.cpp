@@ -151,9 +151,7 @@ namespace {
 /// A fresh 2-D product transposed in place (its handle is the only one): the column-major result
 /// PyTorch returns, without a view over it.
 Tensor transposed(Tensor t) {
-    TensorImpl& v = *t.impl();
-    std::swap(v.shape[0], v.shape[1]);
-    std::swap(v.strides[0], v.strides[1]);
+    swap_dims(*t.impl(), 0, 1);
     return t;
 }
 

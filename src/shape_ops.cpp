@@ -117,18 +117,14 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
                        [](const Tensor& g) { return g; });
     // The view takes this tensor's geometry, then swaps two dims in place (no copies of it in between).
     Tensor out = detail::make_view(*this, shape(), strides(), storage_offset());
-    detail::TensorImpl& v = *out.impl();
-    std::swap(v.shape[static_cast<std::int64_t>(a)], v.shape[static_cast<std::int64_t>(b)]);
-    std::swap(v.strides[a], v.strides[b]);
+    detail::swap_dims(*out.impl(), a, b);
     if (detail::needs_grad({this}))
         detail::record(out, "TransposeBackward0", {this}, [a, b](Tensor& g, const NeedsGrad&) {
             // The gradient is transposed back. Where the engine's handle is its only one (a product's
             // fresh gradient, typically) and it is not part of a graph, its dims are swapped in place:
             // no view, whose handle and counts cost a small model's step a few percent.
             if (g.impl().use_count() == 1 && !g.requires_grad()) {
-                detail::TensorImpl& v = *g.impl();
-                std::swap(v.shape[static_cast<std::int64_t>(a)], v.shape[static_cast<std::int64_t>(b)]);
-                std::swap(v.strides[a], v.strides[b]);
+                detail::swap_dims(*g.impl(), a, b);
                 return Grads{std::move(g)};
             }
             return Grads{g.transpose(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b))};

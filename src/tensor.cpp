@@ -485,7 +485,8 @@ using detail::fail;
 // ---- metadata -------------------------------------------------------------------------------------
 
 void Tensor::undefined(const char* op) {
-    fail(op, "the tensor is undefined");  // check_defined's words
+    detail::check_defined(Tensor(), op);  // throws, in check_defined's words
+    __builtin_unreachable();
 }
 std::int64_t Tensor::size_out_of_range(std::int64_t d) const {
     // wrap_dim lets a 0-d tensor take dim 0 or -1 (reductions need that); a size has to exist.

@@ -69,6 +69,12 @@ struct TensorImpl : TensorFields {
         return static_cast<T*>(storage->data) + offset;
     }
 };
+/// Swaps dims `a` and `b` of `t`'s shape and strides in place: a transpose without a new view, for a
+/// TensorImpl whose handle nobody else shares (or a view just made).
+inline void swap_dims(TensorImpl& t, std::size_t a, std::size_t b) {
+    std::swap(t.shape[static_cast<std::int64_t>(a)], t.shape[static_cast<std::int64_t>(b)]);
+    std::swap(t.strides[a], t.strides[b]);
+}
 // Tensor::fields() reinterprets a TensorImpl* as its TensorFields base: only valid while TensorImpl
 // adds no fields (standard layout makes the two pointer-interconvertible).
 static_assert(std::is_standard_layout_v<TensorImpl>, "TensorImpl must add no fields to TensorFields");
