@@ -446,11 +446,13 @@ void check_arith(SimdArch arch, vm::Arith op, std::size_t n, std::size_t offset,
     REQUIRE(y[offset + n] == T(-7));
     for (std::size_t i = offset; i < offset + n; ++i) {
         const T u = a[i], v = b[i];
-        const T want = op == vm::Arith::kAdd   ? u + v
-                       : op == vm::Arith::kSub ? u - v
-                       : op == vm::Arith::kMul ? u * v
-                       : op == vm::Arith::kDiv ? u / v
-                                               : (v <= T(0) ? T(0) : u);
+        const T want = op == vm::Arith::kAdd               ? u + v
+                       : op == vm::Arith::kSub             ? u - v
+                       : op == vm::Arith::kMul             ? u * v
+                       : op == vm::Arith::kDiv             ? u / v
+                       : op == vm::Arith::kTanhBackward    ? u * (T(1) - v * v)
+                       : op == vm::Arith::kSigmoidBackward ? u * v * (T(1) - v)
+                                                           : (v <= T(0) ? T(0) : u);
         INFO(arch_name(arch) << " op " << static_cast<int>(op) << " n " << n << " offset " << offset << " stream "
                              << stream << " at " << i - offset);
         CHECK(ordinal(y[i]) == ordinal(want));
@@ -463,13 +465,103 @@ TEST_CASE("varith gives the scalar formula's bits with and without non-temporal 
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);
-        for (auto op : {vm::Arith::kAdd, vm::Arith::kSub, vm::Arith::kMul, vm::Arith::kDiv, vm::Arith::kReluBackward})
+        for (auto op : {vm::Arith::kAdd, vm::Arith::kSub, vm::Arith::kMul, vm::Arith::kDiv, vm::Arith::kReluBackward,
+                        vm::Arith::kTanhBackward, vm::Arith::kSigmoidBackward})
             for (std::size_t n : {1, 3, 7, 16, 17, 100, 1000})
                 for (std::size_t offset : {0, 1, 3, 5})
                     for (bool stream : {false, true}) {
                         check_arith<float>(arch, op, n, offset, stream);
                         check_arith<double>(arch, op, n, offset, stream);
                     }
+    }
+}
+
+namespace {
+
+/// vscalar_map against the scalar formula, with and without non-temporal stores, at every alignment,
+/// NaN, infinities and signed zeros among the inputs.
+template <typename T>
+void check_scalar_map(SimdArch arch, vm::ScalarMap op, T a, T b, std::size_t n, std::size_t offset, bool stream) {
+    std::mt19937 gen(static_cast<unsigned>(n * 11 + offset));
+    std::normal_distribution<double> dist(0, 3);
+    std::vector<T> x(n + offset), y(n + offset + 1, T(-7));
+    for (T& v : x) v = static_cast<T>(dist(gen));
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(), T(-0.0), T(0),
+                          std::numeric_limits<T>::infinity(),  -std::numeric_limits<T>::infinity()};
+    for (std::size_t k = 0; k < std::size(specials) && k < n; ++k) x[offset + k * 2 % n] = specials[k];
+    vm::vscalar_map(op, x.data() + offset, a, b, y.data() + offset, static_cast<std::int64_t>(n), stream);
+    for (std::size_t i = 0; i < offset; ++i) REQUIRE(y[i] == T(-7));  // nothing written outside
+    REQUIRE(y[offset + n] == T(-7));
+    for (std::size_t i = offset; i < offset + n; ++i) {
+        const T v = x[i];
+        T want = T(0);
+        switch (op) {
+            case vm::ScalarMap::kNeg:
+                want = -v;
+                break;
+            case vm::ScalarMap::kAbs:
+                want = std::abs(v);
+                break;
+            case vm::ScalarMap::kSquare:
+                want = v * v;
+                break;
+            case vm::ScalarMap::kCube:
+                want = v * v * v;
+                break;
+            case vm::ScalarMap::kReciprocal:
+                want = T(1) / v;
+                break;
+            case vm::ScalarMap::kAdd:
+                want = v + a;
+                break;
+            case vm::ScalarMap::kSub:
+                want = v - a;
+                break;
+            case vm::ScalarMap::kRsub:
+                want = a - v;
+                break;
+            case vm::ScalarMap::kMul:
+                want = v * a;
+                break;
+            case vm::ScalarMap::kDiv:
+                want = v / a;
+                break;
+            case vm::ScalarMap::kRdiv:
+                want = a / v;
+                break;
+            case vm::ScalarMap::kClamp: {
+                const T low = v < a ? a : v;
+                want = b < low ? b : low;
+                break;
+            }
+        }
+        INFO(arch_name(arch) << " op " << static_cast<int>(op) << " a " << a << " b " << b << " n " << n << " offset "
+                             << offset << " stream " << stream << " at " << i - offset << " x " << v);
+        CHECK(std::memcmp(&y[i], &want, sizeof(T)) == 0);  // bits: ordinal() does not tell -0 from +0
+    }
+}
+
+}  // namespace
+
+TEST_CASE("vscalar_map gives the scalar formula's bits with and without non-temporal stores") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (int k = 0; k < vm::kScalarMapCount; ++k) {
+            const auto op = static_cast<vm::ScalarMap>(k);
+            // clamp's bounds in order, crossed (max wins) and NaN-free; a negative zero bound too
+            const std::vector<std::pair<double, double>> scalars =
+                op == vm::ScalarMap::kClamp ? std::vector<std::pair<double, double>>{{-1, 1.5}, {2, -2}, {-0.0, 0.0}}
+                                            : std::vector<std::pair<double, double>>{{1.7, 0}, {-0.3, 0}, {0, 0}};
+            for (const auto& ab : scalars)
+                for (std::size_t n : {1, 3, 7, 16, 17, 100, 1000})
+                    for (std::size_t offset : {0, 1, 3})
+                        for (bool stream : {false, true}) {
+                            check_scalar_map<float>(arch, op, static_cast<float>(ab.first),
+                                                    static_cast<float>(ab.second), n, offset, stream);
+                            check_scalar_map<double>(arch, op, ab.first, ab.second, n, offset, stream);
+                        }
+        }
     }
 }
 
@@ -740,6 +832,69 @@ TEST_CASE("GradList holds gradients in place up to three, and moves between in p
     CHECK(values(moved) == std::vector<double>{1, -1, 3, 4});
     moved.resize(1);
     CHECK(values(moved) == std::vector<double>{1.0});
+}
+
+namespace {
+
+/// Whether a and b hold the same bits (both contiguous, of one dtype and shape).
+bool same_bits(const xgrad::Tensor& a, const xgrad::Tensor& b) {
+    return a.shape() == b.shape() && a.dtype() == b.dtype() && a.is_contiguous() && b.is_contiguous() &&
+           std::memcmp(a.impl()->data<char>(), b.impl()->data<char>(),
+                       static_cast<std::size_t>(a.numel()) * xgrad::element_size(a.dtype())) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("an operand of one element, and a scalar, give the bits of the op on whole tensors") {
+    // x op s with s a 0-d tensor (or of shape (1, 1)) runs as x op scalar (vscalar_map), streamed
+    // when the output is large; the reference is the op on s expanded to x's shape and copied, which
+    // takes the whole-tensor path (varith). NaN, infinities and signed zeros are among the inputs.
+    const int threads_before = xgrad::get_num_threads();
+    xgrad::manual_seed(31);
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const std::int64_t elem = dtype == xgrad::kFloat32 ? 4 : 8;
+        for (std::int64_t n : {std::int64_t{37}, vm::kStreamBytes / elem + 37}) {
+            xgrad::Tensor x = xgrad::randn({n}, dtype);
+            const double specials[] = {std::nan(""), -std::nan(""), -0.0, 0.0, INFINITY, -INFINITY};
+            for (std::size_t k = 0; k < std::size(specials); ++k)
+                x.narrow(0, static_cast<std::int64_t>(3 * k), 1).fill_(specials[k]);
+            for (int threads : {1, 2}) {
+                xgrad::set_num_threads(threads);
+                for (double value : {1.75, -0.0}) {
+                    for (const xgrad::Tensor& s :
+                         {xgrad::full({}, value, dtype), xgrad::full({1, 1}, value, dtype).reshape({1})}) {
+                        const xgrad::Tensor whole = s.expand({n}).contiguous();
+                        INFO(xgrad::to_string(dtype)
+                             << ", n " << n << ", " << threads << " threads, s " << value << " of shape " << s.shape());
+                        CHECK(same_bits(x + s, x + whole));
+                        CHECK(same_bits(s + x, whole + x));
+                        CHECK(same_bits(x - s, x - whole));
+                        CHECK(same_bits(s - x, whole - x));
+                        CHECK(same_bits(x * s, x * whole));
+                        CHECK(same_bits(s * x, whole * x));
+                        CHECK(same_bits(x / s, x / whole));
+                        CHECK(same_bits(s / x, whole / x));
+                        // the scalar forms: x op 1.75 as x op (a tensor of 1.75s)
+                        CHECK(same_bits(x * value, x * whole));
+                        CHECK(same_bits(value - x, whole - x));
+                        CHECK(same_bits(x / value, x / whole));
+                    }
+                }
+                // -x flips the sign bit of every element, zeros and NaN included
+                const xgrad::Tensor negated = -x, flipped = x.clone();
+                if (dtype == xgrad::kFloat32) {
+                    auto* p = flipped.impl()->data<std::uint32_t>();
+                    for (std::int64_t i = 0; i < n; ++i) p[i] ^= 0x80000000u;
+                } else {
+                    auto* p = flipped.impl()->data<std::uint64_t>();
+                    for (std::int64_t i = 0; i < n; ++i) p[i] ^= 0x8000000000000000ull;
+                }
+                INFO(xgrad::to_string(dtype) << ", n " << n << ", " << threads << " threads");
+                CHECK(same_bits(negated, flipped));
+            }
+        }
+    }
+    xgrad::set_num_threads(threads_before);
 }
 
 TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {

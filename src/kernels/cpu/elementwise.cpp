@@ -4,6 +4,8 @@
 // when a run is not contiguous); large outputs split between threads.
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
@@ -71,8 +73,42 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
     }
 }
 
+/// The unary maps of x and scalars that vec_math computes (vscalar_map), if op is one.
+std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
+    switch (op) {
+        case UnaryOp::kNeg:
+            return ScalarMap::kNeg;
+        case UnaryOp::kAbs:
+            return ScalarMap::kAbs;
+        case UnaryOp::kSquare:
+            return ScalarMap::kSquare;
+        case UnaryOp::kCube:
+            return ScalarMap::kCube;
+        case UnaryOp::kReciprocal:
+            return ScalarMap::kReciprocal;
+        case UnaryOp::kAdd:
+            return ScalarMap::kAdd;
+        case UnaryOp::kSub:
+            return ScalarMap::kSub;
+        case UnaryOp::kRsub:
+            return ScalarMap::kRsub;
+        case UnaryOp::kMul:
+            return ScalarMap::kMul;
+        case UnaryOp::kDiv:
+            return ScalarMap::kDiv;
+        case UnaryOp::kClamp:
+            // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays, and so
+            // does -0 against a bound of 0 (both comparisons false, as the CUDA kernel's).
+            return ScalarMap::kClamp;
+        default:
+            return std::nullopt;
+    }
+}
+
+/// One contiguous block of a unary op. Only the cheap maps (scalar_map_of) take `stream`: the
+/// transcendental ones compute more than they move and store as vec_math.hpp's kStreamBytes says.
 template <typename T>
-void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, double b) {
+void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, double b, bool stream) {
     const auto un = static_cast<std::size_t>(n);
     if constexpr (std::is_integral_v<T>) {
         for (std::int64_t i = 0; i < n; ++i) {
@@ -110,45 +146,13 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
         return;
     } else {
         if (vec_unary(op, px, py, n, a)) return;
+        if (const auto map = scalar_map_of(op)) {
+            vscalar_map(*map, px, static_cast<T>(a), static_cast<T>(b), py, n, stream);
+            return;
+        }
         const auto x = flat(px, un);
         auto y = flat(py, un);
         switch (op) {
-            case UnaryOp::kNeg:
-                xt::noalias(y) = -x;
-                break;
-            case UnaryOp::kAbs:
-                xt::noalias(y) = xt::abs(x);
-                break;
-            case UnaryOp::kSquare:
-                xt::noalias(y) = x * x;
-                break;
-            case UnaryOp::kCube:
-                xt::noalias(y) = x * x * x;
-                break;
-            case UnaryOp::kReciprocal:
-                xt::noalias(y) = T(1) / x;
-                break;
-            case UnaryOp::kAdd:
-                xt::noalias(y) = x + static_cast<T>(a);
-                break;
-            case UnaryOp::kSub:
-                xt::noalias(y) = x - static_cast<T>(a);
-                break;
-            case UnaryOp::kRsub:
-                xt::noalias(y) = static_cast<T>(a) - x;
-                break;
-            case UnaryOp::kMul:
-                xt::noalias(y) = x * static_cast<T>(a);
-                break;
-            case UnaryOp::kDiv:
-                xt::noalias(y) = x / static_cast<T>(a);
-                break;
-            case UnaryOp::kClamp:
-                // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays, and
-                // so does -0 against a bound of 0 (both comparisons false, as the CUDA kernel's).
-                xt::noalias(y) = xt::where(x < static_cast<T>(a), static_cast<T>(a), x);
-                xt::noalias(y) = xt::where(static_cast<T>(b) < y, static_cast<T>(b), y);
-                break;
             case UnaryOp::kSilu:  // x / (1 + exp(-x)) with vec_math's exp, as PyTorch's vectorised silu
                 xt::noalias(y) = -x;
                 vexp(py, py, n);
@@ -193,6 +197,12 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, bo
         // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
         case BinaryOp::kReluBackward:
             varith(Arith::kReluBackward, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kTanhBackward:  // g * (1 - t * t) from the result t
+            varith(Arith::kTanhBackward, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kSigmoidBackward:  // g * s * (1 - s) from the result s
+            varith(Arith::kSigmoidBackward, px, pq, po, n, stream);
             return true;
         case BinaryOp::kGeluBackward:
             vgelu_backward(px, pq, po, n);
@@ -267,12 +277,6 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
             case BinaryOp::kAbsBackward:
                 xt::noalias(o) = x * xt::sign(y);
                 break;
-            case BinaryOp::kTanhBackward:
-                xt::noalias(o) = x * (T(1) - y * y);
-                break;
-            case BinaryOp::kSigmoidBackward:
-                xt::noalias(o) = x * y * (T(1) - y);
-                break;
             case BinaryOp::kClampBackward:
                 xt::noalias(o) = xt::where(y >= static_cast<T>(a) && y <= static_cast<T>(b), x, T(0));
                 break;
@@ -346,10 +350,15 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
+        // Non-temporal stores for a large output of a cheap map (unary_block), decided for the whole
+        // tensor and fenced once per thread's share, as binary() does.
+        const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() &&
+                            n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         if (x.is_contiguous()) {
             const T* px = x.impl()->data<T>();
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                unary_block<T>(op, px + lo, po + lo, hi - lo, a, b);
+                unary_block<T>(op, px + lo, po + lo, hi - lo, a, b, stream);
+                if (stream) stream_fence();
             });
             return;
         }
@@ -362,15 +371,43 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
                 const std::int64_t block = st[0] == 1 ? count : kBlock;
                 for (std::int64_t j = 0; j < count; j += block) {
                     const std::int64_t c = std::min(block, count - j);
-                    unary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, buf), po + i + j, c, a, b);
+                    unary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, buf), po + i + j, c, a, b,
+                                   stream);
                 }
                 i += count;
             });
+            if (stream) stream_fence();
         });
     });
 }
 
 namespace {
+
+/// Whether every element of t is the same one: each dim has size 1 or stride 0 (a broadcast scalar).
+bool one_element(const Tensor& t) {
+    const Shape& shape = t.impl()->shape;
+    const Strides& strides = t.impl()->strides;
+    for (std::int64_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && strides[static_cast<std::size_t>(d)] != 0) return false;
+    return true;
+}
+
+/// The scalar map computing `x op y` when one side is a single element: x * s as x * a, s - x as
+/// a - x. The two sides of + and * swap (their results are the same). None for the other ops.
+std::optional<ScalarMap> scalar_operand_map(BinaryOp op, bool scalar_on_right) {
+    switch (op) {
+        case BinaryOp::kAdd:
+            return ScalarMap::kAdd;
+        case BinaryOp::kMul:
+            return ScalarMap::kMul;
+        case BinaryOp::kSub:
+            return scalar_on_right ? ScalarMap::kSub : ScalarMap::kRsub;
+        case BinaryOp::kDiv:
+            return scalar_on_right ? ScalarMap::kDiv : ScalarMap::kRdiv;
+        default:
+            return std::nullopt;
+    }
+}
 
 /// For a view whose leading dims have stride 0 and whose other dims are contiguous (a block broadcast
 /// along the leading dims, as broadcast_view makes): the block's length; 0 for any other view.
@@ -403,6 +440,21 @@ void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, do
                 if (stream) stream_fence();
             });
             return;
+        }
+        // One operand whole and the other a single element (a 0-d tensor broadcast to the output's
+        // shape): its value as a scalar, so that x * s runs as fast as x * 2.0.
+        if constexpr (std::is_floating_point_v<T>) {
+            if ((x_whole && one_element(y)) || (y_whole && one_element(x))) {
+                if (const auto map = scalar_operand_map(op, x_whole)) {
+                    const T* pv = (x_whole ? x : y).impl()->data<T>();
+                    const T s = *(x_whole ? y : x).impl()->data<T>();
+                    parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                        vscalar_map(*map, pv + lo, s, T(0), po + lo, hi - lo, stream);
+                        if (stream) stream_fence();
+                    });
+                    return;
+                }
+            }
         }
         // A small op where one operand is whole and the other a contiguous block repeated along the
         // leading dims (a bias row): row by row, without the general strided walk.

@@ -60,7 +60,9 @@ static_assert(static_cast<int>(Arith::kAdd) == detail::kArithAdd &&
               static_cast<int>(Arith::kSub) == detail::kArithSub &&
               static_cast<int>(Arith::kMul) == detail::kArithMul &&
               static_cast<int>(Arith::kDiv) == detail::kArithDiv &&
-              static_cast<int>(Arith::kReluBackward) == detail::kArithReluBackward);
+              static_cast<int>(Arith::kReluBackward) == detail::kArithReluBackward &&
+              static_cast<int>(Arith::kTanhBackward) == detail::kArithTanhBackward &&
+              static_cast<int>(Arith::kSigmoidBackward) == detail::kArithSigmoidBackward);
 
 template <typename T>
 const detail::VecMathKernels<T>& kernels() {
@@ -174,6 +176,12 @@ void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, 
 }
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream) {
     if (n > 0) kernels<double>().arith[static_cast<int>(op)](a, b, y, n, stream);
+}
+void vscalar_map(ScalarMap op, const float* x, float a, float b, float* y, std::int64_t n, bool stream) {
+    if (n > 0) kernels<float>().scalar_map[static_cast<int>(op)](x, a, b, y, n, stream);
+}
+void vscalar_map(ScalarMap op, const double* x, double a, double b, double* y, std::int64_t n, bool stream) {
+    if (n > 0) kernels<double>().scalar_map[static_cast<int>(op)](x, a, b, y, n, stream);
 }
 void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
     backward(detail::kGeluBackward, g, x, dx, n);

@@ -89,15 +89,41 @@ std::int64_t rows_ahead(bool large, std::int64_t r, std::int64_t rows, std::int6
 }
 
 /// The two-input maps of varith.
-enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward };
+enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward, kTanhBackward, kSigmoidBackward };
 
-/// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), or relu's backward
-/// (0 where b <= 0, else a), with non-temporal stores when `stream`, which the caller then fences
-/// (stream_fence) before another thread may read y: elementwise.cpp's binary() fences once per thread's
-/// share, after all of that share's calls.
+/// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), relu's backward (0 where
+/// b <= 0, else a), tanh's backward from its result b (a * (1 - b * b)) or sigmoid's (a * b * (1 - b)),
+/// with non-temporal stores when `stream`, which the caller then fences (stream_fence) before another
+/// thread may read y: elementwise.cpp's binary() fences once per thread's share, after all of that
+/// share's calls. Every operation is rounded on its own (no fused multiply-add), so every instruction
+/// set gives the same bits.
 void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, bool stream);
 /// As the float overload.
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
+
+/// The maps of one tensor x and scalars a, b that vscalar_map computes.
+enum class ScalarMap {
+    kNeg,         ///< -x
+    kAbs,         ///< |x| (the sign bit cleared)
+    kSquare,      ///< x * x
+    kCube,        ///< (x * x) * x
+    kReciprocal,  ///< 1 / x
+    kAdd,         ///< x + a
+    kSub,         ///< x - a
+    kRsub,        ///< a - x
+    kMul,         ///< x * a
+    kDiv,         ///< x / a
+    kRdiv,        ///< a / x
+    kClamp,       ///< a where x < a, then b where b < that (NaN stays NaN; b wins when a > b)
+};
+/// Number of ScalarMap values.
+constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kClamp) + 1;
+
+/// y = op(x, a, b) element by element: each operation correctly rounded, so every instruction set
+/// gives the same bits. Non-temporal stores when `stream`, fenced by the caller (as varith).
+void vscalar_map(ScalarMap op, const float* x, float a, float b, float* y, std::int64_t n, bool stream);
+/// As the float overload.
+void vscalar_map(ScalarMap op, const double* x, double a, double b, double* y, std::int64_t n, bool stream);
 
 /// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases; the
 /// exponent is rounded to float first, as PyTorch's float32 kernel does.

@@ -1490,6 +1490,72 @@ void small_gemm_(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std
 }
 #endif
 
+/// VecMathKernels::scalar_map: vec_math.hpp's ScalarMap, each a cheap map that memory bandwidth limits
+/// (non-temporal stores when the caller asks).
+template <class B>
+void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type*, typename B::value_type,
+                                                    typename B::value_type, typename B::value_type*, std::int64_t,
+                                                    bool)) {
+    using T = typename B::value_type;
+    auto at = [&](ScalarMap op) -> auto& {
+        return table[static_cast<int>(op)];
+    };
+    at(ScalarMap::kNeg) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        // the sign bit flipped, as PyTorch (xsimd 8.1 negates avx512 batches as 0 - x: +0 for +0, NaN unflipped)
+        map1<B>(
+            x, y, n, [](const B& v) { return v ^ B(T(-0.0)); }, stream);
+    };
+    at(ScalarMap::kAbs) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return xsimd::abs(v); }, stream);
+    };
+    at(ScalarMap::kSquare) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return v * v; }, stream);
+    };
+    at(ScalarMap::kCube) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return v * v * v; }, stream);
+    };
+    at(ScalarMap::kReciprocal) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return B(T(1)) / v; }, stream);
+    };
+    at(ScalarMap::kAdd) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return v + ab; }, stream);
+    };
+    at(ScalarMap::kSub) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return v - ab; }, stream);
+    };
+    at(ScalarMap::kRsub) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return ab - v; }, stream);
+    };
+    at(ScalarMap::kMul) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return v * ab; }, stream);
+    };
+    at(ScalarMap::kDiv) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return v / ab; }, stream);
+    };
+    at(ScalarMap::kRdiv) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return ab / v; }, stream);
+    };
+    at(ScalarMap::kClamp) = [](const T* x, T a, T b, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n,
+            [ab = B(a), bb = B(b)](const B& v) {
+                const B low = xsimd::select(v < ab, ab, v);
+                return xsimd::select(bb < low, bb, low);
+            },
+            stream);
+    };
+}
+
 template <class T, class A>
 VecMathKernels<T> kernels_for() {
     using B = xsimd::batch<T, A>;
@@ -1536,6 +1602,15 @@ VecMathKernels<T> kernels_for() {
         map2<B>(
             g, r, y, n, [](const B& u, const B& v) { return xsimd::select(v <= B(T(0)), B(T(0)), u); }, stream);
     };
+    k.arith[kArithTanhBackward] = [](const T* g, const T* t, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            g, t, y, n, [](const B& u, const B& v) { return u * (B(T(1)) - v * v); }, stream);
+    };
+    k.arith[kArithSigmoidBackward] = [](const T* g, const T* s, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            g, s, y, n, [](const B& u, const B& v) { return u * v * (B(T(1)) - v); }, stream);
+    };
+    set_scalar_maps<B>(k.scalar_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });
     };

@@ -11,7 +11,16 @@ namespace xgrad::kernels::cpu::detail {
 /// The one-input kernels, in the order of VecMathKernels::unary.
 enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kRelu, kUnaryCount };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
-enum ArithKernel : int { kArithAdd, kArithSub, kArithMul, kArithDiv, kArithReluBackward, kArithCount };
+enum ArithKernel : int {
+    kArithAdd,
+    kArithSub,
+    kArithMul,
+    kArithDiv,
+    kArithReluBackward,
+    kArithTanhBackward,
+    kArithSigmoidBackward,
+    kArithCount
+};
 /// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
 enum Backward : int { kGeluBackward, kGeluTanhBackward, kBackwardCount };
 
@@ -21,6 +30,7 @@ struct VecMathKernels {
     void (*unary[kUnaryCount])(const T* x, T* y, std::int64_t n);
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
     void (*arith[kArithCount])(const T* a, const T* b, T* y, std::int64_t n, bool stream);
+    void (*scalar_map[kScalarMapCount])(const T* x, T a, T b, T* y, std::int64_t n, bool stream);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);  ///< general exponent (no special cases)
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
