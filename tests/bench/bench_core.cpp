@@ -583,6 +583,7 @@ void bench_elementwise_and_reductions() {
     };
     bytes("add", 3 * n * kF, [&] { return a + b; });
     bytes("mul", 3 * n * kF, [&] { return a * b; });
+    bytes("mul_scalar", 2 * n * kF, [&] { return a * 0.5; });
     bytes("exp", 2 * n * kF, [&] { return a.exp(); });
     bytes("tanh", 2 * n * kF, [&] { return a.tanh(); });
     bytes("gelu", 2 * n * kF, [&] { return a.gelu(); });

@@ -251,6 +251,7 @@ def bench_elementwise_and_reductions():
 
     moved("add", 3 * n * FB, lambda: a + b)
     moved("mul", 3 * n * FB, lambda: a * b)
+    moved("mul_scalar", 2 * n * FB, lambda: a * 0.5)
     moved("exp", 2 * n * FB, lambda: a.exp())
     moved("tanh", 2 * n * FB, lambda: a.tanh())
     moved("gelu", 2 * n * FB, lambda: F.gelu(a))
