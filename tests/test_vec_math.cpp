@@ -440,6 +440,9 @@ void check_arith(SimdArch arch, vm::Arith op, std::size_t n, std::size_t offset,
         b[offset] = std::numeric_limits<T>::quiet_NaN();
         b[offset + 1] = T(-0.0);
         b[offset + 2] = T(0);
+        a[offset + 2] = T(-0.0);  // two equal zeros
+        a[offset + 3] = -std::numeric_limits<T>::quiet_NaN();
+        b[offset + 3] = std::numeric_limits<T>::quiet_NaN();  // two NaNs: maximum and minimum take a's
     }
     vm::varith(op, a.data() + offset, b.data() + offset, y.data() + offset, static_cast<std::int64_t>(n), stream);
     for (std::size_t i = 0; i < offset; ++i) REQUIRE(y[i] == T(-7));  // nothing written outside
@@ -452,10 +455,24 @@ void check_arith(SimdArch arch, vm::Arith op, std::size_t n, std::size_t offset,
                        : op == vm::Arith::kDiv             ? u / v
                        : op == vm::Arith::kTanhBackward    ? u * (T(1) - v * v)
                        : op == vm::Arith::kSigmoidBackward ? u * v * (T(1) - v)
+                       : op == vm::Arith::kMaximum         ? (u != u   ? u
+                                                              : v != v ? v
+                                                              : u > v  ? u
+                                                                       : v)
+                       : op == vm::Arith::kMinimum         ? (u != u   ? u
+                                                              : v != v ? v
+                                                              : u < v  ? u
+                                                                       : v)
                                                            : (v <= T(0) ? T(0) : u);
         INFO(arch_name(arch) << " op " << static_cast<int>(op) << " n " << n << " offset " << offset << " stream "
                              << stream << " at " << i - offset);
-        CHECK(ordinal(y[i]) == ordinal(want));
+        // Bits (ordinal() does not tell -0 from +0); of two NaN operands, + - * / may return either
+        // (x86 returns the first, and the compiler may swap a commutative scalar operation's operands).
+        const bool max_min = op == vm::Arith::kMaximum || op == vm::Arith::kMinimum;
+        if (max_min || !(u != u && v != v))
+            CHECK(std::memcmp(&y[i], &want, sizeof(T)) == 0);
+        else
+            CHECK(y[i] != y[i]);
     }
 }
 
@@ -465,8 +482,9 @@ TEST_CASE("varith gives the scalar formula's bits with and without non-temporal 
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);
-        for (auto op : {vm::Arith::kAdd, vm::Arith::kSub, vm::Arith::kMul, vm::Arith::kDiv, vm::Arith::kReluBackward,
-                        vm::Arith::kTanhBackward, vm::Arith::kSigmoidBackward})
+        for (auto op :
+             {vm::Arith::kAdd, vm::Arith::kSub, vm::Arith::kMul, vm::Arith::kDiv, vm::Arith::kReluBackward,
+              vm::Arith::kTanhBackward, vm::Arith::kSigmoidBackward, vm::Arith::kMaximum, vm::Arith::kMinimum})
             for (std::size_t n : {1, 3, 7, 16, 17, 100, 1000})
                 for (std::size_t offset : {0, 1, 3, 5})
                     for (bool stream : {false, true}) {
@@ -895,6 +913,68 @@ TEST_CASE("an operand of one element, and a scalar, give the bits of the op on w
         }
     }
     xgrad::set_num_threads(threads_before);
+}
+
+namespace {
+
+/// amax/amin and argmax/argmin of each row of x against the scalar rule: the first NaN when a row
+/// has one, else the first element equal to the extreme (so the first of +0 and -0).
+template <typename T>
+void check_row_extremes(const xgrad::Tensor& x, bool max) {
+    const std::int64_t rows = x.size(0), width = x.size(1);
+    const xgrad::Tensor values = max ? x.amax(-1) : x.amin(-1), indices = max ? x.argmax(-1) : x.argmin(-1);
+    const T* px = x.impl()->data<T>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const T* row = px + r * width;
+        std::int64_t at = 0;
+        for (std::int64_t i = 1; i < width && row[at] == row[at]; ++i)
+            if (row[i] != row[i] || (max ? row[i] > row[at] : row[i] < row[at])) at = i;
+        const T got = values.impl()->data<T>()[r];
+        INFO((max ? "max" : "min") << " of row " << r << " of " << width << " (" << sizeof(T) * 8 << "-bit)");
+        CHECK(std::memcmp(&got, &row[at], sizeof(T)) == 0);
+        CHECK(indices.impl()->data<std::int64_t>()[r] == at);
+    }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "amax, amin, argmax and argmin of rows: the first NaN, else the first of equal extremes, on every "
+    "instruction set") {
+    ArchGuard guard;
+    xgrad::manual_seed(37);
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+            for (std::int64_t width : {1, 3, 16, 63, 64, 65, 130, 1000}) {
+                // row 0 plain; 1 a NaN late; 2 two NaNs; 3 all zeros of both signs; 4 the extreme twice;
+                // 5 infinities; 6 a NaN first
+                xgrad::Tensor x = xgrad::randn({7, width}, dtype);
+                auto set = [&](std::int64_t r, std::int64_t c, double v) {
+                    if (c < width) x.narrow(0, r, 1).narrow(1, c, 1).fill_(v);
+                };
+                set(1, width - 1, std::nan(""));
+                set(2, width / 2, -std::nan(""));
+                set(2, width - 1, std::nan(""));
+                x.narrow(0, 3, 1).fill_(0.0);
+                for (std::int64_t c = 0; c < width; c += 3) set(3, c, -0.0);
+                set(4, width / 3, 9.0);
+                set(4, width - 1, 9.0);
+                set(4, width / 4, -9.0);
+                set(4, width - 2, -9.0);
+                set(5, width / 2, INFINITY);
+                set(5, width - 1, -INFINITY);
+                set(6, 0, std::nan(""));
+                INFO(arch_name(arch));
+                for (bool max : {true, false}) {
+                    if (dtype == xgrad::kFloat32)
+                        check_row_extremes<float>(x, max);
+                    else
+                        check_row_extremes<double>(x, max);
+                }
+            }
+        }
+    }
 }
 
 TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {

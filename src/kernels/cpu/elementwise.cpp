@@ -204,6 +204,12 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, bo
         case BinaryOp::kSigmoidBackward:  // g * s * (1 - s) from the result s
             varith(Arith::kSigmoidBackward, px, pq, po, n, stream);
             return true;
+        case BinaryOp::kMaximum:  // NaN propagates, as PyTorch's maximum (xsimd's max alone would drop it)
+            varith(Arith::kMaximum, px, pq, po, n, stream);
+            return true;
+        case BinaryOp::kMinimum:
+            varith(Arith::kMinimum, px, pq, po, n, stream);
+            return true;
         case BinaryOp::kGeluBackward:
             vgelu_backward(px, pq, po, n);
             return true;
@@ -264,15 +270,6 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 xt::noalias(o) =
                     xt::where(xt::equal(y, T(0)), T(1),
                               xt::where(xt::equal(x, T(0)), xt::where(y < T(0), inf, T(0)), xt::pow(x, y)));
-                break;
-            case BinaryOp::kMaximum:
-                // xsimd's max returns the other operand for NaN; PyTorch's maximum propagates NaN.
-                xt::noalias(o) =
-                    xt::where(xt::not_equal(x, x), x, xt::where(xt::not_equal(y, y), y, xt::maximum(x, y)));
-                break;
-            case BinaryOp::kMinimum:
-                xt::noalias(o) =
-                    xt::where(xt::not_equal(x, x), x, xt::where(xt::not_equal(y, y), y, xt::minimum(x, y)));
                 break;
             case BinaryOp::kAbsBackward:
                 xt::noalias(o) = x * xt::sign(y);

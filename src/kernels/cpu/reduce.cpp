@@ -79,6 +79,24 @@ void var_rows(const RowsView& v, const Tensor& out, double correction, bool take
     });
 }
 
+namespace {
+
+/// The index of a row's max (or min): its first NaN if it has one (NaN propagates, as PyTorch), else
+/// the first element equal to the extreme, so that of +0 and -0 the first one wins.
+template <typename T>
+std::int64_t extreme_index(const T* x, std::int64_t n, bool max) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return row_extreme_index(x, n, max);  // vectorised
+    } else {
+        std::int64_t at = 0;
+        for (std::int64_t i = 1; i < n; ++i)
+            if (max ? x[i] > x[at] : x[i] < x[at]) at = i;
+        return at;
+    }
+}
+
+}  // namespace
+
 void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -87,15 +105,7 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
-                T best = x[0];
-                for (std::int64_t i = 1; i < v.width; ++i) {
-                    if (x[i] != x[i]) {  // NaN propagates, as PyTorch
-                        best = x[i];
-                        break;
-                    }
-                    best = max ? std::max(best, x[i]) : std::min(best, x[i]);
-                }
-                o[r] = best;
+                o[r] = x[extreme_index(x, v.width, max)];
             }
         });
     });
@@ -110,9 +120,7 @@ void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& ind
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
-                std::int64_t at = 0;
-                for (std::int64_t i = 1; i < v.width && x[at] == x[at]; ++i)  // stop at the first NaN
-                    if (x[i] != x[i] || (max ? x[i] > x[at] : x[i] < x[at])) at = i;
+                const std::int64_t at = extreme_index(x, v.width, max);
                 o[r] = x[at];
                 idx[r] = at;
             }

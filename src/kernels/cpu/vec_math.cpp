@@ -62,7 +62,9 @@ static_assert(static_cast<int>(Arith::kAdd) == detail::kArithAdd &&
               static_cast<int>(Arith::kDiv) == detail::kArithDiv &&
               static_cast<int>(Arith::kReluBackward) == detail::kArithReluBackward &&
               static_cast<int>(Arith::kTanhBackward) == detail::kArithTanhBackward &&
-              static_cast<int>(Arith::kSigmoidBackward) == detail::kArithSigmoidBackward);
+              static_cast<int>(Arith::kSigmoidBackward) == detail::kArithSigmoidBackward &&
+              static_cast<int>(Arith::kMaximum) == detail::kArithMaximum &&
+              static_cast<int>(Arith::kMinimum) == detail::kArithMinimum);
 
 template <typename T>
 const detail::VecMathKernels<T>& kernels() {
@@ -207,6 +209,12 @@ void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
 }
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
     kernels<double>().norm_moments(x, n, mean, m2);
+}
+std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max) {
+    return kernels<float>().row_extreme_index(x, n, max);
+}
+std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max) {
+    return kernels<double>().row_extreme_index(x, n, max);
 }
 float sum_squares(const float* x, std::int64_t n) {
     return kernels<float>().sum_squares(x, n);

@@ -89,10 +89,12 @@ std::int64_t rows_ahead(bool large, std::int64_t r, std::int64_t rows, std::int6
 }
 
 /// The two-input maps of varith.
-enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward, kTanhBackward, kSigmoidBackward };
+enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward, kTanhBackward, kSigmoidBackward, kMaximum, kMinimum };
 
 /// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), relu's backward (0 where
 /// b <= 0, else a), tanh's backward from its result b (a * (1 - b * b)) or sigmoid's (a * b * (1 - b)),
+/// maximum(a, b) or minimum(a, b) (a where a is NaN, else b where b is NaN, else a > b ? a : b, or
+/// a < b ? a : b: of two equal zeros, b),
 /// with non-temporal stores when `stream`, which the caller then fences (stream_fence) before another
 /// thread may read y: elementwise.cpp's binary() fences once per thread's share, after all of that
 /// share's calls. Every operation is rounded on its own (no fused multiply-add), so every instruction
@@ -116,6 +118,13 @@ enum class ScalarMap {
     kRdiv,        ///< a / x
     kClamp,       ///< a where x < a, then b where b < that (NaN stays NaN; b wins when a > b)
 };
+/// The index of the largest (max) or smallest element of x[0, n), n >= 1: of x's first NaN when it
+/// has one (NaN propagates, as PyTorch), else of the first element equal to the extreme, so that of
+/// +0 and -0 the first wins (as a scan keeping the first of equal elements).
+std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max);
+/// As the float overload.
+std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max);
+
 /// Number of ScalarMap values.
 constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kClamp) + 1;
 

@@ -1490,6 +1490,57 @@ void small_gemm_(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std
 }
 #endif
 
+/// vec_math.hpp's row_extreme_index: one pass with four accumulators of max (or min) and of NaN
+/// lanes, then one to the first element equal to the extreme (or the first NaN), a batch at a time.
+template <class B>
+std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n, bool max) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    auto pick = [max](const B& a, const B& b) { return max ? xsimd::max(a, b) : xsimd::min(a, b); };
+    std::int64_t i = 0;
+    T best = x[0];
+    bool nan = false;
+    if (n >= kW) {
+        B a0 = B::load_unaligned(x), a1 = a0, a2 = a0, a3 = a0;
+        auto unordered = xsimd::isnan(a0);
+        for (i = kW; i + 4 * kW <= n; i += 4 * kW) {
+            const B v0 = B::load_unaligned(x + i), v1 = B::load_unaligned(x + i + kW);
+            const B v2 = B::load_unaligned(x + i + 2 * kW), v3 = B::load_unaligned(x + i + 3 * kW);
+            unordered = unordered || xsimd::isnan(v0) || xsimd::isnan(v1) || xsimd::isnan(v2) || xsimd::isnan(v3);
+            a0 = pick(a0, v0);
+            a1 = pick(a1, v1);
+            a2 = pick(a2, v2);
+            a3 = pick(a3, v3);
+        }
+        for (; i + kW <= n; i += kW) {
+            const B v = B::load_unaligned(x + i);
+            unordered = unordered || xsimd::isnan(v);
+            a0 = pick(a0, v);
+        }
+        nan = xsimd::any(unordered);
+        alignas(64) T lanes[kW];
+        pick(pick(a0, a1), pick(a2, a3)).store_aligned(lanes);
+        best = lanes[0];
+        for (std::int64_t l = 1; l < kW; ++l) best = max ? std::max(best, lanes[l]) : std::min(best, lanes[l]);
+    }
+    for (; i < n; ++i) {
+        nan = nan || x[i] != x[i];
+        best = max ? std::max(best, x[i]) : std::min(best, x[i]);
+    }
+    // The first NaN, or the first element equal to the extreme (of +0 and -0, the first).
+    const B target(best);
+    for (i = 0; i + kW <= n; i += kW) {
+        const B v = B::load_unaligned(x + i);
+        const auto hit = nan ? xsimd::isnan(v) : v == target;
+        if (xsimd::any(hit))
+            for (std::int64_t j = i;; ++j)
+                if (nan ? x[j] != x[j] : x[j] == best) return j;
+    }
+    for (; i < n; ++i)
+        if (nan ? x[i] != x[i] : x[i] == best) return i;
+    return 0;  // not reached: the extreme is one of the elements
+}
+
 /// VecMathKernels::scalar_map: vec_math.hpp's ScalarMap, each a cheap map that memory bandwidth limits
 /// (non-temporal stores when the caller asks).
 template <class B>
@@ -1610,6 +1661,25 @@ VecMathKernels<T> kernels_for() {
         map2<B>(
             g, s, y, n, [](const B& u, const B& v) { return u * v * (B(T(1)) - v); }, stream);
     };
+    // xsimd's max and min are x86's maxps/minps (a > b ? a : b): NaN in a is taken first, as the
+    // scalar formula of vec_math.hpp's varith
+    k.arith[kArithMaximum] = [](const T* a, const T* b, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            a, b, y, n,
+            [](const B& u, const B& v) {
+                return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, xsimd::max(u, v)));
+            },
+            stream);
+    };
+    k.arith[kArithMinimum] = [](const T* a, const T* b, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            a, b, y, n,
+            [](const B& u, const B& v) {
+                return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, xsimd::min(u, v)));
+            },
+            stream);
+    };
+    k.row_extreme_index = row_extreme_index_<B>;
     set_scalar_maps<B>(k.scalar_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });

@@ -19,6 +19,8 @@ enum ArithKernel : int {
     kArithReluBackward,
     kArithTanhBackward,
     kArithSigmoidBackward,
+    kArithMaximum,
+    kArithMinimum,
     kArithCount
 };
 /// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
@@ -35,6 +37,7 @@ struct VecMathKernels {
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
+    std::int64_t (*row_extreme_index)(const T* x, std::int64_t n, bool max);  // vec_math.hpp's row_extreme_index
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
     // A row's mean and squared deviations in double (vec_math.hpp's var_row).
