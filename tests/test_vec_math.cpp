@@ -977,6 +977,46 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("where and masked_fill take the bits of x or y, a batch at a time, on every instruction set") {
+    ArchGuard guard;
+    xgrad::manual_seed(41);
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+            for (std::int64_t width : {1, 5, 16, 33, 100}) {
+                const xgrad::Tensor mask = xgrad::rand({3, width}) > 0.5;
+                const xgrad::Tensor row_mask = xgrad::rand({width}) > 0.5;  // broadcast over the rows
+                xgrad::Tensor x = xgrad::randn({3, width}, dtype), y = xgrad::randn({3, width}, dtype);
+                x.narrow(1, 0, 1).fill_(-std::nan(""));
+                y.narrow(1, width / 2, 1).fill_(-0.0);
+                const xgrad::Tensor ys = y.narrow(0, 0, 1).squeeze(0);  // a row of y, broadcast
+                auto check = [&](const xgrad::Tensor& got, const xgrad::Tensor& c, const xgrad::Tensor& a,
+                                 const xgrad::Tensor& b) {
+                    const xgrad::Tensor cc = c.expand({3, width}).contiguous();
+                    const xgrad::Tensor ac = a.expand({3, width}).contiguous(), bc = b.expand({3, width}).contiguous();
+                    const auto* pc = cc.impl()->data<bool>();
+                    const std::size_t elem = xgrad::element_size(dtype);
+                    bool same = got.shape() == xgrad::Shape{3, width};
+                    for (std::int64_t i = 0; same && i < 3 * width; ++i) {
+                        const auto* want = (pc[i] ? ac : bc).impl()->data<char>() + i * static_cast<std::int64_t>(elem);
+                        same = std::memcmp(got.contiguous().impl()->data<char>() + i * static_cast<std::int64_t>(elem),
+                                           want, elem) == 0;
+                    }
+                    return same;
+                };
+                INFO(arch_name(arch) << ", " << xgrad::to_string(dtype) << ", width " << width);
+                CHECK(check(xgrad::where(mask, x, y), mask, x, y));
+                CHECK(check(xgrad::where(row_mask, x, ys), row_mask, x, ys));
+                CHECK(check(xgrad::where(mask, 2.5, y), mask, xgrad::full({}, 2.5, dtype), y));
+                CHECK(check(xgrad::where(mask, x, -0.0), mask, x, xgrad::full({}, -0.0, dtype)));
+                CHECK(check(xgrad::masked_fill(x, mask, -INFINITY), mask, xgrad::full({}, -INFINITY, dtype), x));
+                CHECK(check(xgrad::masked_fill(x, row_mask, 7.0), row_mask, xgrad::full({}, 7.0, dtype), x));
+                CHECK(check(xgrad::where(mask.t().contiguous().t(), x, y), mask, x, y));  // a strided mask
+            }
+        }
+    }
+}
+
 TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {
     // The strided loop streams a whole output of kStreamBytes and more run by run and fences once per
     // thread's share; the same rows in calls of 64 rows neither stream nor share.

@@ -210,6 +210,14 @@ void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
     kernels<double>().norm_moments(x, n, mean, m2);
 }
+void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,
+             std::int64_t n) {
+    if (n > 0) kernels<float>().select(c, a, a_step, b, b_step, y, n);
+}
+void vselect(const bool* c, const double* a, std::int64_t a_step, const double* b, std::int64_t b_step, double* y,
+             std::int64_t n) {
+    if (n > 0) kernels<double>().select(c, a, a_step, b, b_step, y, n);
+}
 std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max) {
     return kernels<float>().row_extreme_index(x, n, max);
 }

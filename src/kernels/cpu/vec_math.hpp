@@ -118,6 +118,14 @@ enum class ScalarMap {
     kRdiv,        ///< a / x
     kClamp,       ///< a where x < a, then b where b < that (NaN stays NaN; b wins when a > b)
 };
+/// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
+/// of 1: a run), as bits: a blend, without a branch on c.
+void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,
+             std::int64_t n);
+/// As the float overload.
+void vselect(const bool* c, const double* a, std::int64_t a_step, const double* b, std::int64_t b_step, double* y,
+             std::int64_t n);
+
 /// The index of the largest (max) or smallest element of x[0, n), n >= 1: of x's first NaN when it
 /// has one (NaN propagates, as PyTorch), else of the first element equal to the extreme, so that of
 /// +0 and -0 the first wins (as a scan keeping the first of equal elements).

@@ -1490,6 +1490,66 @@ void small_gemm_(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std
 }
 #endif
 
+/// The lanes of a batch of B where the bools at c are true (a bool is one byte, 0 or 1). On AVX-512
+/// a byte test gives the mask register directly; on AVX2 the bytes are widened to the lanes' width;
+/// elsewhere they are gathered through a small array.
+template <class B>
+typename B::batch_bool_type lanes_of(const bool* c) {
+    using T = typename B::value_type;
+    constexpr std::size_t kW = B::size;
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if constexpr (std::is_base_of_v<xsimd::avx512f, typename B::arch_type>) {
+        const __m128i bytes = kW == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(c))
+                                       : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(c));
+        const auto bits = _mm_test_epi8_mask(bytes, bytes);
+        if constexpr (kW == 16)
+            return typename B::batch_bool_type(static_cast<__mmask16>(bits));
+        else
+            return typename B::batch_bool_type(static_cast<__mmask8>(bits));
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<typename B::arch_type, xsimd::fma3<xsimd::avx2>>) {
+        if constexpr (kW == 8) {
+            const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
+            return typename B::batch_bool_type(_mm256_castsi256_ps(_mm256_cmpgt_epi32(wide, _mm256_setzero_si256())));
+        } else {
+            std::int32_t four;
+            std::memcpy(&four, c, 4);
+            const __m256i wide = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(four));
+            return typename B::batch_bool_type(_mm256_castsi256_pd(_mm256_cmpgt_epi64(wide, _mm256_setzero_si256())));
+        }
+    }
+#endif
+    alignas(64) T ones[kW];
+    for (std::size_t l = 0; l < kW; ++l) ones[l] = c[l] ? T(1) : T(0);
+    return B::load_aligned(ones) != B(T(0));
+}
+
+/// vec_math.hpp's vselect.
+template <class B>
+void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
+             std::int64_t b_step, typename B::value_type* y, std::int64_t n) {
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    auto run = [&](auto a_run, auto b_run) {
+        const B a0(a[0]), b0(b[0]);
+        for (; i + kW <= n; i += kW) {
+            const B av = a_run ? B::load_unaligned(a + i) : a0, bv = b_run ? B::load_unaligned(b + i) : b0;
+            xsimd::select(lanes_of<B>(c + i), av, bv).store_unaligned(y + i);
+        }
+    };
+    if (a_step == 1 && b_step == 1)
+        run(std::true_type{}, std::true_type{});
+    else if (a_step == 1)
+        run(std::true_type{}, std::false_type{});
+    else if (b_step == 1)
+        run(std::false_type{}, std::true_type{});
+    else
+        run(std::false_type{}, std::false_type{});
+    for (; i < n; ++i) y[i] = c[i] ? a[i * a_step] : b[i * b_step];
+}
+
 /// vec_math.hpp's row_extreme_index: one pass with four accumulators of max (or min) and of NaN
 /// lanes, then one to the first element equal to the extreme (or the first NaN), a batch at a time.
 template <class B>
@@ -1680,6 +1740,7 @@ VecMathKernels<T> kernels_for() {
             stream);
     };
     k.row_extreme_index = row_extreme_index_<B>;
+    k.select = select_<B>;
     set_scalar_maps<B>(k.scalar_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });

@@ -37,6 +37,8 @@ struct VecMathKernels {
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
+    void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,
+                   std::int64_t n);                                           // vec_math.hpp's vselect
     std::int64_t (*row_extreme_index)(const T* x, std::int64_t n, bool max);  // vec_math.hpp's row_extreme_index
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
