@@ -977,6 +977,54 @@ TEST_CASE(
     }
 }
 
+namespace {
+
+template <typename T>
+void check_compare(SimdArch arch, vm::Compare op, std::int64_t a_step, std::int64_t b_step, std::size_t n) {
+    std::mt19937 gen(static_cast<unsigned>(n * 13 + static_cast<std::size_t>(op)));
+    std::uniform_int_distribution<int> pick(-2, 2);  // few values, so that many pairs are equal
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), T(-0.0), T(0), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity()};
+    std::vector<T> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        a[i] = static_cast<T>(pick(gen));
+        b[i] = static_cast<T>(pick(gen));
+        if (i % 7 == 3) a[i] = specials[(i / 7) % 5];
+        if (i % 5 == 1) b[i] = specials[(i / 5) % 5];
+    }
+    std::vector<char> y(n + 1, 7);
+    vm::vcompare(op, a.data(), a_step, b.data(), b_step, reinterpret_cast<bool*>(y.data()),
+                 static_cast<std::int64_t>(n));
+    REQUIRE(y[n] == 7);  // nothing written past the end
+    for (std::size_t i = 0; i < n; ++i) {
+        const T u = a[i * static_cast<std::size_t>(a_step)], v = b[i * static_cast<std::size_t>(b_step)];
+        const bool want = op == vm::Compare::kEq   ? u == v
+                          : op == vm::Compare::kNe ? u != v
+                          : op == vm::Compare::kLt ? u < v
+                          : op == vm::Compare::kLe ? u <= v
+                          : op == vm::Compare::kGt ? u > v
+                                                   : u >= v;
+        INFO(arch_name(arch) << " op " << static_cast<int>(op) << " steps " << a_step << " " << b_step << " n " << n
+                             << " at " << i << ": " << u << " vs " << v);
+        CHECK(static_cast<int>(y[i]) == static_cast<int>(want));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("vcompare gives the scalar comparison as bools of 0 or 1, NaN unordered, on every instruction set") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (int k = 0; k < 6; ++k)
+            for (auto [as, bs] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {1, 0}, {0, 1}, {0, 0}})
+                for (std::size_t n : {1, 3, 8, 17, 100}) {
+                    check_compare<float>(arch, static_cast<vm::Compare>(k), as, bs, n);
+                    check_compare<double>(arch, static_cast<vm::Compare>(k), as, bs, n);
+                }
+    }
+}
+
 TEST_CASE("where and masked_fill take the bits of x or y, a batch at a time, on every instruction set") {
     ArchGuard guard;
     xgrad::manual_seed(41);

@@ -1,12 +1,22 @@
 // CPU comparisons and logical ops: runs of the innermost dim read in place through their strides
 // (broadcast operands have stride 0), large outputs split between threads.
+#include <type_traits>
+
 #include "detail/dispatch.hpp"
 #include "kernels/compare_op.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
+
+static_assert(static_cast<int>(CompareOp::kEq) == static_cast<int>(Compare::kEq) &&
+              static_cast<int>(CompareOp::kNe) == static_cast<int>(Compare::kNe) &&
+              static_cast<int>(CompareOp::kLt) == static_cast<int>(Compare::kLt) &&
+              static_cast<int>(CompareOp::kLe) == static_cast<int>(Compare::kLe) &&
+              static_cast<int>(CompareOp::kGt) == static_cast<int>(Compare::kGt) &&
+              static_cast<int>(CompareOp::kGe) == static_cast<int>(Compare::kGe));
 
 void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) {
     const std::int64_t n = out.numel();
@@ -22,6 +32,14 @@ void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) 
             geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
                 const T* a = px + off[0];
                 const T* b = py + off[1];
+                // The relational ops on runs or single values (x > 0): vec_math, a batch at a time.
+                if constexpr (std::is_floating_point_v<T>) {
+                    if (op <= CompareOp::kGe && (st[0] == 0 || st[0] == 1) && (st[1] == 0 || st[1] == 1)) {
+                        vcompare(static_cast<Compare>(op), a, st[0], b, st[1], po + i, count);
+                        i += count;
+                        return;
+                    }
+                }
                 for (std::int64_t j = 0; j < count; ++j) po[i + j] = scalar::compare(op, a[j * st[0]], b[j * st[1]]);
                 i += count;
             });

@@ -218,6 +218,14 @@ void vselect(const bool* c, const double* a, std::int64_t a_step, const double* 
              std::int64_t n) {
     if (n > 0) kernels<double>().select(c, a, a_step, b, b_step, y, n);
 }
+void vcompare(Compare op, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, bool* y,
+              std::int64_t n) {
+    if (n > 0) kernels<float>().compare[static_cast<int>(op)](a, a_step, b, b_step, y, n);
+}
+void vcompare(Compare op, const double* a, std::int64_t a_step, const double* b, std::int64_t b_step, bool* y,
+              std::int64_t n) {
+    if (n > 0) kernels<double>().compare[static_cast<int>(op)](a, a_step, b, b_step, y, n);
+}
 std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max) {
     return kernels<float>().row_extreme_index(x, n, max);
 }

@@ -126,6 +126,16 @@ void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b,
 void vselect(const bool* c, const double* a, std::int64_t a_step, const double* b, std::int64_t b_step, double* y,
              std::int64_t n);
 
+/// The comparisons vcompare computes (IEEE: a NaN compares false, except under kNe).
+enum class Compare { kEq, kNe, kLt, kLe, kGt, kGe };
+
+/// y[i] = a[i * a_step] op b[i * b_step], as bools (steps of 0 or 1, as vselect's).
+void vcompare(Compare op, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, bool* y,
+              std::int64_t n);
+/// As the float overload.
+void vcompare(Compare op, const double* a, std::int64_t a_step, const double* b, std::int64_t b_step, bool* y,
+              std::int64_t n);
+
 /// The index of the largest (max) or smallest element of x[0, n), n >= 1: of x's first NaN when it
 /// has one (NaN propagates, as PyTorch), else of the first element equal to the extreme, so that of
 /// +0 and -0 the first wins (as a scan keeping the first of equal elements).

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -1550,6 +1551,107 @@ void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step
     for (; i < n; ++i) y[i] = c[i] ? a[i * a_step] : b[i * b_step];
 }
 
+/// Lane l's bit of a batch_bool at bit l (x86's movemask; AVX-512's mask register as it is).
+template <class B>
+std::uint32_t bits_of(const typename B::batch_bool_type& m) {
+    using T = typename B::value_type;
+    using A = typename B::arch_type;
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+        return static_cast<std::uint32_t>(static_cast<typename B::batch_bool_type::register_type>(m));
+    } else if constexpr (std::is_base_of_v<xsimd::avx, A>) {
+#if defined(__AVX__)
+        if constexpr (std::is_same_v<T, float>)
+            return static_cast<std::uint32_t>(_mm256_movemask_ps(m));
+        else
+            return static_cast<std::uint32_t>(_mm256_movemask_pd(m));
+#endif
+    } else {
+        if constexpr (std::is_same_v<T, float>)
+            return static_cast<std::uint32_t>(_mm_movemask_ps(m));
+        else
+            return static_cast<std::uint32_t>(_mm_movemask_pd(m));
+    }
+}
+
+/// kSpread[b]: the eight bits of b as eight bytes of 0 or 1 (a bool each), bit 0 first in memory.
+constexpr auto kSpread = [] {
+    std::array<std::uint64_t, 256> t{};
+    for (std::uint64_t b = 0; b < 256; ++b)
+        for (int k = 0; k < 8; ++k) t[b] |= ((b >> k) & 1u) << (8 * k);
+    return t;
+}();
+
+/// Writes the lanes of m as kW bools at y.
+template <class B>
+void store_bools(const typename B::batch_bool_type& m, bool* y) {
+    constexpr std::size_t kW = B::size;
+    const std::uint32_t bits = bits_of<B>(m);
+    if constexpr (kW >= 8) {
+        for (std::size_t k = 0; k < kW / 8; ++k) std::memcpy(y + 8 * k, &kSpread[(bits >> (8 * k)) & 0xffu], 8);
+    } else {
+        std::memcpy(y, &kSpread[bits], kW);
+    }
+}
+
+/// vec_math.hpp's vcompare for one op (f: the batch comparison; s: the scalar one for the tail).
+template <class B, class F, class S>
+void compare_(const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
+              std::int64_t b_step, bool* y, std::int64_t n, F f, S s) {
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    auto run = [&](auto a_run, auto b_run) {
+        const B a0(a[0]), b0(b[0]);
+        for (; i + kW <= n; i += kW)
+            store_bools<B>(f(a_run ? B::load_unaligned(a + i) : a0, b_run ? B::load_unaligned(b + i) : b0), y + i);
+    };
+    if (a_step == 1 && b_step == 1)
+        run(std::true_type{}, std::true_type{});
+    else if (a_step == 1)
+        run(std::true_type{}, std::false_type{});
+    else if (b_step == 1)
+        run(std::false_type{}, std::true_type{});
+    else
+        run(std::false_type{}, std::false_type{});
+    for (; i < n; ++i) y[i] = s(a[i * a_step], b[i * b_step]);
+}
+
+/// VecMathKernels::compare. Not-equal is "not ==": xsimd 8.1's AVX and AVX-512 != is false for NaN.
+template <class B>
+void set_compares(void (*table[6])(const typename B::value_type*, std::int64_t, const typename B::value_type*,
+                                   std::int64_t, bool*, std::int64_t)) {
+    using T = typename B::value_type;
+    table[static_cast<int>(Compare::kEq)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return u == v; }, [](T u, T v) { return u == v; });
+    };
+    table[static_cast<int>(Compare::kNe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return !(u == v); }, [](T u, T v) { return u != v; });
+    };
+    table[static_cast<int>(Compare::kLt)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return u < v; }, [](T u, T v) { return u < v; });
+    };
+    table[static_cast<int>(Compare::kLe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return u <= v; }, [](T u, T v) { return u <= v; });
+    };
+    table[static_cast<int>(Compare::kGt)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return u > v; }, [](T u, T v) { return u > v; });
+    };
+    table[static_cast<int>(Compare::kGe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
+                                               std::int64_t n) {
+        compare_<B>(
+            a, as, b, bs, y, n, [](const B& u, const B& v) { return u >= v; }, [](T u, T v) { return u >= v; });
+    };
+}
+
 /// vec_math.hpp's row_extreme_index: one pass with four accumulators of max (or min) and of NaN
 /// lanes, then one to the first element equal to the extreme (or the first NaN), a batch at a time.
 template <class B>
@@ -1741,6 +1843,7 @@ VecMathKernels<T> kernels_for() {
     };
     k.row_extreme_index = row_extreme_index_<B>;
     k.select = select_<B>;
+    set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });

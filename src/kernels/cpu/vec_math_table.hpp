@@ -38,7 +38,9 @@ struct VecMathKernels {
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
     void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,
-                   std::int64_t n);                                           // vec_math.hpp's vselect
+                   std::int64_t n);  // vec_math.hpp's vselect
+    void (*compare[6])(const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, bool* y,
+                       std::int64_t n);                                       // vec_math.hpp's vcompare, by Compare
     std::int64_t (*row_extreme_index)(const T* x, std::int64_t n, bool max);  // vec_math.hpp's row_extreme_index
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
