@@ -28,27 +28,18 @@ void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
         T* po = out.impl()->data<T>();
         parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
             std::vector<T> e(static_cast<std::size_t>(width));
-            const auto n = static_cast<std::size_t>(width);
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* xr = px + r * width;
                 T* yr = po + r * width;
-                T m = xr[0];
-                for (std::int64_t j = 1; j < width; ++j) {
-                    if (xr[j] != xr[j]) {  // NaN wins, as in max()
-                        m = xr[j];
-                        break;
-                    }
-                    m = std::max(m, xr[j]);
-                }
-                auto shifted = detail::flat(yr, n);  // the largest logit becomes 0
-                xt::noalias(shifted) = detail::flat(xr, n) - m;
-                auto ev = detail::flat(e.data(), n);
+                // The largest logit (the first NaN wins, as in max(); of +0 and -0 the first) becomes 0.
+                const T m = xr[row_extreme_index(xr, width, true)];
+                vscalar_map(ScalarMap::kSub, xr, m, T(0), yr, width, false);
                 vexp(yr, e.data(), width);
                 const T s = inner_sum(e.data(), width);
                 if (log)
-                    xt::noalias(shifted) = shifted - std::log(s);
+                    vscalar_map(ScalarMap::kSub, yr, std::log(s), T(0), yr, width, false);
                 else
-                    xt::noalias(shifted) = ev / s;
+                    vscalar_map(ScalarMap::kDiv, e.data(), s, T(0), yr, width, false);
             }
         });
     });
@@ -63,22 +54,22 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
         T* pd = dx.impl()->data<T>();
         parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
             std::vector<T> t(static_cast<std::size_t>(width));
-            const auto n = static_cast<std::size_t>(width);
             for (std::int64_t r = lo; r < hi; ++r) {
-                const auto g = detail::flat(pg + r * width, n);
-                const auto o = detail::flat(po + r * width, n);
-                auto d = detail::flat(pd + r * width, n);
-                auto tv = detail::flat(t.data(), n);
+                const T* g = pg + r * width;
+                const T* o = po + r * width;
+                T* d = pd + r * width;
                 if (log) {
                     // g - softmax · Σg
-                    const T s = inner_sum(pg + r * width, width);
-                    vexp(po + r * width, t.data(), width);
-                    xt::noalias(d) = g - tv * s;
+                    const T s = inner_sum(g, width);
+                    vexp(o, t.data(), width);
+                    vscalar_map(ScalarMap::kMul, t.data(), s, T(0), t.data(), width, false);
+                    varith(Arith::kSub, g, t.data(), d, width, false);
                 } else {
                     // out · (g - Σ(g · out))
-                    xt::noalias(tv) = g * o;
+                    varith(Arith::kMul, g, o, t.data(), width, false);
                     const T s = inner_sum(t.data(), width);
-                    xt::noalias(d) = o * (g - s);
+                    vscalar_map(ScalarMap::kSub, g, s, T(0), d, width, false);
+                    varith(Arith::kMul, o, d, d, width, false);
                 }
             }
         });
