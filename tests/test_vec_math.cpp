@@ -1065,6 +1065,37 @@ TEST_CASE("where and masked_fill take the bits of x or y, a batch at a time, on 
     }
 }
 
+TEST_CASE("contiguous() of transposed matrices, tile by tile: every element in place, batched and offset") {
+    const int threads_before = xgrad::get_num_threads();
+    xgrad::manual_seed(43);
+    for (int threads : {1, 2}) {
+        xgrad::set_num_threads(threads);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
+            // (batch, rows, cols) of the result; the source is a (batch, cols + 3, rows + 5) tensor's
+            // narrowed and transposed block, so its column stride exceeds the rows and it starts at an offset
+            for (const auto& brc : {std::array<std::int64_t, 3>{1, 16, 16}, {1, 33, 70}, {3, 65, 17}, {2, 100, 31}}) {
+                const std::int64_t b = brc[0], r = brc[1], c = brc[2];  // not a structured binding: INFO captures
+                const xgrad::Tensor big = (xgrad::randn({b, c + 3, r + 5}) * 100.0).to(dtype);
+                const xgrad::Tensor src = big.narrow(1, 2, c).narrow(2, 1, r).transpose(1, 2);
+                const xgrad::Tensor got = src.contiguous();
+                const xgrad::Tensor bigc = big.to(xgrad::kFloat64);
+                const std::vector<double> all = bigc.to_vector<double>(),
+                                          out = got.to(xgrad::kFloat64).to_vector<double>();
+                bool same = got.is_contiguous() && got.shape() == xgrad::Shape{b, r, c};
+                for (std::int64_t k = 0; same && k < b; ++k)
+                    for (std::int64_t i = 0; same && i < r; ++i)
+                        for (std::int64_t j = 0; same && j < c; ++j)
+                            same = out[static_cast<std::size_t>((k * r + i) * c + j)] ==
+                                   all[static_cast<std::size_t>((k * (c + 3) + j + 2) * (r + 5) + i + 1)];
+                INFO(xgrad::to_string(dtype) << " (" << b << ", " << r << ", " << c << "), " << threads << " threads");
+                CHECK(same);
+                CHECK(got.transpose(1, 2).contiguous().equal(src.transpose(1, 2).contiguous()));  // and back
+            }
+        }
+    }
+    xgrad::set_num_threads(threads_before);
+}
+
 TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {
     // The strided loop streams a whole output of kStreamBytes and more run by run and fences once per
     // thread's share; the same rows in calls of 64 rows neither stream nor share.

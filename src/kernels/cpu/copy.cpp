@@ -1,4 +1,8 @@
 // CPU kernels that move data: strided copy with dtype conversion, fill, and dst += alpha * src.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
 #include "detail/convert.hpp"
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
@@ -6,6 +10,49 @@
 #include "kernels/cpu/parallel.hpp"
 
 namespace xgrad::kernels::cpu {
+
+namespace {
+
+/// dst (contiguous) = src where src's last two dims are a transposed matrix (its dim -2 has stride
+/// 1, its dim -1 a larger one), as x.t().contiguous() makes: tile by tile, so that both the reads
+/// (down src's columns) and the writes (along dst's rows) stay in the caches. The element loop read
+/// a float per cache line. False (nothing done) for any other layout.
+template <typename T>
+bool copy_transposed(const Tensor& src, const Tensor& dst, const T* in, T* out) {
+    const std::int64_t nd = src.dim();
+    if (nd < 2 || !dst.is_contiguous()) return false;
+    const auto& shape = src.shape();
+    const auto& strides = src.strides();
+    const std::int64_t rows = shape[nd - 2], cols = shape[nd - 1];
+    const std::int64_t col_stride = strides[static_cast<std::size_t>(nd - 1)];
+    if (strides[static_cast<std::size_t>(nd - 2)] != 1 || col_stride < rows || rows < 16 || cols < 16) return false;
+    const std::int64_t batches = rows * cols == 0 ? 0 : dst.numel() / (rows * cols);
+    constexpr std::int64_t kTile = 32;
+    const std::int64_t row_tiles = (rows + kTile - 1) / kTile;
+    T* base_out = out + dst.storage_offset();
+    parallel_for(0, batches * row_tiles, std::max<std::int64_t>(1, kGrain / (kTile * cols)),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                     for (std::int64_t w = lo; w < hi; ++w) {
+                         const std::int64_t b = w / row_tiles, i0 = (w % row_tiles) * kTile;
+                         std::int64_t off = src.storage_offset(), rest = b;  // the batch's offset in src
+                         for (std::int64_t d = nd - 3; d >= 0; --d) {
+                             off += (rest % shape[d]) * strides[static_cast<std::size_t>(d)];
+                             rest /= shape[d];
+                         }
+                         const T* p = in + off;
+                         T* q = base_out + b * rows * cols;
+                         const std::int64_t i1 = std::min(rows, i0 + kTile);
+                         for (std::int64_t j0 = 0; j0 < cols; j0 += kTile) {
+                             const std::int64_t j1 = std::min(cols, j0 + kTile);
+                             for (std::int64_t i = i0; i < i1; ++i)
+                                 for (std::int64_t j = j0; j < j1; ++j) q[i * cols + j] = p[i + j * col_stride];
+                         }
+                     }
+                 });
+    return true;
+}
+
+}  // namespace
 
 void copy(const Tensor& src, const Tensor& dst) {
     const std::int64_t n = dst.numel();
@@ -15,13 +62,22 @@ void copy(const Tensor& src, const Tensor& dst) {
         detail::dispatch_all(src.dtype(), [&](auto stag) {
             using S = decltype(stag);
             const S* in = static_cast<const S*>(src.impl()->storage->data);
+            // A run of the same dtype is copied by memcpy, whose vector loop and large-copy stores suit
+            // the machine (cat along an inner dim was 1.8x PyTorch's time with an element loop).
+            auto run = [](D* q, const S* p, std::int64_t count) {
+                if constexpr (std::is_same_v<D, S>)
+                    std::memcpy(q, p, static_cast<std::size_t>(count) * sizeof(D));
+                else
+                    for (std::int64_t i = 0; i < count; ++i) q[i] = detail::convert<D>(p[i]);
+            };
             if (src.is_contiguous() && dst.is_contiguous()) {
                 const S* p = in + src.storage_offset();
                 D* q = out + dst.storage_offset();
-                parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                    for (std::int64_t i = lo; i < hi; ++i) q[i] = detail::convert<D>(p[i]);
-                });
+                parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) { run(q + lo, p + lo, hi - lo); });
                 return;
+            }
+            if constexpr (std::is_same_v<D, S>) {
+                if (copy_transposed(src, dst, in, out)) return;
             }
             const StridedGeometry<2> geo(dst.shape(), {&dst, &src});
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
@@ -29,7 +85,7 @@ void copy(const Tensor& src, const Tensor& dst) {
                     D* q = out + off[0];
                     const S* p = in + off[1];
                     if (st[0] == 1 && st[1] == 1) {
-                        for (std::int64_t i = 0; i < count; ++i) q[i] = detail::convert<D>(p[i]);
+                        run(q, p, count);
                     } else {
                         for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = detail::convert<D>(p[i * st[1]]);
                     }
