@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "replay.hpp"
@@ -112,6 +114,33 @@ TEST_CASE("the README example draws PyTorch's randn(2, 5)") {
     auto x = xgrad::randn({2, 5}).to_vector<float>();
     CHECK(x[0] == -0x1.c891bep-4f);  // torch.randn(2, 5)[0, 0] after torch.manual_seed(123)
     CHECK(x[9] == doctest::Approx(-0.1085).epsilon(1e-3));
+}
+
+TEST_CASE("the Mersenne Twister draws std::mt19937's stream, and its state reads as std::mt19937's") {
+    for (std::uint32_t seed :
+         {0u, 1u, 5489u, 0xffffffffu, static_cast<std::uint32_t>(xgrad::Generator::kDefaultSeed)}) {
+        std::mt19937 want(seed);
+        xgrad::detail::Mt19937 got(seed);
+        CHECK(got == xgrad::detail::Mt19937(seed));
+        bool same = true;
+        for (int i = 0; i < 5 * 624 + 17 && same; ++i) same = got() == want();
+        INFO("seed " << seed);
+        CHECK(same);
+        CHECK_FALSE(got == xgrad::detail::Mt19937(seed));
+        // std::mt19937 writes its words and then its position: set() reads them the same way
+        std::stringstream text;
+        text << want;
+        std::uint32_t words[624];
+        for (auto& w : words) text >> w;
+        int position = 0;
+        text >> position;
+        CHECK(position == got.position());
+        xgrad::detail::Mt19937 restored;
+        restored.set(words, position);
+        CHECK(restored == got);
+        for (int i = 0; i < 1000 && same; ++i) same = restored() == want();
+        CHECK(same);
+    }
 }
 
 TEST_CASE("generators: seeds, copies and the cached normal") {

@@ -20,6 +20,55 @@ struct CopyableMutex {
     CopyableMutex(const CopyableMutex&) {}
     CopyableMutex& operator=(const CopyableMutex&) { return *this; }
 };
+
+/// The 32-bit Mersenne Twister MT19937: the stream of std::mt19937 and of PyTorch's CPU generator,
+/// kept in 32-bit words (libstdc++'s std::mt19937 keeps 64-bit ones on x86-64, and its refill of the
+/// 624 words ran at half PyTorch's speed).
+class Mt19937 {
+public:
+    /// The number of 32-bit words of state.
+    static constexpr int kWords = 624;
+    /// Seeded as std::mt19937(seed).
+    explicit Mt19937(std::uint32_t seed = 5489u) { seed_with(seed); }
+    /// Reseeds, as std::mt19937::seed(seed).
+    void seed_with(std::uint32_t seed) {
+        words_[0] = seed;
+        for (int i = 1; i < kWords; ++i)
+            words_[i] = 1812433253u * (words_[i - 1] ^ (words_[i - 1] >> 30)) + static_cast<std::uint32_t>(i);
+        next_ = kWords;
+    }
+    /// The next 32-bit draw.
+    std::uint32_t operator()() {
+        if (next_ >= kWords) refill();
+        std::uint32_t y = words_[next_++];
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c5680u;
+        y ^= (y << 15) & 0xefc60000u;
+        return y ^ (y >> 18);
+    }
+    /// The state words, as std::mt19937 writes them to a stream.
+    const std::uint32_t* words() const { return words_; }
+    /// The index of the word the next draw tempers (kWords: the words are refilled first).
+    int position() const { return next_; }
+    /// Sets the words and the position (0 to kWords), as std::mt19937 reads them from a stream.
+    void set(const std::uint32_t* words, int position) {
+        for (int i = 0; i < kWords; ++i) words_[i] = words[i];
+        next_ = position;
+    }
+    /// Equal when both will draw the same stream (the same words and position, as std::mt19937's ==).
+    friend bool operator==(const Mt19937& a, const Mt19937& b) {
+        if (a.next_ != b.next_) return false;
+        for (int i = 0; i < kWords; ++i)
+            if (a.words_[i] != b.words_[i]) return false;
+        return true;
+    }
+
+private:
+    void refill();  // the twist of all 624 words (random.cpp)
+    std::uint32_t words_[kWords];
+    int next_ = kWords;
+};
+
 }  // namespace detail
 
 /// A source of random numbers with PyTorch's CPU generator state: a 32-bit Mersenne Twister plus
@@ -72,7 +121,7 @@ public:
     std::uint64_t initial_seed() const { return seed_; }
 
     /// One 32-bit draw.
-    std::uint32_t random() { return static_cast<std::uint32_t>(engine_()); }
+    std::uint32_t random() { return engine_(); }
     /// Two 32-bit draws joined into 64 bits, the first draw being the high word (as PyTorch).
     std::uint64_t random64() {
         std::uint64_t hi = random();
@@ -103,7 +152,7 @@ public:
     }
 
 private:
-    std::mt19937 engine_;
+    detail::Mt19937 engine_;
     std::uint64_t seed_ = kDefaultSeed;
     std::optional<double> next_normal_;
     mutable detail::CopyableMutex mutex_;
