@@ -1,9 +1,13 @@
 // CPU kernels of indexing along one dim: gather and scatter (index_select, index_add, Embedding and
 // one_hot are built on them by the ops).
+#include <algorithm>
+#include <type_traits>
+
 #include "detail/dispatch.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -17,6 +21,15 @@ void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const T
         const StridedGeometry<3> geo(index.shape(), {&out, &src, &index});
         parallel_for(0, index.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
             geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                if (st[2] == 0) {  // one index for the run (a row of index_select, Embedding): a row copy
+                    const T* row = s + off[1] + idx[off[2]] * stride;
+                    if (st[0] == 1 && st[1] == 1) {
+                        std::copy(row, row + count, o + off[0]);
+                    } else {
+                        for (std::int64_t i = 0; i < count; ++i) o[off[0] + i * st[0]] = row[i * st[1]];
+                    }
+                    return;
+                }
                 for (std::int64_t i = 0; i < count; ++i)
                     o[off[0] + i * st[0]] = s[off[1] + i * st[1] + idx[off[2] + i * st[2]] * stride];
             });
@@ -35,6 +48,15 @@ void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const 
         // One thread, in row-major order of the index: several elements may land on one place, and
         // their sum then has PyTorch's CPU order (increasing position along the scattered dim).
         geo.for_runs(0, index.numel(), [&](std::int64_t count, const auto& off, const auto& st) {
+            // One index for a contiguous run (a row of index_add, Embedding's backward): the row added
+            // with vec_math (each element one addition, in the same order as the element loop).
+            if constexpr (std::is_floating_point_v<T>) {
+                if (accumulate && st[2] == 0 && st[0] == 1 && st[1] == 1) {
+                    T* row = d + off[0] + idx[off[2]] * stride;
+                    varith(Arith::kAdd, row, s + off[1], row, count, false);
+                    return;
+                }
+            }
             for (std::int64_t i = 0; i < count; ++i) {
                 T& target = d[off[0] + i * st[0] + idx[off[2] + i * st[2]] * stride];
                 const T value = s[off[1] + i * st[1]];
