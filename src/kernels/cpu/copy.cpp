@@ -86,6 +86,8 @@ void copy(const Tensor& src, const Tensor& dst) {
                     const S* p = in + off[1];
                     if (st[0] == 1 && st[1] == 1) {
                         run(q, p, count);
+                    } else if (st[0] == 1 && st[1] == 0) {  // one value broadcast (an expanded gradient)
+                        std::fill(q, q + count, detail::convert<D>(p[0]));
                     } else {
                         for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = detail::convert<D>(p[i * st[1]]);
                     }
