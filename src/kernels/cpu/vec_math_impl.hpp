@@ -1527,6 +1527,20 @@ typename B::batch_bool_type lanes_of(const bool* c) {
     return B::load_aligned(ones) != B(T(0));
 }
 
+/// Calls run(a_run, b_run) with std::true_type for an operand read as a run (step 1) and
+/// std::false_type for one read as a single value (step 0): a loop of its own for each combination.
+template <class F>
+void by_steps(std::int64_t a_step, std::int64_t b_step, F&& run) {
+    if (a_step == 1 && b_step == 1)
+        run(std::true_type{}, std::true_type{});
+    else if (a_step == 1)
+        run(std::true_type{}, std::false_type{});
+    else if (b_step == 1)
+        run(std::false_type{}, std::true_type{});
+    else
+        run(std::false_type{}, std::false_type{});
+}
+
 /// vec_math.hpp's vselect.
 template <class B>
 void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
@@ -1540,14 +1554,7 @@ void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step
             xsimd::select(lanes_of<B>(c + i), av, bv).store_unaligned(y + i);
         }
     };
-    if (a_step == 1 && b_step == 1)
-        run(std::true_type{}, std::true_type{});
-    else if (a_step == 1)
-        run(std::true_type{}, std::false_type{});
-    else if (b_step == 1)
-        run(std::false_type{}, std::true_type{});
-    else
-        run(std::false_type{}, std::false_type{});
+    by_steps(a_step, b_step, run);
     for (; i < n; ++i) y[i] = c[i] ? a[i * a_step] : b[i * b_step];
 }
 
@@ -1604,14 +1611,7 @@ void compare_(const typename B::value_type* a, std::int64_t a_step, const typena
         for (; i + kW <= n; i += kW)
             store_bools<B>(f(a_run ? B::load_unaligned(a + i) : a0, b_run ? B::load_unaligned(b + i) : b0), y + i);
     };
-    if (a_step == 1 && b_step == 1)
-        run(std::true_type{}, std::true_type{});
-    else if (a_step == 1)
-        run(std::true_type{}, std::false_type{});
-    else if (b_step == 1)
-        run(std::false_type{}, std::true_type{});
-    else
-        run(std::false_type{}, std::false_type{});
+    by_steps(a_step, b_step, run);
     for (; i < n; ++i) y[i] = s(a[i * a_step], b[i * b_step]);
 }
 
