@@ -1096,6 +1096,28 @@ TEST_CASE("contiguous() of transposed matrices, tile by tile: every element in p
     xgrad::set_num_threads(threads_before);
 }
 
+TEST_CASE(
+    "rows added at an index from a broadcast source: Embedding's backward of a sum, index_add of an expanded row") {
+    namespace F = xgrad::nn::functional;
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const xgrad::Tensor idx = xgrad::tensor({3, 0, 3, 5, 3, 0, 7}, xgrad::kInt64);
+        xgrad::Tensor w = xgrad::randn({8, 37}, dtype).requires_grad_();
+        (F::embedding(idx, w).sum() * 0.5).backward();  // each row's gradient: 0.5 per use of its index
+        const std::vector<double> got = w.grad().to(xgrad::kFloat64).to_vector<double>();
+        const double uses[8] = {2, 0, 0, 3, 0, 1, 0, 1};
+        bool same = true;
+        for (std::size_t r = 0; r < 8; ++r)
+            for (std::size_t c = 0; c < 37; ++c) same = same && got[r * 37 + c] == 0.5 * uses[r];
+        INFO(xgrad::to_string(dtype));
+        CHECK(same);
+        // index_add of one row expanded over the index, onto a base: base + (uses × the row), in order
+        const xgrad::Tensor base = xgrad::randn({8, 37}, dtype), row = xgrad::randn({1, 37}, dtype);
+        const xgrad::Tensor added = xgrad::index_add(base, 0, idx, row.expand({7, 37}));
+        const xgrad::Tensor want = xgrad::index_add(base, 0, idx, row.expand({7, 37}).contiguous());
+        CHECK(added.equal(want));
+    }
+}
+
 TEST_CASE("broadcast binary ops whose outputs stream give the bits of small calls, on 1 and 2 threads") {
     // The strided loop streams a whole output of kStreamBytes and more run by run and fences once per
     // thread's share; the same rows in calls of 64 rows neither stream nor share.

@@ -51,9 +51,12 @@ void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const 
             // One index for a contiguous run (a row of index_add, Embedding's backward): the row added
             // with vec_math (each element one addition, in the same order as the element loop).
             if constexpr (std::is_floating_point_v<T>) {
-                if (accumulate && st[2] == 0 && st[0] == 1 && st[1] == 1) {
+                if (accumulate && st[2] == 0 && st[0] == 1 && (st[1] == 1 || st[1] == 0)) {
                     T* row = d + off[0] + idx[off[2]] * stride;
-                    varith(Arith::kAdd, row, s + off[1], row, count, false);
+                    if (st[1] == 1)
+                        varith(Arith::kAdd, row, s + off[1], row, count, false);
+                    else  // one value for the run (an expanded gradient, as sum()'s)
+                        vscalar_map(ScalarMap::kAdd, row, s[off[1]], T(0), row, count, false);
                     return;
                 }
             }
