@@ -28,7 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <sstream>
+#include <random>
 #include <string>
 
 #include "detail/kernels.hpp"

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <vector>
 
 #include "xgrad/shape.hpp"

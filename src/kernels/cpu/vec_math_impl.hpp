@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <type_traits>
@@ -1527,6 +1528,12 @@ typename B::batch_bool_type lanes_of(const bool* c) {
     return B::load_aligned(ones) != B(T(0));
 }
 
+/// u where u is NaN, else v where v is NaN, else m (maximum's and minimum's NaN propagation).
+template <class B>
+B nan_first(const B& u, const B& v, const B& m) {
+    return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, m));
+}
+
 /// Calls run(a_run, b_run) with std::true_type for an operand read as a run (step 1) and
 /// std::false_type for one read as a single value (step 0): a loop of its own for each combination.
 template <class F>
@@ -1600,65 +1607,56 @@ void store_bools(const typename B::batch_bool_type& m, bool* y) {
     }
 }
 
-/// vec_math.hpp's vcompare for one op (f: the batch comparison; s: the scalar one for the tail).
-template <class B, class F, class S>
+/// vec_math.hpp's vcompare for one op: Op compares two batches and, for the tail, two values.
+template <class B, class Op>
 void compare_(const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
-              std::int64_t b_step, bool* y, std::int64_t n, F f, S s) {
+              std::int64_t b_step, bool* y, std::int64_t n) {
     constexpr std::int64_t kW = B::size;
+    const Op op;
     std::int64_t i = 0;
     auto run = [&](auto a_run, auto b_run) {
         const B a0(a[0]), b0(b[0]);
         for (; i + kW <= n; i += kW)
-            store_bools<B>(f(a_run ? B::load_unaligned(a + i) : a0, b_run ? B::load_unaligned(b + i) : b0), y + i);
+            store_bools<B>(op(a_run ? B::load_unaligned(a + i) : a0, b_run ? B::load_unaligned(b + i) : b0), y + i);
     };
     by_steps(a_step, b_step, run);
-    for (; i < n; ++i) y[i] = s(a[i * a_step], b[i * b_step]);
+    for (; i < n; ++i) y[i] = op(a[i * a_step], b[i * b_step]);
 }
 
-/// VecMathKernels::compare. Not-equal is "not ==": xsimd 8.1's AVX and AVX-512 != is false for NaN.
+/// Not-equal as "not ==", true for NaN: xsimd 8.1's AVX and AVX-512 != is an ordered compare
+/// (false for NaN), its SSE2 one is not.
+struct NotEqual {
+    template <class U>
+    auto operator()(const U& u, const U& v) const {
+        return !(u == v);
+    }
+};
+
+/// VecMathKernels::compare, in Compare's order.
 template <class B>
 void set_compares(void (*table[6])(const typename B::value_type*, std::int64_t, const typename B::value_type*,
                                    std::int64_t, bool*, std::int64_t)) {
-    using T = typename B::value_type;
-    table[static_cast<int>(Compare::kEq)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return u == v; }, [](T u, T v) { return u == v; });
-    };
-    table[static_cast<int>(Compare::kNe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return !(u == v); }, [](T u, T v) { return u != v; });
-    };
-    table[static_cast<int>(Compare::kLt)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return u < v; }, [](T u, T v) { return u < v; });
-    };
-    table[static_cast<int>(Compare::kLe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return u <= v; }, [](T u, T v) { return u <= v; });
-    };
-    table[static_cast<int>(Compare::kGt)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return u > v; }, [](T u, T v) { return u > v; });
-    };
-    table[static_cast<int>(Compare::kGe)] = [](const T* a, std::int64_t as, const T* b, std::int64_t bs, bool* y,
-                                               std::int64_t n) {
-        compare_<B>(
-            a, as, b, bs, y, n, [](const B& u, const B& v) { return u >= v; }, [](T u, T v) { return u >= v; });
-    };
+    table[static_cast<int>(Compare::kEq)] = compare_<B, std::equal_to<>>;
+    table[static_cast<int>(Compare::kNe)] = compare_<B, NotEqual>;
+    table[static_cast<int>(Compare::kLt)] = compare_<B, std::less<>>;
+    table[static_cast<int>(Compare::kLe)] = compare_<B, std::less_equal<>>;
+    table[static_cast<int>(Compare::kGt)] = compare_<B, std::greater<>>;
+    table[static_cast<int>(Compare::kGe)] = compare_<B, std::greater_equal<>>;
 }
 
 /// vec_math.hpp's row_extreme_index: one pass with four accumulators of max (or min) and of NaN
 /// lanes, then one to the first element equal to the extreme (or the first NaN), a batch at a time.
-template <class B>
-std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n, bool max) {
+template <class B, bool kMax>
+std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n) {
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
-    auto pick = [max](const B& a, const B& b) { return max ? xsimd::max(a, b) : xsimd::min(a, b); };
+    auto pick = [](const auto& a, const auto& b) {
+        if constexpr (kMax)
+            return xsimd::max(a, b);
+        else
+            return xsimd::min(a, b);
+    };
+    auto pick_one = [](T a, T b) { return kMax ? std::max(a, b) : std::min(a, b); };
     std::int64_t i = 0;
     T best = x[0];
     bool nan = false;
@@ -1683,11 +1681,11 @@ std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n,
         alignas(64) T lanes[kW];
         pick(pick(a0, a1), pick(a2, a3)).store_aligned(lanes);
         best = lanes[0];
-        for (std::int64_t l = 1; l < kW; ++l) best = max ? std::max(best, lanes[l]) : std::min(best, lanes[l]);
+        for (std::int64_t l = 1; l < kW; ++l) best = pick_one(best, lanes[l]);
     }
     for (; i < n; ++i) {
         nan = nan || x[i] != x[i];
-        best = max ? std::max(best, x[i]) : std::min(best, x[i]);
+        best = pick_one(best, x[i]);
     }
     // The first NaN, or the first element equal to the extreme (of +0 and -0, the first).
     const B target(best);
@@ -1823,25 +1821,19 @@ VecMathKernels<T> kernels_for() {
         map2<B>(
             g, s, y, n, [](const B& u, const B& v) { return u * v * (B(T(1)) - v); }, stream);
     };
-    // xsimd's max and min are x86's maxps/minps (a > b ? a : b): NaN in a is taken first, as the
-    // scalar formula of vec_math.hpp's varith
+    // xsimd's max and min are x86's maxps/minps (a > b ? a : b), NaN taken first from a, then from b,
+    // as the scalar formula of vec_math.hpp's varith
     k.arith[kArithMaximum] = [](const T* a, const T* b, T* y, std::int64_t n, bool stream) {
         map2<B>(
-            a, b, y, n,
-            [](const B& u, const B& v) {
-                return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, xsimd::max(u, v)));
-            },
-            stream);
+            a, b, y, n, [](const B& u, const B& v) { return nan_first(u, v, xsimd::max(u, v)); }, stream);
     };
     k.arith[kArithMinimum] = [](const T* a, const T* b, T* y, std::int64_t n, bool stream) {
         map2<B>(
-            a, b, y, n,
-            [](const B& u, const B& v) {
-                return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, xsimd::min(u, v)));
-            },
-            stream);
+            a, b, y, n, [](const B& u, const B& v) { return nan_first(u, v, xsimd::min(u, v)); }, stream);
     };
-    k.row_extreme_index = row_extreme_index_<B>;
+    k.row_extreme_index = [](const T* x, std::int64_t n, bool max) {
+        return max ? row_extreme_index_<B, true>(x, n) : row_extreme_index_<B, false>(x, n);
+    };
     k.select = select_<B>;
     set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);
