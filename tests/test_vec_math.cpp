@@ -85,6 +85,9 @@ const std::vector<Op>& ops() {
         {"gelu_backward", true, 0},
         {"gelu_tanh_backward", true, 0},
         {"pow", false, 1},
+        {"silu", true, 1},
+        {"silu_backward", true, 1},
+        {"pow_tensor", false, 1},
     };
     return list;
 }
@@ -105,6 +108,9 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "gelu_backward") vm::vgelu_backward(g.data(), x.data(), y.data(), n);
     if (op == "gelu_tanh_backward") vm::vgelu_tanh_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow") vm::vpow(x.data(), e, y.data(), n);
+    if (op == "silu") vm::vsilu(x.data(), y.data(), n);
+    if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
+    if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
     return y;
 }
 
@@ -138,7 +144,9 @@ std::vector<T> golden_values(const std::string& name) {
 template <typename T>
 void check_golden(const Op& op, const std::string& key, double e = 0) {
     std::vector<T> x = golden_values<T>(key + ".x"), want = golden_values<T>(key + ".y");
-    std::vector<T> g = op.name.find("backward") != std::string::npos ? golden_values<T>(key + ".g") : std::vector<T>{};
+    // The backward ops' upstream gradients, or pow_tensor's exponents.
+    const bool two_inputs = op.name.find("backward") != std::string::npos || op.name == "pow_tensor";
+    std::vector<T> g = two_inputs ? golden_values<T>(key + ".g") : std::vector<T>{};
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);

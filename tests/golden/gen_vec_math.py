@@ -87,6 +87,37 @@ for i, e in enumerate((1.5, -0.7, 1.0 / 3.0, 7.0, -3.0, 0.5, -0.5, 2.0, 3.0, -1.
         put(f"pow{i}.{dtype}.e", torch.tensor(e, dtype=torch.float64))
 backward("gelu_backward", "none", -8.0, 8.0)
 backward("gelu_tanh_backward", "tanh", -8.0, 8.0)
+unary("silu", F.silu, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0))
+for dtype in (torch.float32, torch.float64):
+    key = f"silu_backward.{str(dtype).replace('torch.', '')}"
+    x = inputs("silu_backward", dtype, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0, 5.0, -5.0))
+    g = torch.randn(N, generator=torch.Generator().manual_seed(zlib.crc32(key.encode())), dtype=dtype)
+    put(f"{key}.x", x)
+    put(f"{key}.g", g)
+    put(f"{key}.y", torch.ops.aten.silu_backward(g, x))
+# pow of two tensors: `.x` the bases, `.g` the exponents. The first N pairs are inputs() bases with
+# exponents that are integers (odd and even), halves, uniform, large or special; then every special
+# base with every special exponent (a multiple of 16 too).
+for dtype in (torch.float32, torch.float64):
+    key = f"pow_tensor.{str(dtype).replace('torch.', '')}"
+    x = inputs("pow_tensor", dtype, -10.0, 10.0, (0.5, -0.5, 3.0, -3.0))
+    gen = torch.Generator().manual_seed(zlib.crc32(key.encode()))
+    q = N // 4
+    e = torch.cat([torch.randint(-9, 10, (q,), generator=gen).to(torch.float64),
+                   torch.randint(-20, 21, (q,), generator=gen).to(torch.float64) / 2,
+                   torch.rand(q, generator=gen, dtype=torch.float64) * 20 - 10,
+                   torch.rand(q, generator=gen, dtype=torch.float64) * 200 - 100]).to(dtype)
+    e_special = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 0.5, -0.5, float("inf"), float("-inf"),
+                              float("nan"), 1e30, -1e30, 2.0**24 + 2, 2.0**53 + 2, 2.0**23 + 1], dtype=torch.float64)
+    x_special = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, float("inf"), float("-inf"),
+                              float("nan"), 1e-30, -1e-30, 1.0 + 2**-20, -(1.0 - 2**-20), 1e30], dtype=torch.float64)
+    xs = x_special.repeat_interleave(16).to(dtype)
+    es = e_special.repeat(16).to(dtype)
+    x = torch.cat([x, xs])
+    e = torch.cat([e, es])
+    put(f"{key}.x", x)
+    put(f"{key}.g", e)
+    put(f"{key}.y", torch.pow(x, e))
 
 with open(OUT, "w") as f:
     f.write("# vec_math goldens from PyTorch " + torch.__version__ + " (gen_vec_math.py); one tensor per line\n")

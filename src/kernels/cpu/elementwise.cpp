@@ -62,6 +62,9 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kGeluTanh:
             vgelu_tanh(px, py, n);
             return true;
+        case UnaryOp::kSilu:  // x / (1 + exp(-x)), as PyTorch's vectorised silu
+            vsilu(px, py, n);
+            return true;
         case UnaryOp::kPow:
             vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
             return true;
@@ -153,11 +156,6 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
         const auto x = flat(px, un);
         auto y = flat(py, un);
         switch (op) {
-            case UnaryOp::kSilu:  // x / (1 + exp(-x)) with vec_math's exp, as PyTorch's vectorised silu
-                xt::noalias(y) = -x;
-                vexp(py, py, n);
-                xt::noalias(y) = x / (T(1) + y);
-                break;
             // The ELU family with vec_math's exp (PyTorch's vectorised kernel: (exp(b x) - 1) a).
             case UnaryOp::kElu:
                 xt::noalias(y) = x * static_cast<T>(b);
@@ -216,6 +214,12 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, bo
         case BinaryOp::kGeluTanhBackward:
             vgelu_tanh_backward(px, pq, po, n);
             return true;
+        case BinaryOp::kSiluBackward:  // s = 1 / (1 + exp(-q)); p s (1 + q (1 - s))
+            vsilu_backward(px, pq, po, n);
+            return true;
+        case BinaryOp::kPow:  // SLEEF's pow, as PyTorch's vectorised pow of two tensors
+            vpow(px, pq, po, n);
+            return true;
         default:
             return false;
     }
@@ -263,14 +267,7 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
         const auto x = flat(px, un);
         const auto y = flat(pq, un);
         auto o = flat(po, un);
-        constexpr T inf = std::numeric_limits<T>::infinity();
         switch (op) {
-            case BinaryOp::kPow:
-                // xsimd's pow is exp(y log|x|): C's answers where that gives 0 or NaN.
-                xt::noalias(o) =
-                    xt::where(xt::equal(y, T(0)), T(1),
-                              xt::where(xt::equal(x, T(0)), xt::where(y < T(0), inf, T(0)), xt::pow(x, y)));
-                break;
             case BinaryOp::kAbsBackward:
                 xt::noalias(o) = x * xt::sign(y);
                 break;
@@ -296,12 +293,6 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
                 break;
             // The backward ops of SiLU and the ELU family with vec_math's exp; x is g, y the input.
-            case BinaryOp::kSiluBackward:  // s = 1 / (1 + exp(-y)); g s (1 + y (1 - s))
-                xt::noalias(o) = -y;
-                vexp(po, po, n);
-                xt::noalias(o) = T(1) / (T(1) + o);
-                xt::noalias(o) = x * o * (T(1) + y * (T(1) - o));
-                break;
             case BinaryOp::kEluBackward:
                 xt::noalias(o) = y * static_cast<T>(b);
                 vexp(po, po, n);

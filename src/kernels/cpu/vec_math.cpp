@@ -203,6 +203,24 @@ void vpow(const float* x, double e, float* y, std::int64_t n) {
 void vpow(const double* x, double e, double* y, std::int64_t n) {
     pow_impl(x, e, y, n);
 }
+void vpow(const float* x, const float* e, float* y, std::int64_t n) {
+    if (n > 0) kernels<float>().pow_tensor(x, e, y, n);
+}
+void vpow(const double* x, const double* e, double* y, std::int64_t n) {
+    if (n > 0) kernels<double>().pow_tensor(x, e, y, n);
+}
+void vsilu(const float* x, float* y, std::int64_t n) {
+    unary(detail::kSilu, x, y, n);
+}
+void vsilu(const double* x, double* y, std::int64_t n) {
+    unary(detail::kSilu, x, y, n);
+}
+void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kSiluBackward, g, x, dx, n);
+}
+void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kSiluBackward, g, x, dx, n);
+}
 
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
     kernels<float>().norm_moments(x, n, mean, m2);

@@ -51,6 +51,14 @@ void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n
 void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.
 void vgelu_tanh_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = x / (1 + exp(-x)): silu, as PyTorch's vectorised kernel computes it.
+void vsilu(const float* x, float* y, std::int64_t n);
+/// y = x / (1 + exp(-x)): silu, as PyTorch's vectorised kernel computes it.
+void vsilu(const double* x, double* y, std::int64_t n);
+/// dx = g s (1 + x (1 - s)) with s = 1 / (1 + exp(-x)): silu's backward, PyTorch's formula.
+void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// dx = g s (1 + x (1 - s)) with s = 1 / (1 + exp(-x)): silu's backward, PyTorch's formula.
+void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n);
 /// y = sqrt(x) (correctly rounded).
 void vsqrt(const float* x, float* y, std::int64_t n);
 /// y = sqrt(x) (correctly rounded).
@@ -157,6 +165,11 @@ void vscalar_map(ScalarMap op, const double* x, double a, double b, double* y, s
 void vpow(const float* x, double e, float* y, std::int64_t n);
 /// y = x ** e, with PyTorch's special cases (2, 3, -2, 0.5, -0.5, -1) and C's pow edge cases.
 void vpow(const double* x, double e, double* y, std::int64_t n);
+/// y = x ** e element by element (PyTorch's pow of two tensors: SLEEF's pow, C's edge cases, no
+/// special exponents).
+void vpow(const float* x, const float* e, float* y, std::int64_t n);
+/// y = x ** e element by element (PyTorch's pow of two tensors).
+void vpow(const double* x, const double* e, double* y, std::int64_t n);
 
 // ---- LayerNorm / RMSNorm rows (kernels/cpu/norm.cpp) ----
 // One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand

@@ -871,16 +871,11 @@ B expk(const Two<B>& d) {
     }
 }
 
-/// SLEEF's xpowf / xpow for a scalar exponent y (its integer and odd tests then are scalar too).
+/// SLEEF's xpowf / xpow, given whether each lane of y is an integer and an odd one.
 template <class B>
-B pow_(const B& x, typename B::value_type y_scalar) {
+B pow_core(const B& x, const B& y, const typename B::batch_bool_type& yisint,
+           const typename B::batch_bool_type& yisodd) {
     using T = typename B::value_type;
-    using M = typename B::batch_bool_type;
-    constexpr T kBig = std::is_same_v<T, float> ? T(0x1p24) : T(0x1p53);
-    const bool int_y = std::trunc(y_scalar) == y_scalar || std::fabs(y_scalar) > kBig;
-    const bool odd_y = int_y && std::fabs(y_scalar) < kBig && std::fmod(y_scalar, T(2)) != T(0);
-    const M yisint(int_y), yisodd(odd_y);
-    const B y(y_scalar);
     Two<B> d = mul(logk(xsimd::abs(x)), y);
     B r = expk(d);
     if constexpr (std::is_same_v<T, float>)
@@ -896,6 +891,49 @@ B pow_(const B& x, typename B::value_type y_scalar) {
     r = xsimd::select(xsimd::isinf(x) || x == B(0), x_edge, r);
     r = or_nan(xsimd::isnan(x) || xsimd::isnan(y), r);
     return xsimd::select(y == B(0) || x == B(1), B(1), r);
+}
+
+/// Beyond this magnitude every T is an even integer (SLEEF's 1 << 24 for float, 2^53 for double).
+template <typename T>
+constexpr T kPowBig = std::is_same_v<T, float> ? T(0x1p24) : T(0x1p53);
+
+/// SLEEF's xpowf / xpow for a scalar exponent y (its integer and odd tests then are scalar too).
+template <class B>
+B pow_(const B& x, typename B::value_type y_scalar) {
+    using T = typename B::value_type;
+    using M = typename B::batch_bool_type;
+    const bool int_y = std::trunc(y_scalar) == y_scalar || std::fabs(y_scalar) > kPowBig<T>;
+    const bool odd_y = int_y && std::fabs(y_scalar) < kPowBig<T> && std::fmod(y_scalar, T(2)) != T(0);
+    return pow_core(x, B(y_scalar), M(int_y), M(odd_y));
+}
+
+/// SLEEF's xpowf / xpow for an exponent per lane (PyTorch's pow of two tensors): y is odd where y / 2
+/// (exact) is not an integer.
+template <class B>
+B pow_tensor_(const B& x, const B& y) {
+    using T = typename B::value_type;
+    const auto big = xsimd::abs(y) > B(kPowBig<T>);
+    const auto yisint = xsimd::trunc(y) == y || big;
+    const B half = y * B(T(0.5));
+    const auto yisodd = yisint && !big && xsimd::abs(y) < B(kPowBig<T>) && xsimd::trunc(half) != half;
+    return pow_core(x, y, yisint, yisodd);
+}
+
+/// PyTorch's vectorised silu: x / (1 + exp(-x)), each operation rounded on its own.
+template <class B>
+B silu_(const B& x) {
+    return x / (B(typename B::value_type(1)) + exp_(mulsign(x, B(typename B::value_type(-1)))));
+}
+
+/// PyTorch's vectorised silu backward from the input x: s = 1 / (1 + exp(-x)), g s (1 + x (1 - s)).
+/// GCC contracts PyTorch's x * (1 - s) + 1 into a fused multiply-add (its AVX2 build has FMA), and
+/// the golden values need it: mla, fused where this arch has FMA.
+template <class B>
+B silu_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    const B one(T(1));
+    const B s = one / (one + exp_(mulsign(x, B(typename B::value_type(-1)))));
+    return g * s * mla(x, one - s, one);
 }
 
 // ---- LayerNorm / RMSNorm rows ------------------------------------------------------------------
@@ -1779,6 +1817,7 @@ VecMathKernels<T> kernels_for() {
     };
     k.unary[kErf] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return erf_(v); }); };
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
+    k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
     k.unary[kGeluTanh] = [](const T* x, T* y, std::int64_t n) {
         map1<B>(x, y, n, [](const B& v) { return gelu_tanh_(v); });
     };
@@ -1843,7 +1882,13 @@ VecMathKernels<T> kernels_for() {
     k.backward[kGeluTanhBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_tanh_backward_(gv, xv); });
     };
+    k.backward[kSiluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return silu_backward_(gv, xv); });
+    };
     k.pow = [](const T* x, T e, T* y, std::int64_t n) { map1<B>(x, y, n, [e](const B& v) { return pow_(v, e); }); };
+    k.pow_tensor = [](const T* x, const T* e, T* y, std::int64_t n) {
+        map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });
+    };
     k.norm_moments = norm_moments_<B>;
     k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;

@@ -9,7 +9,7 @@
 namespace xgrad::kernels::cpu::detail {
 
 /// The one-input kernels, in the order of VecMathKernels::unary.
-enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kRelu, kUnaryCount };
+enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kRelu, kSilu, kUnaryCount };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
 enum ArithKernel : int {
     kArithAdd,
@@ -24,7 +24,7 @@ enum ArithKernel : int {
     kArithCount
 };
 /// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
-enum Backward : int { kGeluBackward, kGeluTanhBackward, kBackwardCount };
+enum Backward : int { kGeluBackward, kGeluTanhBackward, kSiluBackward, kBackwardCount };
 
 /// One instruction set's kernels for element type T.
 template <typename T>
@@ -33,7 +33,8 @@ struct VecMathKernels {
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
     void (*arith[kArithCount])(const T* a, const T* b, T* y, std::int64_t n, bool stream);
     void (*scalar_map[kScalarMapCount])(const T* x, T a, T b, T* y, std::int64_t n, bool stream);
-    void (*pow)(const T* x, T e, T* y, std::int64_t n);  ///< general exponent (no special cases)
+    void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
+    void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
