@@ -512,8 +512,24 @@ void check_scalar_map(SimdArch arch, vm::ScalarMap op, T a, T b, std::size_t n, 
     std::normal_distribution<double> dist(0, 3);
     std::vector<T> x(n + offset), y(n + offset + 1, T(-7));
     for (T& v : x) v = static_cast<T>(dist(gen));
-    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(), T(-0.0), T(0),
-                          std::numeric_limits<T>::infinity(),  -std::numeric_limits<T>::infinity()};
+    // Besides NaN, infinities and zeros: halves and values just off an integer for the rounding maps,
+    // and values too large to have a fraction.
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
+                          -std::numeric_limits<T>::quiet_NaN(),
+                          T(-0.0),
+                          T(0),
+                          std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(),
+                          T(2.5),
+                          T(-2.5),
+                          T(-0.5),
+                          T(0.5),
+                          T(-0.3),
+                          T(4194304.5),
+                          T(-3.0),
+                          T(1e30),
+                          T(-1e30),
+                          std::numeric_limits<T>::denorm_min()};
     for (std::size_t k = 0; k < std::size(specials) && k < n; ++k) x[offset + k * 2 % n] = specials[k];
     vm::vscalar_map(op, x.data() + offset, a, b, y.data() + offset, static_cast<std::int64_t>(n), stream);
     for (std::size_t i = 0; i < offset; ++i) REQUIRE(y[i] == T(-7));  // nothing written outside
@@ -558,6 +574,31 @@ void check_scalar_map(SimdArch arch, vm::ScalarMap op, T a, T b, std::size_t n, 
             case vm::ScalarMap::kClamp: {
                 const T low = v < a ? a : v;
                 want = b < low ? b : low;
+                break;
+            }
+            case vm::ScalarMap::kFloor:
+                want = std::floor(v);
+                break;
+            case vm::ScalarMap::kCeil:
+                want = std::ceil(v);
+                break;
+            case vm::ScalarMap::kRound:
+                want = std::nearbyint(v);
+                break;
+            case vm::ScalarMap::kTrunc:
+                want = std::trunc(v);
+                break;
+            case vm::ScalarMap::kSign:
+                want = T(T(0) < v) - T(v < T(0));
+                break;
+            case vm::ScalarMap::kLeakyRelu:
+                want = v > T(0) ? v : v * a;
+                break;
+            case vm::ScalarMap::kHardsigmoid:
+            case vm::ScalarMap::kHardswish: {
+                const T lo = v + T(3) < T(0) ? T(0) : v + T(3);
+                const T c = T(6) < lo ? T(6) : lo;
+                want = op == vm::ScalarMap::kHardsigmoid ? c / T(6) : v * c / T(6);
                 break;
             }
         }

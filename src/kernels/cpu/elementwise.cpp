@@ -103,6 +103,22 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
             // min(max(x, a), b) as PyTorch: a max below min gives max everywhere; NaN stays, and so
             // does -0 against a bound of 0 (both comparisons false, as the CUDA kernel's).
             return ScalarMap::kClamp;
+        case UnaryOp::kFloor:
+            return ScalarMap::kFloor;
+        case UnaryOp::kCeil:
+            return ScalarMap::kCeil;
+        case UnaryOp::kRound:
+            return ScalarMap::kRound;
+        case UnaryOp::kTrunc:
+            return ScalarMap::kTrunc;
+        case UnaryOp::kSign:
+            return ScalarMap::kSign;
+        case UnaryOp::kLeakyRelu:
+            return ScalarMap::kLeakyRelu;
+        case UnaryOp::kHardsigmoid:
+            return ScalarMap::kHardsigmoid;
+        case UnaryOp::kHardswish:
+            return ScalarMap::kHardswish;
         default:
             return std::nullopt;
     }

@@ -113,18 +113,26 @@ void varith(Arith op, const double* a, const double* b, double* y, std::int64_t 
 
 /// The maps of one tensor x and scalars a, b that vscalar_map computes.
 enum class ScalarMap {
-    kNeg,         ///< -x
-    kAbs,         ///< |x| (the sign bit cleared)
-    kSquare,      ///< x * x
-    kCube,        ///< (x * x) * x
-    kReciprocal,  ///< 1 / x
-    kAdd,         ///< x + a
-    kSub,         ///< x - a
-    kRsub,        ///< a - x
-    kMul,         ///< x * a
-    kDiv,         ///< x / a
-    kRdiv,        ///< a / x
-    kClamp,       ///< a where x < a, then b where b < that (NaN stays NaN; b wins when a > b)
+    kNeg,          ///< -x
+    kAbs,          ///< |x| (the sign bit cleared)
+    kSquare,       ///< x * x
+    kCube,         ///< (x * x) * x
+    kReciprocal,   ///< 1 / x
+    kAdd,          ///< x + a
+    kSub,          ///< x - a
+    kRsub,         ///< a - x
+    kMul,          ///< x * a
+    kDiv,          ///< x / a
+    kRdiv,         ///< a / x
+    kClamp,        ///< a where x < a, then b where b < that (NaN stays NaN; b wins when a > b)
+    kFloor,        ///< floor(x)
+    kCeil,         ///< ceil(x)
+    kRound,        ///< x rounded to the nearest integer, half to even
+    kTrunc,        ///< x rounded toward zero
+    kSign,         ///< (0 < x) - (x < 0): NaN and -0 give +0
+    kLeakyRelu,    ///< x > 0 ? x : x * a
+    kHardsigmoid,  ///< min(max(x + 3, 0), 6) / 6 (NaN stays NaN)
+    kHardswish,    ///< x * min(max(x + 3, 0), 6) / 6
 };
 /// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
 /// of 1: a run), as bits: a blend, without a branch on c.
@@ -152,7 +160,7 @@ std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max);
 std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max);
 
 /// Number of ScalarMap values.
-constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kClamp) + 1;
+constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kHardswish) + 1;
 
 /// y = op(x, a, b) element by element: each operation correctly rounded, so every instruction set
 /// gives the same bits. Non-temporal stores when `stream`, fenced by the caller (as varith).

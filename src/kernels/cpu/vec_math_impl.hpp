@@ -1741,6 +1741,14 @@ std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n)
 
 /// VecMathKernels::scalar_map: vec_math.hpp's ScalarMap, each a cheap map that memory bandwidth limits
 /// (non-temporal stores when the caller asks).
+/// min(max(x + 3, 0), 6) as hardsigmoid and hardswish compute it: NaN stays NaN.
+template <class B>
+B hard_clamp(const B& x) {
+    using T = typename B::value_type;
+    const B lo = xsimd::select(x + B(T(3)) < B(T(0)), B(T(0)), x + B(T(3)));
+    return xsimd::select(B(T(6)) < lo, B(T(6)), lo);
+}
+
 template <class B>
 void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type*, typename B::value_type,
                                                     typename B::value_type, typename B::value_type*, std::int64_t,
@@ -1802,6 +1810,46 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
                 return xsimd::select(bb < low, bb, low);
             },
             stream);
+    };
+    // The rounding maps are exact: every instruction set gives C's floor, ceil, nearbyint and trunc.
+    // xsimd 8.1's SSE2 floor, ceil and trunc lose the sign of a zero result (-0.3 -> +0 for ceil); the
+    // result of each has x's sign, so it is put back.
+    at(ScalarMap::kFloor) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return xsimd::floor(v) | xsimd::bitofsign(v); }, stream);
+    };
+    at(ScalarMap::kCeil) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return xsimd::ceil(v) | xsimd::bitofsign(v); }, stream);
+    };
+    at(ScalarMap::kRound) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return xsimd::nearbyint(v); }, stream);
+    };
+    at(ScalarMap::kTrunc) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return xsimd::trunc(v) | xsimd::bitofsign(v); }, stream);
+    };
+    at(ScalarMap::kSign) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n,
+            [](const B& v) {
+                const B zero(T(0)), one(T(1));
+                return xsimd::select(zero < v, one, zero) - xsimd::select(v < zero, one, zero);
+            },
+            stream);
+    };
+    at(ScalarMap::kLeakyRelu) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [ab = B(a)](const B& v) { return xsimd::select(v > B(T(0)), v, v * ab); }, stream);
+    };
+    at(ScalarMap::kHardsigmoid) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return hard_clamp(v) / B(T(6)); }, stream);
+    };
+    at(ScalarMap::kHardswish) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n, [](const B& v) { return v * hard_clamp(v) / B(T(6)); }, stream);
     };
 }
 
