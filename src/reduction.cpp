@@ -251,9 +251,11 @@ Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool kee
 
 /// prod along `a`'s dim; its gradient is exact where elements are 0 (cumprod's backward kernel with
 /// the gradient of each row's last running product only).
-Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name) {
+/// `innermost`: PyTorch multiplies in vector lanes (prod_rows' `lanes`), the reduced elements being
+/// contiguous in memory.
+Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name, bool innermost) {
     Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
-    kernels::prod_rows(a.view(), out);
+    kernels::prod_rows(a.view(), out, innermost);
     if (detail::needs_grad({&self})) {
         a.rows_view = Tensor();
         detail::record(out, name, {&self}, [a, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
@@ -436,13 +438,17 @@ Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
 Tensor Tensor::prod() const {
     detail::check_defined(*this, "prod");
     if (detail::is_narrow(dtype())) return to(kInt64).prod();
-    return prod_impl(*this, detail::along_dim(detach().reshape(Shape{-1}), 0, "prod"), Shape{}, "ProdBackward0");
+    return prod_impl(*this, detail::along_dim(detach().reshape(Shape{-1}), 0, "prod"), Shape{}, "ProdBackward0",
+                     is_contiguous());
 }
 Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
     if (defined() && detail::is_narrow(dtype())) return to(kInt64).prod(dim, keepdim);
     detail::AlongDim a = detail::along_dim(*this, dim, "prod");
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
-    return prod_impl(*this, a, out_shape, "ProdBackward1");
+    // The reduced dim is innermost where every dim after it has size 1.
+    bool innermost = is_contiguous();
+    for (std::int64_t d = a.dim + 1; d < this->dim(); ++d) innermost = innermost && size(d) == 1;
+    return prod_impl(*this, a, out_shape, "ProdBackward1", innermost);
 }
 Tensor Tensor::cumsum(std::int64_t dim) const {
     return scan_impl(*this, dim, false);

@@ -250,6 +250,35 @@ TEST_CASE("sum and mean add in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (25 + 9 + 1));
 }
 
+TEST_CASE("prod multiplies in PyTorch's order: bit-identical results") {
+    // PyTorch multiplies a contiguous innermost dim in vector lanes and an outer dim element by
+    // element; a long row's product differs in its last bits between the two orders.
+    const auto& all = golden::load("sum_order.txt");
+    int checked = 0;
+    for (const auto& [name, x] : all) {
+        if (name.rfind("prod.", 0) != 0 || name.size() < 3 || name.substr(name.size() - 3) != ".in") continue;
+        const std::string base = name.substr(0, name.size() - 3);
+        const Tensor& want = golden::get("sum_order.txt", base + ".prod");
+        CAPTURE(base);
+        Tensor got;
+        if (base.rfind("prod.inner.", 0) == 0) {
+            got = x.prod(-1);
+        } else if (base.find(".all") != std::string::npos) {
+            got = x.prod();
+        } else {
+            got = x.prod(base.find(".dim0") != std::string::npos ? 0 : 1);
+        }
+        golden::check_close(got, want, base, 0, 0);
+        // The same at two threads (rows split between them).
+        const int saved = xgrad::get_num_threads();
+        xgrad::set_num_threads(2);
+        golden::check_close(base.rfind("prod.inner.", 0) == 0 ? x.prod(-1) : got, want, base + " 2 threads", 0, 0);
+        xgrad::set_num_threads(saved);
+        ++checked;
+    }
+    CHECK(checked == 2 * (18 + 5));
+}
+
 TEST_CASE("long sums keep PyTorch's one-thread bits at any number of threads") {
     // Many top-level cascade blocks, which xgrad sums in parallel and then adds in order. The inputs
     // are the global generator's (PyTorch's numbers for the same seed).

@@ -68,8 +68,10 @@ struct Backend {
     /// Largest (or smallest) element of each row and the int64 index of its first occurrence, as
     /// PyTorch's max(dim); a NaN wins, and the first NaN's index is taken.
     void (*arg_extreme_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
-    /// Product of each row (1 for an empty row).
-    void (*prod_rows)(const RowsView& v, const Tensor& out);
+    /// Product of each row (1 for an empty row). With `lanes`, in the order of PyTorch's CPU reduction
+    /// over a contiguous innermost dim (vector lanes, then the rest one by one); else element by
+    /// element, as its reduction over an outer dim. Other devices may multiply in their own order.
+    void (*prod_rows)(const RowsView& v, const Tensor& out, bool lanes);
     /// Inclusive running sum (or product) along each row into `out` (rows × width), from the row's
     /// end when `reverse`.
     void (*scan_rows)(const RowsView& v, const Tensor& out, bool prod, bool reverse);
@@ -207,8 +209,8 @@ inline void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
 inline void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max) {
     backend(values.device()).arg_extreme_rows(v, values, indices, max);
 }
-inline void prod_rows(const RowsView& v, const Tensor& out) {
-    backend(out.device()).prod_rows(v, out);
+inline void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
+    backend(out.device()).prod_rows(v, out, lanes);
 }
 inline void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
     backend(out.device()).scan_rows(v, out, prod, reverse);

@@ -15,7 +15,7 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean);
 void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
 void extreme_rows(const RowsView& v, const Tensor& out, bool max);
 void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
-void prod_rows(const RowsView& v, const Tensor& out);
+void prod_rows(const RowsView& v, const Tensor& out, bool lanes);
 void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse);
 void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx);
 void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,

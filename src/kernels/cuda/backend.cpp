@@ -155,7 +155,7 @@ void arg_extreme_rows_entry(const RowsView& v, const Tensor& values, const Tenso
     cuda::arg_extreme_rows(scalar(values.dtype()), ptr(v.input), ptr(values), ptr(indices), v.rows, v.width, max);
 }
 
-void prod_rows_entry(const RowsView& v, const Tensor& out) {
+void prod_rows_entry(const RowsView& v, const Tensor& out, bool /*lanes: a tree of products here*/) {
     use_device(out, {&v.input}, "prod");
     cuda::prod_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
 }
