@@ -2,6 +2,7 @@
 // the Conv1d/Conv2d modules, initialised as PyTorch's.
 #include "xgrad/nn/conv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/nn/init.hpp"
 #include "xgrad/ops.hpp"
+#include "xgrad/parallel.hpp"
 
 namespace xgrad::nn {
 
@@ -137,9 +139,21 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
         NoGradGuard no_grad;
         const Tensor x = input.detach().contiguous();
         cols = detail::make_empty(Shape{n, in_c * g.kernel_h * g.kernel_w, length}, x.dtype(), x.device(), op);
-        kernels::im2col(x, cols, g);
-        // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L)
-        Tensor z = matmul(wg, cols.view(Shape{n, groups, kk, length})).view(Shape{n, out_c, length});
+        // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L), a few images at a time (as many as threads): the
+        // columns of a whole batch are far larger than the caches, and each image's are still in them
+        // when multiplied (OpenBLAS's packing of them took half as long for 16 images of 32 channels, 32x32, 3x3
+        // kernels).
+        Tensor z = detail::make_empty(Shape{n, groups, og, length}, x.dtype(), x.device(), op);
+        // On a GPU, all images in one launch each.
+        const std::int64_t step = x.device().is_cpu() ? std::max(1, get_num_threads()) : std::max<std::int64_t>(n, 1);
+        for (std::int64_t b0 = 0; b0 < n; b0 += step) {
+            const std::int64_t nb = std::min(step, n - b0);
+            const Tensor cb = cols.narrow(0, b0, nb);
+            kernels::im2col(x.narrow(0, b0, nb), cb, g);
+            kernels::matmul(wg.expand(Shape{nb, groups, og, kk}), cb.view(Shape{nb, groups, kk, length}),
+                            z.narrow(0, b0, nb));
+        }
+        z = z.view(Shape{n, out_c, length});
         if (bias.defined()) z = z + bias.detach().view(Shape{1, out_c, 1});
         out = z.view(out_shape);
     }

@@ -2,6 +2,7 @@
 // over images or planes, with PyTorch's loop orders so that sums of the same terms add up alike.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "detail/dispatch.hpp"
@@ -37,6 +38,30 @@ i64 divisor_of(const Span& h, const Span& w, const Window2d& g) {
     return g.count_include_pad || g.adaptive ? h.padded * w.padded : (h.end - h.start) * (w.end - w.start);
 }
 
+/// The output columns [lo, hi) whose input column ow * stride_w + off, for kernel column kw, lies in the
+/// image (the others read the zero padding).
+struct Cols {
+    i64 lo, hi, off;
+};
+
+Cols cols_in(i64 kw, const Window2d& w) {
+    const i64 off = kw * w.dilation_w - w.pad_w, s = w.stride_w;
+    const i64 lo = std::min(off >= 0 ? 0 : (-off + s - 1) / s, w.out_w);
+    const i64 last = w.width - 1 - off;  // the largest ow * s allowed
+    const i64 hi = last < 0 ? lo : std::clamp(last / s + 1, lo, w.out_w);
+    return {lo, hi, off};
+}
+
+/// Copies n elements, typically a few dozen (an output row of im2col): in 64-byte pieces of fixed size,
+/// which the compiler inlines, rather than through a call to memmove per row.
+template <typename T>
+void copy_short(const T* src, T* dst, i64 n) {
+    constexpr i64 kPiece = 64 / static_cast<i64>(sizeof(T));
+    i64 i = 0;
+    for (; i + kPiece <= n; i += kPiece) std::memcpy(dst + i, src + i, 64);
+    if (i < n) std::memcpy(dst + i, src + i, static_cast<std::size_t>(n - i) * sizeof(T));
+}
+
 /// Runs `body(p)` for each of `n` planes (or images), split between threads.
 template <typename F>
 void for_planes(i64 n, i64 work_per_plane, F&& body) {
@@ -70,10 +95,13 @@ void im2col(const Tensor& x, const Tensor& cols, const Window2d& w) {
                         continue;
                     }
                     const T* src = xi + c * plane + ih * w.width;
-                    for (i64 ow = 0; ow < w.out_w; ++ow) {
-                        const i64 iw = ow * w.stride_w - w.pad_w + kw * w.dilation_w;
-                        dst[ow] = iw >= 0 && iw < w.width ? src[iw] : T(0);
-                    }
+                    const Cols cw = cols_in(kw, w);
+                    for (i64 ow = 0; ow < cw.lo; ++ow) dst[ow] = T(0);
+                    if (w.stride_w == 1)
+                        copy_short(src + cw.lo + cw.off, dst + cw.lo, cw.hi - cw.lo);
+                    else
+                        for (i64 ow = cw.lo; ow < cw.hi; ++ow) dst[ow] = src[ow * w.stride_w + cw.off];
+                    for (i64 ow = cw.hi; ow < w.out_w; ++ow) dst[ow] = T(0);
                 }
             }
         });
@@ -99,9 +127,12 @@ void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
                     const i64 ih = oh * w.stride_h - w.pad_h + kh * w.dilation_h;
                     if (ih < 0 || ih >= w.height) continue;
                     T* dst = di + c * plane + ih * w.width;
-                    for (i64 ow = 0; ow < w.out_w; ++ow) {
-                        const i64 iw = ow * w.stride_w - w.pad_w + kw * w.dilation_w;
-                        if (iw >= 0 && iw < w.width) dst[iw] += row[oh * w.out_w + ow];
+                    const T* src = row + oh * w.out_w;
+                    const Cols cw = cols_in(kw, w);
+                    if (w.stride_w == 1) {
+                        for (i64 ow = cw.lo; ow < cw.hi; ++ow) dst[ow + cw.off] += src[ow];
+                    } else {
+                        for (i64 ow = cw.lo; ow < cw.hi; ++ow) dst[ow * w.stride_w + cw.off] += src[ow];
                     }
                 }
             }
