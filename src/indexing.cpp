@@ -42,7 +42,17 @@ Tensor along(const Tensor& t, const Shape& shape, std::int64_t d) {
 void check_range(const Tensor& index, std::int64_t lo, std::int64_t hi, const char* op,
                  const std::function<std::string(std::int64_t)>& message) {
     if (index.numel() == 0) return;
-    {
+    if (index.device().is_cpu()) {
+        // One pass, without the two reductions' tensors: v is in [lo, hi) when v - lo, as unsigned, is
+        // below hi - lo.
+        const Tensor c = index.contiguous();
+        const auto* p = c.impl()->data<std::int64_t>();
+        const auto span = static_cast<std::uint64_t>(hi - lo);
+        bool bad = false;
+        for (std::int64_t i = 0, n = c.numel(); i < n; ++i)
+            bad |= static_cast<std::uint64_t>(p[i]) - static_cast<std::uint64_t>(lo) >= span;
+        if (!bad) return;
+    } else {
         NoGradGuard no_grad;
         if (index.min().item<std::int64_t>() >= lo && index.max().item<std::int64_t>() < hi) return;
     }

@@ -30,6 +30,13 @@ void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const T
                     }
                     return;
                 }
+                if (st[0] == 1 && st[1] == 0 && st[2] == 1) {  // along the run's own dim (gather(-1))
+                    T* to = o + off[0];
+                    const T* from = s + off[1];
+                    const std::int64_t* at = idx + off[2];
+                    for (std::int64_t i = 0; i < count; ++i) to[i] = from[at[i] * stride];
+                    return;
+                }
                 for (std::int64_t i = 0; i < count; ++i)
                     o[off[0] + i * st[0]] = s[off[1] + i * st[1] + idx[off[2] + i * st[2]] * stride];
             });

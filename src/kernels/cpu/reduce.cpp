@@ -133,7 +133,13 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
-                o[r] = x[extreme_index(x, v.width, max)];
+                if constexpr (std::is_floating_point_v<T>) {
+                    o[r] = x[extreme_index(x, v.width, max)];
+                } else {  // integers: the value alone, without tracking where it is
+                    T m = x[0];
+                    for (std::int64_t i = 1; i < v.width; ++i) m = max ? std::max(m, x[i]) : std::min(m, x[i]);
+                    o[r] = m;
+                }
             }
         });
     });
