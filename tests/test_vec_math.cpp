@@ -632,6 +632,76 @@ TEST_CASE("vscalar_map gives the scalar formula's bits with and without non-temp
     }
 }
 
+namespace {
+
+/// vgrad_map against the scalar formula (kernels/scalar_ops.hpp's), as check_scalar_map.
+template <typename T>
+void check_grad_map(SimdArch arch, vm::GradMap op, T a, T b, std::size_t n, std::size_t offset, bool stream) {
+    std::mt19937 gen(static_cast<unsigned>(n * 13 + offset));
+    std::normal_distribution<double> dist(0, 4);
+    std::vector<T> g(n + offset), x(n + offset), y(n + offset + 1, T(-7));
+    for (T& v : g) v = static_cast<T>(dist(gen));
+    for (T& v : x) v = static_cast<T>(dist(gen));
+    // The pieces' ends (and NaN, infinities, zeros) among the inputs.
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
+                          std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(),
+                          T(-0.0),
+                          T(0),
+                          T(3),
+                          T(-3),
+                          T(6),
+                          a,
+                          b};
+    for (std::size_t k = 0; k < std::size(specials) && k < n; ++k) x[offset + k * 3 % n] = specials[k];
+    vm::vgrad_map(op, g.data() + offset, x.data() + offset, a, b, y.data() + offset, static_cast<std::int64_t>(n),
+                  stream);
+    if (stream) vm::stream_fence();
+    for (std::size_t i = 0; i < offset; ++i) REQUIRE(y[i] == T(-7));
+    REQUIRE(y[offset + n] == T(-7));
+    for (std::size_t i = offset; i < offset + n; ++i) {
+        const T u = g[i], v = x[i];
+        T want = T(0);
+        switch (op) {
+            case vm::GradMap::kLeakyRelu:
+                want = v > T(0) ? u : u * a;
+                break;
+            case vm::GradMap::kHardtanh:
+                want = v > a && v < b ? u : T(0);
+                break;
+            case vm::GradMap::kHardsigmoid:
+                want = v > T(-3) && v < T(3) ? u / T(6) : T(0);
+                break;
+            case vm::GradMap::kHardswish:
+                want = v < T(-3) ? T(0) : v >= T(3) ? u : u * (v / T(3) + T(0.5));
+                break;
+        }
+        INFO(arch_name(arch) << " grad map " << static_cast<int>(op) << " n " << n << " offset " << offset << " stream "
+                             << stream << " at " << i - offset << " x " << v);
+        CHECK(std::memcmp(&y[i], &want, sizeof(T)) == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("vgrad_map gives the scalar formula's bits") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        for (int k = 0; k < vm::kGradMapCount; ++k) {
+            const auto op = static_cast<vm::GradMap>(k);
+            for (const auto& [a, b] : std::vector<std::pair<double, double>>{{0.01, 0}, {-1, 1}, {0, 6}})
+                for (std::size_t n : {1, 3, 16, 17, 100, 1000})
+                    for (std::size_t offset : {0, 1})
+                        for (bool stream : {false, true}) {
+                            check_grad_map<float>(arch, op, static_cast<float>(a), static_cast<float>(b), n, offset,
+                                                  stream);
+                            check_grad_map<double>(arch, op, a, b, n, offset, stream);
+                        }
+        }
+    }
+}
+
 TEST_CASE("unary maps long enough for non-temporal stores give the same bits as short calls") {
     ArchGuard guard;
     // One call of kStreamBytes and more streams; the same elements in calls of 1000 do not.

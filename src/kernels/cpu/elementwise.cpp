@@ -194,8 +194,20 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
 /// The binary maps that vec_math computes (non-temporal stores for large outputs where `stream`);
 /// false for the others. Tried before binary_block builds its xtensor views, as vec_unary.
 template <typename T>
-bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, bool stream) {
+bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T a, T b, bool stream) {
     switch (op) {
+        case BinaryOp::kLeakyReluBackward:
+            vgrad_map(GradMap::kLeakyRelu, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kHardtanhBackward:
+            vgrad_map(GradMap::kHardtanh, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kHardsigmoidBackward:
+            vgrad_map(GradMap::kHardsigmoid, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kHardswishBackward:
+            vgrad_map(GradMap::kHardswish, px, pq, a, b, po, n, stream);
+            return true;
         case BinaryOp::kAdd:
             varith(Arith::kAdd, px, pq, po, n, stream);
             return true;
@@ -279,7 +291,7 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
         }
         return;
     } else {
-        if (vec_binary(op, px, pq, po, n, stream)) return;
+        if (vec_binary(op, px, pq, po, n, static_cast<T>(a), static_cast<T>(b), stream)) return;
         const auto x = flat(px, un);
         const auto y = flat(pq, un);
         auto o = flat(po, un);

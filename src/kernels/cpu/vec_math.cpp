@@ -179,6 +179,13 @@ void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, 
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream) {
     if (n > 0) kernels<double>().arith[static_cast<int>(op)](a, b, y, n, stream);
 }
+void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream) {
+    if (n > 0) kernels<float>().grad_map[static_cast<int>(op)](g, x, a, b, y, n, stream);
+}
+void vgrad_map(GradMap op, const double* g, const double* x, double a, double b, double* y, std::int64_t n,
+               bool stream) {
+    if (n > 0) kernels<double>().grad_map[static_cast<int>(op)](g, x, a, b, y, n, stream);
+}
 void vscalar_map(ScalarMap op, const float* x, float a, float b, float* y, std::int64_t n, bool stream) {
     if (n > 0) kernels<float>().scalar_map[static_cast<int>(op)](x, a, b, y, n, stream);
 }

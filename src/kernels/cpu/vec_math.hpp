@@ -111,6 +111,23 @@ void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, 
 /// As the float overload.
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
 
+/// The gradients of the piecewise activations that vgrad_map computes from the upstream gradient g,
+/// the input x and scalars a, b (as kernels/scalar_ops.hpp's formulas).
+enum class GradMap {
+    kLeakyRelu,    ///< x > 0 ? g : g * a
+    kHardtanh,     ///< a < x < b ? g : 0 (NaN gets 0)
+    kHardsigmoid,  ///< -3 < x < 3 ? g / 6 : 0
+    kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
+};
+/// How many GradMap values there are.
+constexpr int kGradMapCount = static_cast<int>(GradMap::kHardswish) + 1;
+/// y = the gradient `op` of g and x, each element the scalar formula's operations (the same bits on
+/// every instruction set); non-temporal stores when `stream`, fenced by the caller (as varith).
+void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream);
+/// As the float overload.
+void vgrad_map(GradMap op, const double* g, const double* x, double a, double b, double* y, std::int64_t n,
+               bool stream);
+
 /// The maps of one tensor x and scalars a, b that vscalar_map computes.
 enum class ScalarMap {
     kNeg,          ///< -x

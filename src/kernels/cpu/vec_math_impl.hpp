@@ -1853,6 +1853,42 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
     };
 }
 
+/// vec_math.hpp's GradMap kernels, each the scalar formula's operations lane by lane.
+template <class B>
+void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, const typename B::value_type*,
+                                                typename B::value_type, typename B::value_type, typename B::value_type*,
+                                                std::int64_t, bool)) {
+    using T = typename B::value_type;
+    table[static_cast<int>(GradMap::kLeakyRelu)] = [](const T* g, const T* x, T a, T, T* y, std::int64_t n,
+                                                      bool stream) {
+        map2<B>(
+            g, x, y, n, [ab = B(a)](const B& u, const B& v) { return xsimd::select(v > B(T(0)), u, u * ab); }, stream);
+    };
+    table[static_cast<int>(GradMap::kHardtanh)] = [](const T* g, const T* x, T a, T b, T* y, std::int64_t n,
+                                                     bool stream) {
+        map2<B>(
+            g, x, y, n,
+            [ab = B(a), bb = B(b)](const B& u, const B& v) { return xsimd::select(v > ab && v < bb, u, B(T(0))); },
+            stream);
+    };
+    table[static_cast<int>(GradMap::kHardsigmoid)] = [](const T* g, const T* x, T, T, T* y, std::int64_t n,
+                                                        bool stream) {
+        map2<B>(
+            g, x, y, n,
+            [](const B& u, const B& v) { return xsimd::select(v > B(T(-3)) && v < B(T(3)), u / B(T(6)), B(T(0))); },
+            stream);
+    };
+    table[static_cast<int>(GradMap::kHardswish)] = [](const T* g, const T* x, T, T, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            g, x, y, n,
+            [](const B& u, const B& v) {
+                return xsimd::select(v < B(T(-3)), B(T(0)),
+                                     xsimd::select(v >= B(T(3)), u, u * (v / B(T(3)) + B(T(0.5)))));
+            },
+            stream);
+    };
+}
+
 template <class T, class A>
 VecMathKernels<T> kernels_for() {
     using B = xsimd::batch<T, A>;
@@ -1924,6 +1960,7 @@ VecMathKernels<T> kernels_for() {
     k.select = select_<B>;
     set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);
+    set_grad_maps<B>(k.grad_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });
     };

@@ -33,6 +33,7 @@ struct VecMathKernels {
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
     void (*arith[kArithCount])(const T* a, const T* b, T* y, std::int64_t n, bool stream);
     void (*scalar_map[kScalarMapCount])(const T* x, T a, T b, T* y, std::int64_t n, bool stream);
+    void (*grad_map[kGradMapCount])(const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
