@@ -88,6 +88,10 @@ const std::vector<Op>& ops() {
         {"silu", true, 1},
         {"silu_backward", true, 1},
         {"pow_tensor", false, 1},
+        {"log1p", false, 1},
+        {"softplus", true, 2},
+        {"softplus_beta2", true, 2},
+        {"softplus_backward", true, 2},
     };
     return list;
 }
@@ -111,6 +115,11 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "silu") vm::vsilu(x.data(), y.data(), n);
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
+    if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
+    if (op == "softplus") vm::vscalar_map(vm::ScalarMap::kSoftplus, x.data(), T(1), T(20), y.data(), n, false);
+    if (op == "softplus_beta2") vm::vscalar_map(vm::ScalarMap::kSoftplus, x.data(), T(2), T(5), y.data(), n, false);
+    if (op == "softplus_backward")
+        vm::vgrad_map(vm::GradMap::kSoftplus, g.data(), x.data(), T(1), T(20), y.data(), n, false);
     return y;
 }
 
@@ -594,6 +603,8 @@ void check_scalar_map(SimdArch arch, vm::ScalarMap op, T a, T b, std::size_t n, 
             case vm::ScalarMap::kLeakyRelu:
                 want = v > T(0) ? v : v * a;
                 break;
+            case vm::ScalarMap::kSoftplus:  // SLEEF's exp and log1p: checked against PyTorch's goldens instead
+                return;
             case vm::ScalarMap::kHardsigmoid:
             case vm::ScalarMap::kHardswish: {
                 const T lo = v + T(3) < T(0) ? T(0) : v + T(3);
@@ -675,6 +686,8 @@ void check_grad_map(SimdArch arch, vm::GradMap op, T a, T b, std::size_t n, std:
             case vm::GradMap::kHardswish:
                 want = v < T(-3) ? T(0) : v >= T(3) ? u : u * (v / T(3) + T(0.5));
                 break;
+            case vm::GradMap::kSoftplus:  // SLEEF's exp: checked against PyTorch's goldens instead
+                return;
         }
         INFO(arch_name(arch) << " grad map " << static_cast<int>(op) << " n " << n << " offset " << offset << " stream "
                              << stream << " at " << i - offset << " x " << v);

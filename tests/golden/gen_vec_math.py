@@ -88,6 +88,16 @@ for i, e in enumerate((1.5, -0.7, 1.0 / 3.0, 7.0, -3.0, 0.5, -0.5, 2.0, 3.0, -1.
 backward("gelu_backward", "none", -8.0, 8.0)
 backward("gelu_tanh_backward", "tanh", -8.0, 8.0)
 unary("silu", F.silu, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0))
+unary("log1p", torch.log1p, -1.0, 100.0, (-1.0, -0.75, -0.5, 1e-8, -1e-8, 1e38, 2e38, 1e307, 2e307, -1.5, 3e-39))
+unary("softplus", F.softplus, -40.0, 40.0, (20.0, 20.5, 19.9, -88.0, 88.0, -104.0))
+unary("softplus_beta2", lambda x: F.softplus(x, beta=2.0, threshold=5.0), -20.0, 20.0, (2.5, 2.4, 2.6, -50.0))
+for dtype in (torch.float32, torch.float64):
+    key = f"softplus_backward.{str(dtype).replace('torch.', '')}"
+    x = inputs("softplus_backward", dtype, -40.0, 40.0, (20.0, 20.5, 19.9, -88.0, 88.0, -104.0))
+    g = torch.randn(N, generator=torch.Generator().manual_seed(zlib.crc32(key.encode())), dtype=dtype)
+    put(f"{key}.x", x)
+    put(f"{key}.g", g)
+    put(f"{key}.y", torch.ops.aten.softplus_backward(g, x, 1.0, 20.0))
 for dtype in (torch.float32, torch.float64):
     key = f"silu_backward.{str(dtype).replace('torch.', '')}"
     x = inputs("silu_backward", dtype, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0, 5.0, -5.0))

@@ -65,6 +65,9 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kSilu:  // x / (1 + exp(-x)), as PyTorch's vectorised silu
             vsilu(px, py, n);
             return true;
+        case UnaryOp::kLog1p:
+            vlog1p(px, py, n);
+            return true;
         case UnaryOp::kPow:
             vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
             return true;
@@ -119,6 +122,8 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
             return ScalarMap::kHardsigmoid;
         case UnaryOp::kHardswish:
             return ScalarMap::kHardswish;
+        case UnaryOp::kSoftplus:
+            return ScalarMap::kSoftplus;
         default:
             return std::nullopt;
     }
@@ -207,6 +212,9 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
             return true;
         case BinaryOp::kHardswishBackward:
             vgrad_map(GradMap::kHardswish, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kSoftplusBackward:
+            vgrad_map(GradMap::kSoftplus, px, pq, a, b, po, n, stream);
             return true;
         case BinaryOp::kAdd:
             varith(Arith::kAdd, px, pq, po, n, stream);
@@ -368,7 +376,8 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
         T* po = out.impl()->data<T>();
         // Non-temporal stores for a large output of a cheap map (unary_block), decided for the whole
         // tensor and fenced once per thread's share, as binary() does.
-        const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() &&
+        // (softplus, with exp and log1p, computes more than it moves: never streamed.)
+        const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() && op != UnaryOp::kSoftplus &&
                             n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         if (x.is_contiguous()) {
             const T* px = x.impl()->data<T>();

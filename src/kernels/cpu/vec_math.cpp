@@ -216,6 +216,12 @@ void vpow(const float* x, const float* e, float* y, std::int64_t n) {
 void vpow(const double* x, const double* e, double* y, std::int64_t n) {
     if (n > 0) kernels<double>().pow_tensor(x, e, y, n);
 }
+void vlog1p(const float* x, float* y, std::int64_t n) {
+    unary(detail::kLog1p, x, y, n);
+}
+void vlog1p(const double* x, double* y, std::int64_t n) {
+    unary(detail::kLog1p, x, y, n);
+}
 void vsilu(const float* x, float* y, std::int64_t n) {
     unary(detail::kSilu, x, y, n);
 }

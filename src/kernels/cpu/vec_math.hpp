@@ -59,6 +59,10 @@ void vsilu(const double* x, double* y, std::int64_t n);
 void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g s (1 + x (1 - s)) with s = 1 / (1 + exp(-x)): silu's backward, PyTorch's formula.
 void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = log(1 + x) (SLEEF's log1p).
+void vlog1p(const float* x, float* y, std::int64_t n);
+/// y = log(1 + x) (SLEEF's log1p).
+void vlog1p(const double* x, double* y, std::int64_t n);
 /// y = sqrt(x) (correctly rounded).
 void vsqrt(const float* x, float* y, std::int64_t n);
 /// y = sqrt(x) (correctly rounded).
@@ -118,9 +122,10 @@ enum class GradMap {
     kHardtanh,     ///< a < x < b ? g : 0 (NaN gets 0)
     kHardsigmoid,  ///< -3 < x < 3 ? g / 6 : 0
     kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
+    kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold)
 };
 /// How many GradMap values there are.
-constexpr int kGradMapCount = static_cast<int>(GradMap::kHardswish) + 1;
+constexpr int kGradMapCount = static_cast<int>(GradMap::kSoftplus) + 1;
 /// y = the gradient `op` of g and x, each element the scalar formula's operations (the same bits on
 /// every instruction set); non-temporal stores when `stream`, fenced by the caller (as varith).
 void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream);
@@ -150,6 +155,7 @@ enum class ScalarMap {
     kLeakyRelu,    ///< x > 0 ? x : x * a
     kHardsigmoid,  ///< min(max(x + 3, 0), 6) / 6 (NaN stays NaN)
     kHardswish,    ///< x * min(max(x + 3, 0), 6) / 6
+    kSoftplus,     ///< x * a > b ? x : log1p(exp(x * a)) / a (a: beta, b: threshold; never streamed)
 };
 /// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
 /// of 1: a run), as bits: a blend, without a branch on c.
@@ -177,7 +183,7 @@ std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max);
 std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max);
 
 /// Number of ScalarMap values.
-constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kHardswish) + 1;
+constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kSoftplus) + 1;
 
 /// y = op(x, a, b) element by element: each operation correctly rounded, so every instruction set
 /// gives the same bits. Non-temporal stores when `stream`, fenced by the caller (as varith).

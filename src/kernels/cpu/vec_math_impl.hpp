@@ -579,6 +579,63 @@ B log_(const B& d) {
     return log_fixup(d, s.x + s.y);
 }
 
+/// SLEEF's xlog1pf / xlog1p (u10) in their form without AVX-512 (PyTorch's Sleef_log1pf8_u10 on AVX2):
+/// log(1 + d) = e log 2 + log(m) with m = (1 + d) / 2^e computed from d, so that small d keeps its
+/// precision.
+template <class B>
+B log1p_(const B& d) {
+    using T = typename B::value_type;
+    const B one(T(1));
+    const auto o = d + one < B(std::numeric_limits<T>::min());
+    const B dp1 = xsimd::select(o, (d + one) * B(T(0x1p64)), d + one);
+    B m, t;
+    Two<B> s;
+    if constexpr (std::is_same_v<T, float>) {
+        const IntBatch<B> e = ilogb2k(dp1 * B(1.0f / 0.75f));
+        t = ldexp3(one, -e);
+        m = mla(d, t, t - one);
+        const B ef = xsimd::to_float(e);
+        s = mul(two(B(0.69314718246459960938f), B(-1.904654323148236017e-09f)), xsimd::select(o, ef - B(64.0f), ef));
+    } else {
+        const B e = ilogb2k_d(dp1 * B(1.0 / 0.75));
+        t = ldexp3_d(one, -e);
+        m = mla(d, t, t - one);
+        s = mul(two(B(0.693147180559945286226764), B(2.319046813846299558417771e-17)),
+                xsimd::select(o, e - B(64.0), e));
+    }
+    const Two<B> x = div(two(m, B(T(0))), add(B(T(2)), m));
+    const B x2 = x.x * x.x;
+    if constexpr (std::is_same_v<T, float>) {
+        t = B(+0.3027294874e+0f);
+        t = mla(t, x2, B(+0.3996108174e+0f));
+        t = mla(t, x2, B(+0.6666694880e+0f));
+    } else {
+        const B x4 = x2 * x2, x8 = x4 * x4;
+        t = poly7(x2, x4, x8, 0.1532076988502701353e+0, 0.1525629051003428716e+0, 0.1818605932937785996e+0,
+                  0.2222214519839380009e+0, 0.2857142932794299317e+0, 0.3999999999635251990e+0,
+                  0.6666666666667333541e+0);
+    }
+    s = add(s, scale(x, B(T(2))));
+    s = add(s, x2 * x.x * t);
+    B r = s.x + s.y;
+    if constexpr (std::is_same_v<T, float>) {
+        r = xsimd::select(d > B(1e+38f), infinity<B>(), r);
+        r = or_nan(B(-1.0f) > d, r);
+    } else {
+        r = xsimd::select(d > B(1e+307), infinity<B>(), r);
+        r = xsimd::select(d < B(-1.0) || xsimd::isnan(d), quiet_nan<B>(), r);
+    }
+    r = xsimd::select(d == B(T(-1)), -infinity<B>(), r);
+    return xsimd::select(d == B(T(0)), d, r);  // -0 stays -0 (SLEEF's visnegzero; +0 gives +0 anyway)
+}
+
+/// PyTorch's vectorised softplus: x where x * beta > threshold, else log1p(exp(x * beta)) / beta.
+template <class B>
+B softplus_(const B& x, const B& beta, const B& threshold) {
+    const B xb = x * beta;
+    return xsimd::select(xb > threshold, x, log1p_(exp_(xb)) / beta);
+}
+
 // ---- tanh, sigmoid ------------------------------------------------------------------------------
 
 /// SLEEF's xtanhf / xtanh (u10): (e^2|x| - 1) / (e^2|x| + 1) in double-word arithmetic.
@@ -1843,6 +1900,9 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
         map1<B>(
             x, y, n, [ab = B(a)](const B& v) { return xsimd::select(v > B(T(0)), v, v * ab); }, stream);
     };
+    at(ScalarMap::kSoftplus) = [](const T* x, T a, T b, T* y, std::int64_t n, bool) {
+        map1<B>(x, y, n, [ab = B(a), bb = B(b)](const B& v) { return softplus_(v, ab, bb); });
+    };
     at(ScalarMap::kHardsigmoid) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
             x, y, n, [](const B& v) { return hard_clamp(v) / B(T(6)); }, stream);
@@ -1878,6 +1938,13 @@ void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, c
             [](const B& u, const B& v) { return xsimd::select(v > B(T(-3)) && v < B(T(3)), u / B(T(6)), B(T(0))); },
             stream);
     };
+    table[static_cast<int>(GradMap::kSoftplus)] = [](const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool) {
+        // PyTorch's: z = exp(x * beta), g where x * beta > threshold, else g * z / (z + 1)
+        map2<B>(g, x, y, n, [ab = B(a), bb = B(b)](const B& u, const B& v) {
+            const B z = exp_(v * ab);
+            return xsimd::select(v * ab > bb, u, u * z / (z + B(T(1))));
+        });
+    };
     table[static_cast<int>(GradMap::kHardswish)] = [](const T* g, const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map2<B>(
             g, x, y, n,
@@ -1902,6 +1969,7 @@ VecMathKernels<T> kernels_for() {
     k.unary[kErf] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return erf_(v); }); };
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
     k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
+    k.unary[kLog1p] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log1p_(v); }); };
     k.unary[kGeluTanh] = [](const T* x, T* y, std::int64_t n) {
         map1<B>(x, y, n, [](const B& v) { return gelu_tanh_(v); });
     };

@@ -9,7 +9,21 @@
 namespace xgrad::kernels::cpu::detail {
 
 /// The one-input kernels, in the order of VecMathKernels::unary.
-enum Unary : int { kExp, kLog, kTanh, kSigmoid, kErf, kGelu, kGeluTanh, kSqrt, kRsqrt, kRelu, kSilu, kUnaryCount };
+enum Unary : int {
+    kExp,
+    kLog,
+    kTanh,
+    kSigmoid,
+    kErf,
+    kGelu,
+    kGeluTanh,
+    kSqrt,
+    kRsqrt,
+    kRelu,
+    kSilu,
+    kLog1p,
+    kUnaryCount
+};
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
 enum ArithKernel : int {
     kArithAdd,
