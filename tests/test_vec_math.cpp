@@ -92,6 +92,10 @@ const std::vector<Op>& ops() {
         {"softplus", true, 2},
         {"softplus_beta2", true, 2},
         {"softplus_backward", true, 2},
+        {"mish", true, 2},
+        {"mish_backward", true, 2},
+        {"log_sigmoid", true, 2},
+        {"log_sigmoid_backward", true, 2},
     };
     return list;
 }
@@ -116,6 +120,10 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
     if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
+    if (op == "mish") vm::vmish(x.data(), y.data(), n);
+    if (op == "mish_backward") vm::vmish_backward(g.data(), x.data(), y.data(), n);
+    if (op == "log_sigmoid") vm::vlog_sigmoid(x.data(), y.data(), n);
+    if (op == "log_sigmoid_backward") vm::vlog_sigmoid_backward(g.data(), x.data(), y.data(), n);
     if (op == "softplus") vm::vscalar_map(vm::ScalarMap::kSoftplus, x.data(), T(1), T(20), y.data(), n, false);
     if (op == "softplus_beta2") vm::vscalar_map(vm::ScalarMap::kSoftplus, x.data(), T(2), T(5), y.data(), n, false);
     if (op == "softplus_backward")

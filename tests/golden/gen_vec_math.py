@@ -91,6 +91,18 @@ unary("silu", F.silu, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0))
 unary("log1p", torch.log1p, -1.0, 100.0, (-1.0, -0.75, -0.5, 1e-8, -1e-8, 1e38, 2e38, 1e307, 2e307, -1.5, 3e-39))
 unary("softplus", F.softplus, -40.0, 40.0, (20.0, 20.5, 19.9, -88.0, 88.0, -104.0))
 unary("softplus_beta2", lambda x: F.softplus(x, beta=2.0, threshold=5.0), -20.0, 20.0, (2.5, 2.4, 2.6, -50.0))
+unary("mish", F.mish, -40.0, 40.0, (20.0, -20.0, 88.0, -88.0, -104.0, 9.0, 10.0))
+unary("log_sigmoid", F.logsigmoid, -40.0, 40.0, (88.0, -88.0, -104.0, 104.0, 709.0, -745.0))
+for name, fn in (("mish_backward", lambda g, x: torch.ops.aten.mish_backward(g, x)),
+                 ("log_sigmoid_backward",
+                  lambda g, x: torch.ops.aten.log_sigmoid_backward(g, x, torch.ops.aten.log_sigmoid_forward(x)[1]))):
+    for dtype in (torch.float32, torch.float64):
+        key = f"{name}.{str(dtype).replace('torch.', '')}"
+        x = inputs(name, dtype, -40.0, 40.0, (20.0, -20.0, 88.0, -88.0, -104.0, 5.0, -5.0))
+        g = torch.randn(N, generator=torch.Generator().manual_seed(zlib.crc32(key.encode())), dtype=dtype)
+        put(f"{key}.x", x)
+        put(f"{key}.g", g)
+        put(f"{key}.y", fn(g, x))
 for dtype in (torch.float32, torch.float64):
     key = f"softplus_backward.{str(dtype).replace('torch.', '')}"
     x = inputs("softplus_backward", dtype, -40.0, 40.0, (20.0, 20.5, 19.9, -88.0, 88.0, -104.0))

@@ -68,6 +68,12 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kLog1p:
             vlog1p(px, py, n);
             return true;
+        case UnaryOp::kMish:
+            vmish(px, py, n);
+            return true;
+        case UnaryOp::kLogSigmoid:
+            vlog_sigmoid(px, py, n);
+            return true;
         case UnaryOp::kPow:
             vpow(px, a, py, n);  // PyTorch's special exponents and C's edge cases
             return true;
@@ -215,6 +221,12 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
             return true;
         case BinaryOp::kSoftplusBackward:
             vgrad_map(GradMap::kSoftplus, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kMishBackward:
+            vmish_backward(px, pq, po, n);
+            return true;
+        case BinaryOp::kLogSigmoidBackward:
+            vlog_sigmoid_backward(px, pq, po, n);
             return true;
         case BinaryOp::kAdd:
             varith(Arith::kAdd, px, pq, po, n, stream);

@@ -216,6 +216,30 @@ void vpow(const float* x, const float* e, float* y, std::int64_t n) {
 void vpow(const double* x, const double* e, double* y, std::int64_t n) {
     if (n > 0) kernels<double>().pow_tensor(x, e, y, n);
 }
+void vmish(const float* x, float* y, std::int64_t n) {
+    unary(detail::kMish, x, y, n);
+}
+void vmish(const double* x, double* y, std::int64_t n) {
+    unary(detail::kMish, x, y, n);
+}
+void vmish_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kMishBackward, g, x, dx, n);
+}
+void vmish_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kMishBackward, g, x, dx, n);
+}
+void vlog_sigmoid(const float* x, float* y, std::int64_t n) {
+    unary(detail::kLogSigmoid, x, y, n);
+}
+void vlog_sigmoid(const double* x, double* y, std::int64_t n) {
+    unary(detail::kLogSigmoid, x, y, n);
+}
+void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kLogSigmoidBackward, g, x, dx, n);
+}
+void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kLogSigmoidBackward, g, x, dx, n);
+}
 void vlog1p(const float* x, float* y, std::int64_t n) {
     unary(detail::kLog1p, x, y, n);
 }

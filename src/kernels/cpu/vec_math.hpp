@@ -59,6 +59,22 @@ void vsilu(const double* x, double* y, std::int64_t n);
 void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g s (1 + x (1 - s)) with s = 1 / (1 + exp(-x)): silu's backward, PyTorch's formula.
 void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.
+void vmish(const float* x, float* y, std::int64_t n);
+/// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.
+void vmish(const double* x, double* y, std::int64_t n);
+/// dx = g (t + x s (1 - t t)), s = sigmoid(x), t = tanh(log1p(exp(x))): mish's backward, PyTorch's formula.
+void vmish_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// As the float overload.
+void vmish_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = min(x, 0) - log1p(exp(-|x|)): log_sigmoid, as PyTorch's vectorised kernel computes it.
+void vlog_sigmoid(const float* x, float* y, std::int64_t n);
+/// y = min(x, 0) - log1p(exp(-|x|)): log_sigmoid, as PyTorch's vectorised kernel computes it.
+void vlog_sigmoid(const double* x, double* y, std::int64_t n);
+/// log_sigmoid's backward from the input x, PyTorch's formula (with z = exp(-|x|)).
+void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// As the float overload.
+void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n);
 /// y = log(1 + x) (SLEEF's log1p).
 void vlog1p(const float* x, float* y, std::int64_t n);
 /// y = log(1 + x) (SLEEF's log1p).

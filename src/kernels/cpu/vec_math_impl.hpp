@@ -636,6 +636,47 @@ B softplus_(const B& x, const B& beta, const B& threshold) {
     return xsimd::select(xb > threshold, x, log1p_(exp_(xb)) / beta);
 }
 
+template <class B>
+B tanh_(const B& x);
+
+/// PyTorch's vectorised mish: x * tanh(log1p(exp(x))).
+template <class B>
+B mish_(const B& x) {
+    return x * tanh_(log1p_(exp_(x)));
+}
+
+/// PyTorch's vectorised mish backward from the input x: s = 1 / (1 + exp(-x)), t = tanh(log1p(exp(x))),
+/// g (t + x s (1 - t t)). GCC contracts both of PyTorch's multiply-adds there (1 - t t, and t + (x s) (...))
+/// into fused ones in its AVX2 build, and the golden values need them: mla, fused where this arch has FMA.
+template <class B>
+B mish_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    const B one(T(1));
+    const B s = one / (one + exp_(mulsign(x, B(T(-1)))));
+    const B t = tanh_(log1p_(exp_(x)));
+    return g * mla(x * s, mla(-t, t, one), t);
+}
+
+/// PyTorch's vectorised log_sigmoid: min(x, 0) - log1p(exp(-|x|)).
+template <class B>
+B log_sigmoid_(const B& x) {
+    using T = typename B::value_type;
+    const B zero(T(0));
+    return xsimd::select(x < zero, x, zero) - log1p_(exp_(-xsimd::abs(x)));
+}
+
+/// PyTorch's vectorised log_sigmoid backward, from the input x and z = exp(-|x|):
+/// (m - s z / (1 + z)) g with m = 1, s = 1 where x < 0, else m = 0, s = -1.
+template <class B>
+B log_sigmoid_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    const B zero(T(0)), one(T(1));
+    const B z = exp_(-xsimd::abs(x));
+    const auto negative = x < zero;
+    const B m = xsimd::select(negative, one, zero), s = xsimd::select(negative, one, -one);
+    return (m - s * (z / (one + z))) * g;
+}
+
 // ---- tanh, sigmoid ------------------------------------------------------------------------------
 
 /// SLEEF's xtanhf / xtanh (u10): (e^2|x| - 1) / (e^2|x| + 1) in double-word arithmetic.
@@ -1970,6 +2011,16 @@ VecMathKernels<T> kernels_for() {
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
     k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
     k.unary[kLog1p] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log1p_(v); }); };
+    k.unary[kMish] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return mish_(v); }); };
+    k.unary[kLogSigmoid] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return log_sigmoid_(v); });
+    };
+    k.backward[kMishBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return mish_backward_(gv, xv); });
+    };
+    k.backward[kLogSigmoidBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return log_sigmoid_backward_(gv, xv); });
+    };
     k.unary[kGeluTanh] = [](const T* x, T* y, std::int64_t n) {
         map1<B>(x, y, n, [](const B& v) { return gelu_tanh_(v); });
     };

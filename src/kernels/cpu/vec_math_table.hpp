@@ -22,6 +22,8 @@ enum Unary : int {
     kRelu,
     kSilu,
     kLog1p,
+    kMish,
+    kLogSigmoid,
     kUnaryCount
 };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
@@ -38,7 +40,14 @@ enum ArithKernel : int {
     kArithCount
 };
 /// The two-input (gradient, input) kernels, in the order of VecMathKernels::backward.
-enum Backward : int { kGeluBackward, kGeluTanhBackward, kSiluBackward, kBackwardCount };
+enum Backward : int {
+    kGeluBackward,
+    kGeluTanhBackward,
+    kSiluBackward,
+    kMishBackward,
+    kLogSigmoidBackward,
+    kBackwardCount
+};
 
 /// One instruction set's kernels for element type T.
 template <typename T>
