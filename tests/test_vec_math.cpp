@@ -92,6 +92,9 @@ const std::vector<Op>& ops() {
         {"softplus", true, 2},
         {"softplus_beta2", true, 2},
         {"softplus_backward", true, 2},
+        {"log2", false, 1},
+        {"log10", false, 1},
+        {"expm1", false, 1},
         {"mish", true, 2},
         {"mish_backward", true, 2},
         {"log_sigmoid", true, 2},
@@ -120,6 +123,9 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
     if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
+    if (op == "log2") vm::vlog2(x.data(), y.data(), n);
+    if (op == "log10") vm::vlog10(x.data(), y.data(), n);
+    if (op == "expm1") vm::vexpm1(x.data(), y.data(), n);
     if (op == "mish") vm::vmish(x.data(), y.data(), n);
     if (op == "mish_backward") vm::vmish_backward(g.data(), x.data(), y.data(), n);
     if (op == "log_sigmoid") vm::vlog_sigmoid(x.data(), y.data(), n);

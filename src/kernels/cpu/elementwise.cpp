@@ -68,6 +68,15 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kLog1p:
             vlog1p(px, py, n);
             return true;
+        case UnaryOp::kLog2:
+            vlog2(px, py, n);
+            return true;
+        case UnaryOp::kLog10:
+            vlog10(px, py, n);
+            return true;
+        case UnaryOp::kExpm1:
+            vexpm1(px, py, n);
+            return true;
         case UnaryOp::kMish:
             vmish(px, py, n);
             return true;

@@ -240,6 +240,24 @@ void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64
 void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n) {
     backward(detail::kLogSigmoidBackward, g, x, dx, n);
 }
+void vlog2(const float* x, float* y, std::int64_t n) {
+    unary(detail::kLog2, x, y, n);
+}
+void vlog2(const double* x, double* y, std::int64_t n) {
+    unary(detail::kLog2, x, y, n);
+}
+void vlog10(const float* x, float* y, std::int64_t n) {
+    unary(detail::kLog10, x, y, n);
+}
+void vlog10(const double* x, double* y, std::int64_t n) {
+    unary(detail::kLog10, x, y, n);
+}
+void vexpm1(const float* x, float* y, std::int64_t n) {
+    unary(detail::kExpm1, x, y, n);
+}
+void vexpm1(const double* x, double* y, std::int64_t n) {
+    unary(detail::kExpm1, x, y, n);
+}
 void vlog1p(const float* x, float* y, std::int64_t n) {
     unary(detail::kLog1p, x, y, n);
 }

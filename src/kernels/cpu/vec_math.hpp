@@ -75,6 +75,18 @@ void vlog_sigmoid(const double* x, double* y, std::int64_t n);
 void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// As the float overload.
 void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = log2(x) (SLEEF's log2).
+void vlog2(const float* x, float* y, std::int64_t n);
+/// y = log2(x) (SLEEF's log2).
+void vlog2(const double* x, double* y, std::int64_t n);
+/// y = log10(x) (SLEEF's log10).
+void vlog10(const float* x, float* y, std::int64_t n);
+/// y = log10(x) (SLEEF's log10).
+void vlog10(const double* x, double* y, std::int64_t n);
+/// y = exp(x) - 1 (SLEEF's expm1).
+void vexpm1(const float* x, float* y, std::int64_t n);
+/// y = exp(x) - 1 (SLEEF's expm1).
+void vexpm1(const double* x, double* y, std::int64_t n);
 /// y = log(1 + x) (SLEEF's log1p).
 void vlog1p(const float* x, float* y, std::int64_t n);
 /// y = log(1 + x) (SLEEF's log1p).

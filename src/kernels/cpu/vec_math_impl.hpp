@@ -230,6 +230,12 @@ Two<B> add(const B& a, const Two<B>& b) {
     return {s, ((a - s) + b.x) + b.y};
 }
 template <class B>
+Two<B> add2(const B& a, const Two<B>& b) {
+    B s = a + b.x;
+    B v = s - a;
+    return {s, ((a - (s - v)) + (b.x - v)) + b.y};
+}
+template <class B>
 Two<B> add(const Two<B>& a, const Two<B>& b) {
     B s = a.x + b.x;
     return {s, (((a.x - s) + b.x) + a.y) + b.y};
@@ -577,6 +583,74 @@ B log_(const B& d) {
     s = add(s, scale(x, B(2)));
     s = add(s, x2 * x.x * t);
     return log_fixup(d, s.x + s.y);
+}
+
+/// SLEEF's xlog2f / xlog2 (u10, PyTorch's Sleef_log2f8_u10): log_'s scheme with log2's constants.
+template <class B>
+B log2_(const B& d) {
+    using T = typename B::value_type;
+    auto [m, e] = split_exponent(d);
+    const Two<B> x = div(add2(B(T(-1)), m), add2(B(T(1)), m));
+    const B x2 = x.x * x.x;
+    B t;
+    Two<B> s;
+    if constexpr (std::is_same_v<T, float>) {
+        t = B(+0.4374550283e+0f);
+        t = mla(t, x2, B(+0.5764790177e+0f));
+        t = mla(t, x2, B(+0.9618012905120f));
+        s = add2(e, mul(x, two(B(2.8853900432586669922f), B(3.2734474483568488616e-08f))));
+    } else {
+        const B x4 = x2 * x2, x8 = x4 * x4;
+        t = poly7(x2, x4, x8, +0.2211941750456081490e+0, +0.2200768693152277689e+0, +0.2623708057488514656e+0,
+                  +0.3205977477944495502e+0, +0.4121985945485324709e+0, +0.5770780162997058982e+0,
+                  +0.96179669392608091449);
+        s = add2(e, mul(x, two(B(2.885390081777926774), B(6.0561604995516736434e-18))));
+    }
+    s = add2(s, x2 * x.x * t);
+    return log_fixup(d, s.x + s.y);
+}
+
+/// SLEEF's xlog10f / xlog10 (u10, PyTorch's Sleef_log10f8_u10).
+template <class B>
+B log10_(const B& d) {
+    using T = typename B::value_type;
+    auto [m, e] = split_exponent(d);
+    const Two<B> x = div(add2(B(T(-1)), m), add2(B(T(1)), m));
+    const B x2 = x.x * x.x;
+    B t;
+    Two<B> s;
+    if constexpr (std::is_same_v<T, float>) {
+        t = B(+0.1314289868e+0f);
+        t = mla(t, x2, B(+0.1735493541e+0f));
+        t = mla(t, x2, B(+0.2895309627e+0f));
+        s = mul(two(B(0.30103001f), B(-1.432098889e-08f)), e);
+        s = add(s, mul(x, two(B(0.868588984f), B(-2.170757285e-08f))));
+    } else {
+        const B x4 = x2 * x2, x8 = x4 * x4;
+        t = poly7(x2, x4, x8, +0.6653725819576758460e-1, +0.6625722782820833712e-1, +0.7898105214313944078e-1,
+                  +0.9650955035715275132e-1, +0.1240841409721444993e+0, +0.1737177927454605086e+0,
+                  +0.2895296546021972617e+0);
+        s = mul(two(B(0.30102999566398119802), B(-2.803728127785170339e-18)), e);
+        s = add(s, mul(x, two(B(0.86858896380650363334), B(1.1430059694096389311e-17))));
+    }
+    s = add(s, x2 * x.x * t);
+    return log_fixup(d, s.x + s.y);
+}
+
+/// SLEEF's xexpm1f / xexpm1 (u10, PyTorch's Sleef_expm1f8_u10): exp as a double-word, minus 1.
+template <class B>
+B expm1_(const B& a) {
+    using T = typename B::value_type;
+    const Two<B> d = add2(expk2(two(a, B(T(0)))), B(T(-1)));
+    B x = d.x + d.y;
+    if constexpr (std::is_same_v<T, float>) {
+        x = xsimd::select(a > B(88.72283172607421875f), infinity<B>(), x);
+        x = xsimd::select(a < B(-16.635532333438687426013570f), B(-1.0f), x);
+    } else {
+        x = xsimd::select(a > B(709.782712893383996732223), infinity<B>(), x);
+        x = xsimd::select(a < B(-36.736800569677101399113302437), B(-1.0), x);
+    }
+    return xsimd::select(a == B(T(0)), a, x);  // -0 stays -0 (SLEEF's visnegzero; +0 gives +0 anyway)
 }
 
 /// SLEEF's xlog1pf / xlog1p (u10) in their form without AVX-512 (PyTorch's Sleef_log1pf8_u10 on AVX2):
@@ -2011,6 +2085,9 @@ VecMathKernels<T> kernels_for() {
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
     k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
     k.unary[kLog1p] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log1p_(v); }); };
+    k.unary[kLog2] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log2_(v); }); };
+    k.unary[kLog10] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log10_(v); }); };
+    k.unary[kExpm1] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return expm1_(v); }); };
     k.unary[kMish] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return mish_(v); }); };
     k.unary[kLogSigmoid] = [](const T* x, T* y, std::int64_t n) {
         map1<B>(x, y, n, [](const B& v) { return log_sigmoid_(v); });

@@ -24,6 +24,9 @@ enum Unary : int {
     kLog1p,
     kMish,
     kLogSigmoid,
+    kLog2,
+    kLog10,
+    kExpm1,
     kUnaryCount
 };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
