@@ -92,6 +92,8 @@ const std::vector<Op>& ops() {
         {"softplus", true, 2},
         {"softplus_beta2", true, 2},
         {"softplus_backward", true, 2},
+        {"sin", false, 1},
+        {"cos", false, 1},
         {"log2", false, 1},
         {"log10", false, 1},
         {"expm1", false, 1},
@@ -123,6 +125,8 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
     if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
+    if (op == "sin") vm::vsin(x.data(), y.data(), n);
+    if (op == "cos") vm::vcos(x.data(), y.data(), n);
     if (op == "log2") vm::vlog2(x.data(), y.data(), n);
     if (op == "log10") vm::vlog10(x.data(), y.data(), n);
     if (op == "expm1") vm::vexpm1(x.data(), y.data(), n);

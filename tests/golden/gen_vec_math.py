@@ -91,6 +91,16 @@ unary("silu", F.silu, -40.0, 40.0, (88.0, -88.0, -104.0, 709.0, -745.0))
 unary("log1p", torch.log1p, -1.0, 100.0, (-1.0, -0.75, -0.5, 1e-8, -1e-8, 1e38, 2e38, 1e307, 2e307, -1.5, 3e-39))
 unary("softplus", F.softplus, -40.0, 40.0, (20.0, 20.5, 19.9, -88.0, 88.0, -104.0))
 unary("softplus_beta2", lambda x: F.softplus(x, beta=2.0, threshold=5.0), -20.0, 20.0, (2.5, 2.4, 2.6, -50.0))
+# sin and cos within SLEEF's first range (|x| < 125 for float, 15 for double), where xgrad computes
+# PyTorch's bits (beyond it, the C library's functions, within an ulp): the inputs are folded into it.
+for name, fn in (("sin", torch.sin), ("cos", torch.cos)):
+    for dtype in (torch.float32, torch.float64):
+        key = f"{name}.{str(dtype).replace('torch.', '')}"
+        limit = 124.0 if dtype == torch.float32 else 14.9
+        x = inputs(name, dtype, -limit, limit, (3.14159265, 1.5707963, -1.5707963, 1e-8, 100.0, -100.0, 14.0))
+        x = torch.where(x.abs() < limit, x, torch.remainder(x.nan_to_num(0.5, 2.0, -2.0), limit))
+        put(f"{key}.x", x)
+        put(f"{key}.y", fn(x))
 unary("log2", torch.log2, 0.0, 100.0, (1.0 + 2**-23, 1.0 - 2**-24, 0.75, 1.5, 2.0**-130, 1e-300, 8.0), positive=True)
 unary("log10", torch.log10, 0.0, 100.0, (1.0 + 2**-23, 1.0 - 2**-24, 0.75, 1.5, 2.0**-130, 1e-300, 1e3), positive=True)
 unary("expm1", torch.expm1, -40.0, 90.0, (88.72, 88.73, -16.63, -16.64, 709.78, 709.79, -36.73, -36.74, 1e-8, -1e-8))

@@ -71,6 +71,12 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kLog2:
             vlog2(px, py, n);
             return true;
+        case UnaryOp::kSin:
+            vsin(px, py, n);
+            return true;
+        case UnaryOp::kCos:
+            vcos(px, py, n);
+            return true;
         case UnaryOp::kLog10:
             vlog10(px, py, n);
             return true;

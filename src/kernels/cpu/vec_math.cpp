@@ -240,6 +240,18 @@ void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64
 void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n) {
     backward(detail::kLogSigmoidBackward, g, x, dx, n);
 }
+void vsin(const float* x, float* y, std::int64_t n) {
+    unary(detail::kSin, x, y, n);
+}
+void vsin(const double* x, double* y, std::int64_t n) {
+    unary(detail::kSin, x, y, n);
+}
+void vcos(const float* x, float* y, std::int64_t n) {
+    unary(detail::kCos, x, y, n);
+}
+void vcos(const double* x, double* y, std::int64_t n) {
+    unary(detail::kCos, x, y, n);
+}
 void vlog2(const float* x, float* y, std::int64_t n) {
     unary(detail::kLog2, x, y, n);
 }

@@ -75,6 +75,15 @@ void vlog_sigmoid(const double* x, double* y, std::int64_t n);
 void vlog_sigmoid_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// As the float overload.
 void vlog_sigmoid_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = sin(x): SLEEF's sin (PyTorch's bits) where |x| < 125 (float) or 15 (double), the C library's sin
+/// elsewhere (within an ulp of PyTorch's).
+void vsin(const float* x, float* y, std::int64_t n);
+/// y = sin(x), as the float overload (|x| < 15 for SLEEF's).
+void vsin(const double* x, double* y, std::int64_t n);
+/// y = cos(x), as vsin.
+void vcos(const float* x, float* y, std::int64_t n);
+/// y = cos(x), as vsin.
+void vcos(const double* x, double* y, std::int64_t n);
 /// y = log2(x) (SLEEF's log2).
 void vlog2(const float* x, float* y, std::int64_t n);
 /// y = log2(x) (SLEEF's log2).

@@ -109,6 +109,10 @@ B poly4(const B& x, const B& x2, T c3, T c2, T c1, T c0) {
     return mla(x2, poly2(x, c3, c2), poly2(x, c1, c0));
 }
 template <class B, class T>
+B poly6(const B& x, const B& x2, const B& x4, T c5, T c4, T c3, T c2, T c1, T c0) {
+    return mla(x4, poly2(x, c5, c4), poly4(x, x2, c3, c2, c1, c0));
+}
+template <class B, class T>
 B poly7(const B& x, const B& x2, const B& x4, T c6, T c5, T c4, T c3, T c2, T c1, T c0) {
     return mla(x4, poly3(x, x2, c6, c5, c4), poly4(x, x2, c3, c2, c1, c0));
 }
@@ -583,6 +587,104 @@ B log_(const B& d) {
     s = add(s, scale(x, B(2)));
     s = add(s, x2 * x.x * t);
     return log_fixup(d, s.x + s.y);
+}
+
+// ---- sin, cos -----------------------------------------------------------------------------------
+
+/// a · b of two double-words, rounded to one (SLEEF's dfmul_vf_vf2_vf2 / ddmul_vd_vd2_vd2).
+template <class B>
+B mul1(const Two<B>& a, const Two<B>& b) {
+    if constexpr (kFmaOf<B>) {
+        return fused(a.x, b.x, fused(a.y, b.x, a.x * b.y));
+    } else {
+        const B ah = upper(a.x), al = a.x - ah, bh = upper(b.x), bl = b.x - bh;
+        return ((((a.y * bh + ah * b.y) + al * bl) + ah * bl) + al * bh) + ah * bh;
+    }
+}
+
+/// Where SLEEF's sin and cos reduce their argument by Cody and Waite's method in their first range:
+/// |x| < 125 (float), 15 (double). Further out they need Payne and Hanek's reduction.
+template <typename T>
+constexpr T kTrigFast = std::is_same_v<T, float> ? T(125) : T(15);
+
+/// sin(r) / r's factor for the reduced argument t as a double-word: SLEEF's u1 polynomial.
+template <class B>
+B sin_reduced(const Two<B>& t) {
+    using T = typename B::value_type;
+    const Two<B> s = sqr(t);
+    B u;
+    if constexpr (std::is_same_v<T, float>) {
+        u = B(2.6083159809786593541503e-06f);
+        u = mla(u, s.x, B(-0.0001981069071916863322258f));
+        u = mla(u, s.x, B(0.00833307858556509017944336f));
+    } else {
+        const B s2 = s.x * s.x, s4 = s2 * s2;
+        u = poly6(s.x, s2, s4, 2.72052416138529567917983e-15, -7.6429259411395447190023e-13,
+                  1.60589370117277896211623e-10, -2.5052106814843123359368e-08, 2.75573192104428224777379e-06,
+                  -0.000198412698412046454654947);
+        u = mla(u, s.x, B(0.00833333333333318056201922));
+    }
+    const T c = std::is_same_v<T, float> ? T(-0.166666597127914428710938f) : T(-0.166666666666666657414808);
+    const Two<B> x = add(B(T(1)), mul(add(B(c), u * s.x), s));
+    return mul1(t, x);
+}
+
+/// SLEEF's xsinf_u1 / xsin_u1 (PyTorch's Sleef_sinf8_u10) in its first range; every lane of x must be
+/// there (kTrigFast).
+template <class B>
+B sin_fast(const B& d) {
+    using T = typename B::value_type;
+    const B q = xsimd::nearbyint(d * B(T(0.318309886183790671537767526745028724)));
+    Two<B> s;
+    if constexpr (std::is_same_v<T, float>) {
+        const B v = mla(q, B(-3.1414794921875f), d);
+        s = add2(v, q * B(-0.00011315941810607910156f));
+        s = add(s, q * B(-1.9841872589410058936e-09f));
+    } else {
+        const B v = mla(q, B(-3.141592653589793116), d);
+        s = add(v, q * B(-1.2246467991473532072e-16));
+    }
+    B u = sin_reduced(s);
+    const B half = q * B(T(0.5));
+    u = xsimd::select(xsimd::trunc(half) != half, -u, u);  // odd q: the other half-turn
+    return xsimd::select(d == B(T(0)), d, u);              // -0 stays -0
+}
+
+/// SLEEF's xcosf_u1 / xcos_u1 (PyTorch's Sleef_cosf8_u10) in its first range (as sin_fast).
+template <class B>
+B cos_fast(const B& d) {
+    using T = typename B::value_type;
+    // q: the odd multiple of pi / 2 nearest x
+    const B q =
+        mla(xsimd::nearbyint(mla(d, B(T(0.318309886183790671537767526745028724)), B(T(-0.5)))), B(T(2)), B(T(1)));
+    Two<B> s;
+    if constexpr (std::is_same_v<T, float>) {
+        s = add2(d, q * B(-3.1414794921875f * 0.5f));
+        s = add2(s, q * B(-0.00011315941810607910156f * 0.5f));
+        s = add2(s, q * B(-1.9841872589410058936e-09f * 0.5f));
+    } else {
+        s = add2(d, q * B(-3.141592653589793116 * 0.5));
+        s = add(s, q * B(-1.2246467991473532072e-16 * 0.5));
+    }
+    const B u = sin_reduced(s);
+    const B quarter = xsimd::floor(q * B(T(0.25))) * B(T(4));
+    return xsimd::select(q - quarter == B(T(1)), -u, u);  // q = 1 mod 4: the sign flips
+}
+
+/// sin or cos of every lane: SLEEF's first range in the lanes within it, the C library's function in the
+/// others, lane by lane, so that every instruction set gives the same bits. (PyTorch's SLEEF reduces a
+/// whole vector by Payne and Hanek's method when one of its lanes is beyond that range: within an ulp.)
+template <class B, bool kCos>
+B sin_cos_(const B& d) {
+    using T = typename B::value_type;
+    const B r = kCos ? cos_fast(d) : sin_fast(d);
+    if (xsimd::all(xsimd::abs(d) < B(kTrigFast<T>))) return r;
+    alignas(64) T x[B::size], y[B::size];
+    d.store_aligned(x);
+    r.store_aligned(y);
+    for (std::size_t i = 0; i < B::size; ++i)
+        if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = kCos ? std::cos(x[i]) : std::sin(x[i]);
+    return B::load_aligned(y);
 }
 
 /// SLEEF's xlog2f / xlog2 (u10, PyTorch's Sleef_log2f8_u10): log_'s scheme with log2's constants.
@@ -2085,6 +2187,12 @@ VecMathKernels<T> kernels_for() {
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
     k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
     k.unary[kLog1p] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log1p_(v); }); };
+    k.unary[kSin] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return sin_cos_<B, false>(v); });
+    };
+    k.unary[kCos] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return sin_cos_<B, true>(v); });
+    };
     k.unary[kLog2] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log2_(v); }); };
     k.unary[kLog10] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log10_(v); }); };
     k.unary[kExpm1] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return expm1_(v); }); };

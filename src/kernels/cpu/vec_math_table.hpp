@@ -27,6 +27,8 @@ enum Unary : int {
     kLog2,
     kLog10,
     kExpm1,
+    kSin,
+    kCos,
     kUnaryCount
 };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
