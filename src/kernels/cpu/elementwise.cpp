@@ -355,7 +355,7 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
             case BinaryOp::kEqualOrBothNan:
                 xt::noalias(o) = xt::where(xt::equal(x, y) || (xt::not_equal(x, x) && xt::not_equal(y, y)), T(1), T(0));
                 break;
-            // The backward ops of SiLU and the ELU family with vec_math's exp; x is g, y the input.
+            // The backward ops of the ELU family with vec_math's exp; x is g, y the input.
             case BinaryOp::kEluBackward:
                 xt::noalias(o) = y * static_cast<T>(b);
                 vexp(po, po, n);

@@ -564,12 +564,25 @@ B log_fixup(const B& d, B r) {
     return xsimd::select(d == B(0), -infinity<B>(), r);
 }
 
+/// The reduced argument of SLEEF's logarithms: d = m 2^e, x = (m - 1) / (m + 1) as a double-word, and
+/// x² rounded.
+template <class B>
+struct LogArg {
+    Two<B> x;
+    B x2, e;
+};
+template <class B>
+LogArg<B> log_arg(const B& d) {
+    using T = typename B::value_type;
+    auto [m, e] = split_exponent(d);
+    const Two<B> x = div(add2(B(T(-1)), m), add2(B(T(1)), m));
+    return {x, x.x * x.x, e};
+}
+
 /// SLEEF's xlogf_u1 / xlog_u1.
 template <class B>
 B log_(const B& d) {
-    auto [m, e] = split_exponent(d);
-    Two<B> x = div(add2(B(-1), m), add2(B(1), m));
-    B x2 = x.x * x.x;
+    auto [x, x2, e] = log_arg(d);
     Two<B> s;
     B t;
     if constexpr (std::is_same_v<typename B::value_type, float>) {
@@ -691,9 +704,7 @@ B sin_cos_(const B& d) {
 template <class B>
 B log2_(const B& d) {
     using T = typename B::value_type;
-    auto [m, e] = split_exponent(d);
-    const Two<B> x = div(add2(B(T(-1)), m), add2(B(T(1)), m));
-    const B x2 = x.x * x.x;
+    const auto [x, x2, e] = log_arg(d);
     B t;
     Two<B> s;
     if constexpr (std::is_same_v<T, float>) {
@@ -716,9 +727,7 @@ B log2_(const B& d) {
 template <class B>
 B log10_(const B& d) {
     using T = typename B::value_type;
-    auto [m, e] = split_exponent(d);
-    const Two<B> x = div(add2(B(T(-1)), m), add2(B(T(1)), m));
-    const B x2 = x.x * x.x;
+    const auto [x, x2, e] = log_arg(d);
     B t;
     Two<B> s;
     if constexpr (std::is_same_v<T, float>) {
