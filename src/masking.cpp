@@ -51,13 +51,29 @@ Tensor where_raw(const Tensor& cond, const Tensor& x, const Tensor& y, const Sha
     return out;
 }
 
-/// The row-major flat positions where `mask` (bool or uint8) is nonzero, found on the host.
-std::vector<std::int64_t> true_positions(const Tensor& mask) {
+/// `t` as a contiguous bool tensor on the host (nonzero elements true, NaN too) and how many are true.
+std::pair<Tensor, std::int64_t> host_bools(const Tensor& t) {
     NoGradGuard no_grad;
-    const std::vector<bool> v = mask.to(kBool).to(kCPU).contiguous().to_vector<bool>();
-    std::vector<std::int64_t> at;
-    for (std::size_t i = 0; i < v.size(); ++i)
-        if (v[i]) at.push_back(static_cast<std::int64_t>(i));
+    Tensor m = t.to(kBool).to(kCPU).contiguous();
+    const bool* v = m.impl()->data<bool>();
+    std::int64_t count = 0;
+    for (std::int64_t i = 0, n = m.numel(); i < n; ++i) count += v[i];
+    return {std::move(m), count};
+}
+
+/// The row-major flat positions where `mask` (bool or uint8) is nonzero, found on the host: counted
+/// first, then each position written and kept where true, without a branch per element (a random
+/// mask mispredicted every other one).
+std::vector<std::int64_t> true_positions(const Tensor& mask) {
+    const auto [m, count] = host_bools(mask);
+    const bool* v = m.impl()->data<bool>();
+    std::vector<std::int64_t> at(static_cast<std::size_t>(count) + 1);  // the loop writes one past the last
+    std::int64_t k = 0;
+    for (std::int64_t i = 0, n = m.numel(); i < n; ++i) {
+        at[static_cast<std::size_t>(k)] = i;
+        k += v[i];
+    }
+    at.resize(static_cast<std::size_t>(count));
     return at;
 }
 
@@ -209,17 +225,26 @@ Tensor masked_fill(const Tensor& input, const Tensor& mask, const Tensor& value)
 
 Tensor Tensor::nonzero() const {
     detail::check_defined(*this, "nonzero");
-    const std::vector<std::int64_t> at = true_positions(*this);
-    const std::int64_t n = static_cast<std::int64_t>(at.size()), nd = dim();
-    std::vector<std::int64_t> coords(static_cast<std::size_t>(n * nd));
-    for (std::int64_t i = 0; i < n; ++i) {
-        std::int64_t rest = at[static_cast<std::size_t>(i)];
+    const auto [m, count] = host_bools(*this);
+    const bool* v = m.impl()->data<bool>();
+    const std::int64_t nd = dim();
+    const auto und = static_cast<std::size_t>(nd);
+    // Every element's multi-index is written at the next free row, which advances where the element is
+    // true (no branch, no division); the index counts up as an odometer.
+    std::vector<std::int64_t> coords((static_cast<std::size_t>(count) + 1) * und), idx(und, 0);
+    std::int64_t k = 0;
+    for (std::int64_t i = 0, n = m.numel(); i < n; ++i) {
+        std::int64_t* row = coords.data() + k * nd;
+        for (std::size_t d = 0; d < und; ++d) row[d] = idx[d];  // (std::copy: a memmove call per element)
+        k += v[i];
         for (std::int64_t d = nd - 1; d >= 0; --d) {
-            coords[static_cast<std::size_t>(i * nd + d)] = rest % size(d);
-            rest /= size(d);
+            const auto du = static_cast<std::size_t>(d);
+            if (++idx[du] < size(d)) break;
+            idx[du] = 0;
         }
     }
-    return from_vector(coords, Shape{n, nd}, FactoryOptions(kInt64).device(device()));
+    coords.resize(static_cast<std::size_t>(count) * und);
+    return from_vector(coords, Shape{count, nd}, FactoryOptions(kInt64).device(device()));
 }
 
 Tensor Tensor::argwhere() const {
