@@ -376,18 +376,32 @@ B ldexp2(const B& d, const IntBatch<B>& e) {
 #endif
     return d * pow2i<B>(e >> 1) * pow2i<B>(e - (e >> 1));
 }
-/// floor(x), with no undefined behaviour on SSE2: there xsimd 8.1 floors through a scalar
-/// double-to-int64 conversion of every lane, undefined for inf, NaN and huge values (UBSan reports
-/// it) even though its select then keeps x for them. Such lanes skip the conversion here; every
-/// result is the same as xsimd's (and roundpd's on SSE4.1 and later, which need no detour).
+/// f(x) for xsimd's floor, ceil or trunc, with no undefined behaviour on SSE2: there xsimd 8.1 rounds
+/// doubles through a scalar double-to-int64 conversion of every lane, undefined for inf, NaN and huge
+/// values (UBSan reports it) even though its select then keeps x for them. Such lanes (already
+/// integers, or inf or NaN) skip the conversion here; every result is the same as xsimd's (and
+/// roundps/roundpd's on SSE4.1 and later, which need no detour).
+template <class B, class F>
+B rounded_defined(const B& x, F f) {
+    using T = typename B::value_type;
+    if constexpr (std::is_same_v<typename B::arch_type, xsimd::sse2>) {
+        const auto small = xsimd::abs(x) < B(std::is_same_v<T, float> ? T(0x1p23) : T(0x1p52));  // false for NaN, inf
+        return xsimd::select(small, f(xsimd::select(small, x, B(T(0)))), x);
+    } else {
+        return f(x);
+    }
+}
 template <class B>
 B floor_defined(const B& x) {
-    if constexpr (std::is_same_v<typename B::arch_type, xsimd::sse2>) {
-        const auto small = xsimd::abs(x) < B(0x1p52);  // false for NaN and inf
-        return xsimd::select(small, xsimd::floor(xsimd::select(small, x, B(0))), x);
-    } else {
-        return xsimd::floor(x);
-    }
+    return rounded_defined(x, [](const B& v) { return xsimd::floor(v); });
+}
+template <class B>
+B ceil_defined(const B& x) {
+    return rounded_defined(x, [](const B& v) { return xsimd::ceil(v); });
+}
+template <class B>
+B trunc_defined(const B& x) {
+    return rounded_defined(x, [](const B& v) { return xsimd::trunc(v); });
 }
 
 /// ldexp2 for double, e integral: on AVX-512 one vscalefpd (the same argument; sampled over 2^27
@@ -659,7 +673,7 @@ B sin_fast(const B& d) {
     }
     B u = sin_reduced(s);
     const B half = q * B(T(0.5));
-    u = xsimd::select(xsimd::trunc(half) != half, -u, u);  // odd q: the other half-turn
+    u = xsimd::select(trunc_defined(half) != half, -u, u);  // odd q: the other half-turn
     return xsimd::select(d == B(T(0)), d, u);              // -0 stays -0
 }
 
@@ -680,7 +694,7 @@ B cos_fast(const B& d) {
         s = add(s, q * B(-1.2246467991473532072e-16 * 0.5));
     }
     const B u = sin_reduced(s);
-    const B quarter = xsimd::floor(q * B(T(0.25))) * B(T(4));
+    const B quarter = floor_defined(q * B(T(0.25))) * B(T(4));
     return xsimd::select(q - quarter == B(T(1)), -u, u);  // q = 1 mod 4: the sign flips
 }
 
@@ -1196,9 +1210,9 @@ template <class B>
 B pow_tensor_(const B& x, const B& y) {
     using T = typename B::value_type;
     const auto big = xsimd::abs(y) > B(kPowBig<T>);
-    const auto yisint = xsimd::trunc(y) == y || big;
+    const auto yisint = trunc_defined(y) == y || big;
     const B half = y * B(T(0.5));
-    const auto yisodd = yisint && !big && xsimd::abs(y) < B(kPowBig<T>) && xsimd::trunc(half) != half;
+    const auto yisodd = yisint && !big && xsimd::abs(y) < B(kPowBig<T>) && trunc_defined(half) != half;
     return pow_core(x, y, yisint, yisodd);
 }
 
@@ -2099,11 +2113,11 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
     // result of each has x's sign, so it is put back.
     at(ScalarMap::kFloor) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
-            x, y, n, [](const B& v) { return xsimd::floor(v) | xsimd::bitofsign(v); }, stream);
+            x, y, n, [](const B& v) { return floor_defined(v) | xsimd::bitofsign(v); }, stream);
     };
     at(ScalarMap::kCeil) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
-            x, y, n, [](const B& v) { return xsimd::ceil(v) | xsimd::bitofsign(v); }, stream);
+            x, y, n, [](const B& v) { return ceil_defined(v) | xsimd::bitofsign(v); }, stream);
     };
     at(ScalarMap::kRound) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
@@ -2111,7 +2125,7 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
     };
     at(ScalarMap::kTrunc) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
-            x, y, n, [](const B& v) { return xsimd::trunc(v) | xsimd::bitofsign(v); }, stream);
+            x, y, n, [](const B& v) { return trunc_defined(v) | xsimd::bitofsign(v); }, stream);
     };
     at(ScalarMap::kSign) = [](const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map1<B>(
