@@ -674,7 +674,7 @@ B sin_fast(const B& d) {
     B u = sin_reduced(s);
     const B half = q * B(T(0.5));
     u = xsimd::select(trunc_defined(half) != half, -u, u);  // odd q: the other half-turn
-    return xsimd::select(d == B(T(0)), d, u);              // -0 stays -0
+    return xsimd::select(d == B(T(0)), d, u);               // -0 stays -0
 }
 
 /// SLEEF's xcosf_u1 / xcos_u1 (PyTorch's Sleef_cosf8_u10) in its first range (as sin_fast).
