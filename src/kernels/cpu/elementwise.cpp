@@ -403,8 +403,8 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
         T* po = out.impl()->data<T>();
         // Non-temporal stores for a large output of a cheap map (unary_block), decided for the whole
         // tensor and fenced once per thread's share, as binary() does.
-        // (softplus, with exp and log1p, computes more than it moves: never streamed.)
-        const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() && op != UnaryOp::kSoftplus &&
+        // (vec_math's softplus computes more than it moves and ignores the flag.)
+        const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() &&
                             n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         if (x.is_contiguous()) {
             const T* px = x.impl()->data<T>();

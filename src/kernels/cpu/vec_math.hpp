@@ -159,7 +159,7 @@ enum class GradMap {
     kHardtanh,     ///< a < x < b ? g : 0 (NaN gets 0)
     kHardsigmoid,  ///< -3 < x < 3 ? g / 6 : 0
     kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
-    kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold)
+    kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold; never streamed)
 };
 /// How many GradMap values there are.
 constexpr int kGradMapCount = static_cast<int>(GradMap::kSoftplus) + 1;

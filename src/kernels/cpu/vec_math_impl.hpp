@@ -550,6 +550,20 @@ B exp_(const B& x) {
         return exp_d(x);
 }
 
+/// exp(-x), the sign flipped as PyTorch's Vectorized neg() flips it (0 - x would turn +0 into +0).
+template <class B>
+B exp_neg_(const B& x) {
+    return exp_(mulsign(x, B(typename B::value_type(-1))));
+}
+
+/// 1 / (1 + exp(-x)): the sigmoid inside PyTorch's vectorised silu and mish gradients (its sigmoid kernel,
+/// sigmoid_, adds in the other order and negates as 0 - x).
+template <class B>
+B sigmoid_neg_exp_(const B& x) {
+    const B one(typename B::value_type(1));
+    return one / (one + exp_neg_(x));
+}
+
 // ---- log ----------------------------------------------------------------------------------------
 
 /// d = m * 2^e with m in [0.75, 1.5): m, and e as a floating-point number (subnormals scaled first).
@@ -784,9 +798,9 @@ B expm1_(const B& a) {
 template <class B>
 B log1p_(const B& d) {
     using T = typename B::value_type;
-    const B one(T(1));
-    const auto o = d + one < B(std::numeric_limits<T>::min());
-    const B dp1 = xsimd::select(o, (d + one) * B(T(0x1p64)), d + one);
+    const B one(T(1)), sum = d + one;
+    const auto o = sum < B(std::numeric_limits<T>::min());
+    const B dp1 = xsimd::select(o, sum * B(T(0x1p64)), sum);  // (scaled up when subnormal, for its exponent)
     B m, t;
     Two<B> s;
     if constexpr (std::is_same_v<T, float>) {
@@ -851,7 +865,7 @@ template <class B>
 B mish_backward_(const B& g, const B& x) {
     using T = typename B::value_type;
     const B one(T(1));
-    const B s = one / (one + exp_(mulsign(x, B(T(-1)))));
+    const B s = sigmoid_neg_exp_(x);
     const B t = tanh_(log1p_(exp_(x)));
     return g * mla(x * s, mla(-t, t, one), t);
 }
@@ -1212,14 +1226,14 @@ B pow_tensor_(const B& x, const B& y) {
     const auto big = xsimd::abs(y) > B(kPowBig<T>);
     const auto yisint = trunc_defined(y) == y || big;
     const B half = y * B(T(0.5));
-    const auto yisodd = yisint && !big && xsimd::abs(y) < B(kPowBig<T>) && trunc_defined(half) != half;
+    const auto yisodd = yisint && xsimd::abs(y) < B(kPowBig<T>) && trunc_defined(half) != half;
     return pow_core(x, y, yisint, yisodd);
 }
 
 /// PyTorch's vectorised silu: x / (1 + exp(-x)), each operation rounded on its own.
 template <class B>
 B silu_(const B& x) {
-    return x / (B(typename B::value_type(1)) + exp_(mulsign(x, B(typename B::value_type(-1)))));
+    return x / (B(typename B::value_type(1)) + exp_neg_(x));
 }
 
 /// PyTorch's vectorised silu backward from the input x: s = 1 / (1 + exp(-x)), g s (1 + x (1 - s)).
@@ -1229,7 +1243,7 @@ template <class B>
 B silu_backward_(const B& g, const B& x) {
     using T = typename B::value_type;
     const B one(T(1));
-    const B s = one / (one + exp_(mulsign(x, B(typename B::value_type(-1)))));
+    const B s = sigmoid_neg_exp_(x);
     return g * s * mla(x, one - s, one);
 }
 
@@ -2036,8 +2050,6 @@ std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n)
     return 0;  // not reached: the extreme is one of the elements
 }
 
-/// VecMathKernels::scalar_map: vec_math.hpp's ScalarMap, each a cheap map that memory bandwidth limits
-/// (non-temporal stores when the caller asks).
 /// min(max(x + 3, 0), 6) as hardsigmoid and hardswish compute it: NaN stays NaN.
 template <class B>
 B hard_clamp(const B& x) {
@@ -2046,6 +2058,9 @@ B hard_clamp(const B& x) {
     return xsimd::select(B(T(6)) < lo, B(T(6)), lo);
 }
 
+/// VecMathKernels::scalar_map: vec_math.hpp's ScalarMap, each a cheap map that memory bandwidth limits
+/// (non-temporal stores when the caller asks), except softplus, which computes more than it moves and
+/// never streams.
 template <class B>
 void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type*, typename B::value_type,
                                                     typename B::value_type, typename B::value_type*, std::int64_t,
