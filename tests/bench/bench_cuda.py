@@ -4,6 +4,8 @@
 # implementation); RMSNorm is F.rms_norm (PyTorch 2.4 and later).
 #
 # Usage: python3 bench_cuda.py   (the interpreter that has a CUDA build of torch)
+# XGRAD_BENCH_ONLY (e.g. "norm mlp") picks groups among norm, linear, mlp and tiny, as in bench_cuda.
+import os
 import sys
 import time
 
@@ -144,10 +146,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     print("PyTorch %s GPU bench on %s: float32, timed by wall time around synchronised batches"
           % (torch.__version__, torch.cuda.get_device_name()))
-    bench_norms()
-    bench_linear()
-    bench_mlp()
-    bench_tiny()
+    only = os.environ.get("XGRAD_BENCH_ONLY", "").split()
+    for name, bench in (("norm", bench_norms), ("linear", bench_linear), ("mlp", bench_mlp), ("tiny", bench_tiny)):
+        if not only or name in only:
+            bench()
 
 
 if __name__ == "__main__":
