@@ -822,6 +822,22 @@ TEST_CASE("LayerNorm and RMSNorm: fused kernels, forward and backward") {
                      [first](const Inputs& v) { return F::layer_norm(v[0].transpose(0, -1), {first}, v[1]); },
                      {x, randn({first}, dt)});
         }
+        // Tensors too large for L2 (x and y of 96 MB, where an H100's or H200's L2 holds 50 MB) take
+        // the streaming forward kernel: rows of 768 (groups of 64 threads in float32, 128 in float64)
+        // and, in float32, of 6144 (groups of 512).
+        if (kRealGpu) {
+            const std::vector<Shape> large = dt == xgrad::kFloat32 ? std::vector<Shape>{{16384, 768}, {2048, 6144}}
+                                                                   : std::vector<Shape>{{8192, 768}};
+            for (const Shape& shape : large) {
+                CAPTURE(xgrad::to_string(shape));
+                const std::int64_t width = shape[1];
+                const Tensor x = randn(shape, dt) * 2.0 + 0.5, w = randn({width}, dt), b = randn({width}, dt);
+                check_op("layer_norm, streaming",
+                         [width](const Inputs& v) { return F::layer_norm(v[0], {width}, v[1], v[2]); }, {x, w, b});
+                check_op("rms_norm, streaming", [width](const Inputs& v) { return F::rms_norm(v[0], {width}, v[1]); },
+                         {x, w});
+            }
+        }
         // A view at an odd offset: rows not aligned to 16 bytes take the general kernels.
         check_op("layer_norm of a view at an odd offset",
                  [](const Inputs& v) {
