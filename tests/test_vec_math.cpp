@@ -101,6 +101,12 @@ const std::vector<Op>& ops() {
         {"mish_backward", true, 2},
         {"log_sigmoid", true, 2},
         {"log_sigmoid_backward", true, 2},
+        {"tan", false, 1},
+        {"atan", false, 1},
+        {"asin", false, 1},
+        {"acos", false, 1},
+        {"sinh", false, 1},
+        {"cosh", false, 1},
     };
     return list;
 }
@@ -127,6 +133,12 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
     if (op == "sin") vm::vsin(x.data(), y.data(), n);
     if (op == "cos") vm::vcos(x.data(), y.data(), n);
+    if (op == "tan") vm::vtan(x.data(), y.data(), n);
+    if (op == "atan") vm::vatan(x.data(), y.data(), n);
+    if (op == "asin") vm::vasin(x.data(), y.data(), n);
+    if (op == "acos") vm::vacos(x.data(), y.data(), n);
+    if (op == "sinh") vm::vsinh(x.data(), y.data(), n);
+    if (op == "cosh") vm::vcosh(x.data(), y.data(), n);
     if (op == "log2") vm::vlog2(x.data(), y.data(), n);
     if (op == "log10") vm::vlog10(x.data(), y.data(), n);
     if (op == "expm1") vm::vexpm1(x.data(), y.data(), n);

@@ -101,6 +101,20 @@ for name, fn in (("sin", torch.sin), ("cos", torch.cos)):
         x = torch.where(x.abs() < limit, x, torch.remainder(x.nan_to_num(0.5, 2.0, -2.0), limit))
         put(f"{key}.x", x)
         put(f"{key}.y", fn(x))
+# tan as sin and cos: within SLEEF's first range, the inputs folded into it. (exp2 is not here: PyTorch
+# 1.13 computes it with the C library's exp2, element by element, as xgrad does.)
+for dtype in (torch.float32, torch.float64):
+    key = f"tan.{str(dtype).replace('torch.', '')}"
+    limit = 124.0 if dtype == torch.float32 else 14.9
+    x = inputs("tan", dtype, -limit, limit, (1.5707963, 1.5707964, -1.5707963, 3.14159265, 0.78539816, 1e-8, 100.0, 14.0))
+    x = torch.where(x.abs() < limit, x, torch.remainder(x.nan_to_num(0.5, 2.0, -2.0), limit))
+    put(f"{key}.x", x)
+    put(f"{key}.y", torch.tan(x))
+unary("atan", torch.atan, -10.0, 10.0, (0.9999, 1.0001, -1.0001, 1e-8, 1e8, -1e8, 1e30))
+unary("asin", torch.asin, -1.0, 1.0, (0.4999, 0.5001, -0.5001, 0.99999, -0.99999, 1e-8, 1.0001, 0.75))
+unary("acos", torch.acos, -1.0, 1.0, (0.4999, 0.5001, -0.5001, 0.99999, -0.99999, 1e-8, 1.0001, -0.75))
+unary("sinh", torch.sinh, -20.0, 20.0, (88.7, 89.0, 89.1, -89.1, 709.8, 710.0, 710.5, 1e-8, -1e-8, 0.1))
+unary("cosh", torch.cosh, -20.0, 20.0, (88.7, 89.0, 89.1, -89.1, 709.8, 710.0, 710.5, 1e-8, 0.1))
 unary("log2", torch.log2, 0.0, 100.0, (1.0 + 2**-23, 1.0 - 2**-24, 0.75, 1.5, 2.0**-130, 1e-300, 8.0), positive=True)
 unary("log10", torch.log10, 0.0, 100.0, (1.0 + 2**-23, 1.0 - 2**-24, 0.75, 1.5, 2.0**-130, 1e-300, 1e3), positive=True)
 unary("expm1", torch.expm1, -40.0, 90.0, (88.72, 88.73, -16.63, -16.64, 709.78, 709.79, -36.73, -36.74, 1e-8, -1e-8))

@@ -80,6 +80,24 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kLog10:
             vlog10(px, py, n);
             return true;
+        case UnaryOp::kTan:
+            vtan(px, py, n);
+            return true;
+        case UnaryOp::kAtan:
+            vatan(px, py, n);
+            return true;
+        case UnaryOp::kAsin:
+            vasin(px, py, n);
+            return true;
+        case UnaryOp::kAcos:
+            vacos(px, py, n);
+            return true;
+        case UnaryOp::kSinh:
+            vsinh(px, py, n);
+            return true;
+        case UnaryOp::kCosh:
+            vcosh(px, py, n);
+            return true;
         case UnaryOp::kExpm1:
             vexpm1(px, py, n);
             return true;

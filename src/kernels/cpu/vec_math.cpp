@@ -252,6 +252,42 @@ void vcos(const float* x, float* y, std::int64_t n) {
 void vcos(const double* x, double* y, std::int64_t n) {
     unary(detail::kCos, x, y, n);
 }
+void vtan(const float* x, float* y, std::int64_t n) {
+    unary(detail::kTan, x, y, n);
+}
+void vtan(const double* x, double* y, std::int64_t n) {
+    unary(detail::kTan, x, y, n);
+}
+void vatan(const float* x, float* y, std::int64_t n) {
+    unary(detail::kAtan, x, y, n);
+}
+void vatan(const double* x, double* y, std::int64_t n) {
+    unary(detail::kAtan, x, y, n);
+}
+void vasin(const float* x, float* y, std::int64_t n) {
+    unary(detail::kAsin, x, y, n);
+}
+void vasin(const double* x, double* y, std::int64_t n) {
+    unary(detail::kAsin, x, y, n);
+}
+void vacos(const float* x, float* y, std::int64_t n) {
+    unary(detail::kAcos, x, y, n);
+}
+void vacos(const double* x, double* y, std::int64_t n) {
+    unary(detail::kAcos, x, y, n);
+}
+void vsinh(const float* x, float* y, std::int64_t n) {
+    unary(detail::kSinh, x, y, n);
+}
+void vsinh(const double* x, double* y, std::int64_t n) {
+    unary(detail::kSinh, x, y, n);
+}
+void vcosh(const float* x, float* y, std::int64_t n) {
+    unary(detail::kCosh, x, y, n);
+}
+void vcosh(const double* x, double* y, std::int64_t n) {
+    unary(detail::kCosh, x, y, n);
+}
 void vlog2(const float* x, float* y, std::int64_t n) {
     unary(detail::kLog2, x, y, n);
 }

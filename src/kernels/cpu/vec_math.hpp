@@ -84,6 +84,31 @@ void vsin(const double* x, double* y, std::int64_t n);
 void vcos(const float* x, float* y, std::int64_t n);
 /// y = cos(x), as vsin.
 void vcos(const double* x, double* y, std::int64_t n);
+/// y = tan(x): SLEEF's tan (PyTorch's bits) where |x| < 125 (float) or 15 (double), the C library's tan
+/// elsewhere (as vsin).
+void vtan(const float* x, float* y, std::int64_t n);
+/// y = tan(x), as the float overload.
+void vtan(const double* x, double* y, std::int64_t n);
+/// y = atan(x) (SLEEF's atan, u10).
+void vatan(const float* x, float* y, std::int64_t n);
+/// y = atan(x) (SLEEF's atan, u10).
+void vatan(const double* x, double* y, std::int64_t n);
+/// y = asin(x) (SLEEF's asin, u10).
+void vasin(const float* x, float* y, std::int64_t n);
+/// y = asin(x) (SLEEF's asin, u10).
+void vasin(const double* x, double* y, std::int64_t n);
+/// y = acos(x) (SLEEF's acos, u10).
+void vacos(const float* x, float* y, std::int64_t n);
+/// y = acos(x) (SLEEF's acos, u10).
+void vacos(const double* x, double* y, std::int64_t n);
+/// y = sinh(x) (SLEEF's sinh, u10).
+void vsinh(const float* x, float* y, std::int64_t n);
+/// y = sinh(x) (SLEEF's sinh, u10).
+void vsinh(const double* x, double* y, std::int64_t n);
+/// y = cosh(x) (SLEEF's cosh, u10).
+void vcosh(const float* x, float* y, std::int64_t n);
+/// y = cosh(x) (SLEEF's cosh, u10).
+void vcosh(const double* x, double* y, std::int64_t n);
 /// y = log2(x) (SLEEF's log2).
 void vlog2(const float* x, float* y, std::int64_t n);
 /// y = log2(x) (SLEEF's log2).

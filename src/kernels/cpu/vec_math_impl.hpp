@@ -130,6 +130,17 @@ B poly10(const B& x, const B& x2, const B& x4, const B& x8, T c9, T c8, T c7, T 
     return mla(x8, poly2(x, c9, c8), poly8(x, x2, x4, c7, c6, c5, c4, c3, c2, c1, c0));
 }
 
+template <class B, class T>
+B poly12(const B& x, const B& x2, const B& x4, const B& x8, T cb, T ca, T c9, T c8, T c7, T c6, T c5, T c4, T c3, T c2,
+         T c1, T c0) {
+    return mla(x8, poly4(x, x2, cb, ca, c9, c8), poly8(x, x2, x4, c7, c6, c5, c4, c3, c2, c1, c0));
+}
+template <class B, class T>
+B poly16(const B& x, const B& x2, const B& x4, const B& x8, T cf, T ce, T cd, T cc, T cb, T ca, T c9, T c8, T c7, T c6,
+         T c5, T c4, T c3, T c2, T c1, T c0) {
+    return mla(x8, poly8(x, x2, x4, cf, ce, cd, cc, cb, ca, c9, c8), poly8(x, x2, x4, c7, c6, c5, c4, c3, c2, c1, c0));
+}
+
 /// Stores v at p with a non-temporal (streaming) store, which writes the line without reading it
 /// first and keeps it out of the caches; p must be aligned to the batch's size.
 template <class B>
@@ -318,6 +329,24 @@ Two<B> div(const Two<B>& n, const Two<B>& d) {
         B u = ((((nh * th - s) + nh * tl) + nl * th) + nl * tl) + s * w;
         return {s, t * (n.y - s * d.y) + u};
     }
+}
+
+/// 1 / d of a single word, as a double-word (SLEEF's dfrec_vf2_vf / ddrec_vd2_vd).
+template <class B>
+Two<B> rec(const B& d) {
+    B t = B(1) / d;
+    if constexpr (kFmaOf<B>) {
+        return {t, t * fused(-d, t, B(1))};
+    } else {
+        B dh = upper(d), dl = d - dh, th = upper(t), tl = t - th;
+        return {t, t * ((((B(1) - dh * th) - dh * tl) - dl * th) - dl * tl)};
+    }
+}
+/// sqrt(d) as a double-word (SLEEF's dfsqrt_vf2_vf / ddsqrt_vd2_vd): one Newton step on the root.
+template <class B>
+Two<B> sqrt_two(const B& d) {
+    const B t = xsimd::sqrt(d);
+    return scale(mul(add2(d, mul(t, t)), rec(t)), B(typename B::value_type(0.5)));
 }
 
 // ---- exponent bits ------------------------------------------------------------------------------
@@ -726,6 +755,201 @@ B sin_cos_(const B& d) {
     for (std::size_t i = 0; i < B::size; ++i)
         if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = kCos ? std::cos(x[i]) : std::sin(x[i]);
     return B::load_aligned(y);
+}
+
+/// SLEEF's xtanf_u1 / xtan_u1 (PyTorch's Sleef_tanf8_u10) in its first range (as sin_fast).
+template <class B>
+B tan_fast(const B& d) {
+    using T = typename B::value_type;
+    const B q = xsimd::nearbyint(d * B(T(2 * 0.318309886183790671537767526745028724)));
+    const B half = q * B(T(0.5));
+    const auto odd = trunc_defined(half) != half;
+    Two<B> x;
+    if constexpr (std::is_same_v<T, float>) {
+        Two<B> s = add2(mla(q, B(-3.1414794921875f * 0.5f), d), q * B(-0.00011315941810607910156f * 0.5f));
+        s = add(s, q * B(-1.9841872589410058936e-09f * 0.5f));
+        s = {xsimd::select(odd, -s.x, s.x), xsimd::select(odd, -s.y, s.y)};  // odd q: tan(r - pi/2) = -1 / tan(r)
+        const Two<B> t = s;
+        s = normalize(sqr(s));
+        B u(0.00446636462584137916564941f);
+        u = mla(u, s.x, B(-8.3920182078145444393158e-05f));
+        u = mla(u, s.x, B(0.0109639242291450500488281f));
+        u = mla(u, s.x, B(0.0212360303848981857299805f));
+        u = mla(u, s.x, B(0.0540687143802642822265625f));
+        x = add(B(0.133325666189193725585938f), u * s.x);
+        x = add(B(1.0f), mul(add(B(0.33333361148834228515625f), mul(s, x)), s));
+        x = mul(t, x);
+        const Two<B> r = rec(x);
+        x = {xsimd::select(odd, r.x, x.x), xsimd::select(odd, r.y, x.y)};
+    } else {
+        const Two<B> t =
+            scale(add(mla(q, B(-3.141592653589793116 * 0.5), d), q * B(-1.2246467991473532072e-16 * 0.5)), B(0.5));
+        const Two<B> s = sqr(t);
+        const B s2 = s.x * s.x, s4 = s2 * s2;
+        B u = poly8(s.x, s2, s4, +0.3245098826639276316e-3, +0.5619219738114323735e-3, +0.1460781502402784494e-2,
+                    +0.3591611540792499519e-2, +0.8863268409563113126e-2, +0.2186948728185535498e-1,
+                    +0.5396825399517272970e-1, +0.1333333333330500581e+0);
+        u = mla(u, s.x, B(+0.3333333333333343695e+0));
+        x = add(t, mul(mul(s, t), u));
+        // tan(2t) = 2 tan t / (1 - tan² t), and its negative reciprocal for odd q
+        const Two<B> y = add(B(-1.0), sqr(x));
+        x = scale(x, B(-2.0));
+        const Two<B> ny = neg(y);
+        x = div(two(xsimd::select(odd, ny.x, x.x), xsimd::select(odd, ny.y, x.y)),
+                two(xsimd::select(odd, x.x, y.x), xsimd::select(odd, x.y, y.y)));
+    }
+    return xsimd::select(d == B(T(0)), d, x.x + x.y);  // -0 stays -0
+}
+
+/// tan of every lane: SLEEF's first range where the lanes are in it, else the C library's (as sin_cos_).
+template <class B>
+B tan_(const B& d) {
+    using T = typename B::value_type;
+    const B r = tan_fast(d);
+    if (xsimd::all(xsimd::abs(d) < B(kTrigFast<T>))) return r;
+    alignas(64) T x[B::size], y[B::size];
+    d.store_aligned(x);
+    r.store_aligned(y);
+    for (std::size_t i = 0; i < B::size; ++i)
+        if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = std::tan(x[i]);
+    return B::load_aligned(y);
+}
+
+// ---- atan, asin, acos ---------------------------------------------------------------------------
+
+/// atan(a) for a = |x| as a double-word: SLEEF's atan2kf_u1 / atan2k_u1 with x = 1 (atan(a) =
+/// pi/2 - atan(1/a) beyond 1).
+template <class B>
+Two<B> atan_abs(const B& a) {
+    using T = typename B::value_type;
+    const B one(T(1));
+    const auto p = one < a;
+    const B q = xsimd::select(p, one, B(T(0)));
+    // s = -1 / a beyond 1 (SLEEF negates the double-word (1, 0): its low part is -0), else a / 1
+    Two<B> s = div(two(xsimd::select(p, -one, a), xsimd::select(p, B(T(-0.0)), B(T(0)))),
+                   two(xsimd::select(p, a, one), B(T(0))));
+    Two<B> t = normalize(sqr(s));
+    if constexpr (std::is_same_v<T, float>) {
+        B u(-0.00176397908944636583328247f);
+        u = mla(u, t.x, B(0.0107900900766253471374512f));
+        u = mla(u, t.x, B(-0.0309564601629972457885742f));
+        u = mla(u, t.x, B(0.0577365085482597351074219f));
+        u = mla(u, t.x, B(-0.0838950723409652709960938f));
+        u = mla(u, t.x, B(0.109463557600975036621094f));
+        u = mla(u, t.x, B(-0.142626821994781494140625f));
+        u = mla(u, t.x, B(0.199983194470405578613281f));
+        t = mul(t, add(B(-0.333332866430282592773438f), u * t.x));
+        t = mul(s, add(B(1.0f), t));
+        return add(mul(two(B(1.5707963705062866211f), B(-4.3711388286737928865e-08f)), q), t);
+    } else {
+        const B t2 = t.x * t.x, t4 = t2 * t2, t8 = t4 * t4;
+        B u = poly16(t.x, t2, t4, t8, 1.06298484191448746607415e-05, -0.000125620649967286867384336,
+                     0.00070557664296393412389774, -0.00251865614498713360352999, 0.00646262899036991172313504,
+                     -0.0128281333663399031014274, 0.0208024799924145797902497, -0.0289002344784740315686289,
+                     0.0359785005035104590853656, -0.041848579703592507506027, 0.0470843011653283988193763,
+                     -0.0524914210588448421068719, 0.0587946590969581003860434, -0.0666620884778795497194182,
+                     0.0769225330296203768654095, -0.0909090442773387574781907);
+        u = mla(u, t.x, B(0.111111108376896236538123));
+        u = mla(u, t.x, B(-0.142857142756268568062339));
+        u = mla(u, t.x, B(0.199999999997977351284817));
+        u = mla(u, t.x, B(-0.333333333333317605173818));
+        t = add(s, mul(mul(s, t), u));
+        return add(mul(two(B(1.570796326794896557998982), B(6.12323399573676603586882e-17)), q), t);
+    }
+}
+
+/// SLEEF's xatanf_u1 / xatan_u1 (PyTorch's Sleef_atanf8_u10).
+template <class B>
+B atan_(const B& d) {
+    using T = typename B::value_type;
+    const Two<B> r2 = atan_abs(xsimd::abs(d));
+    const B r = xsimd::select(xsimd::isinf(d), B(T(1.570796326794896557998982)), r2.x + r2.y);
+    return mulsign(r, d);
+}
+
+/// The shared part of SLEEF's asin_u1 and acos_u1: x = |d| below 1/2, else sqrt((1 - |d|) / 2) as a
+/// double-word; u = the polynomial's x³ term.
+template <class B>
+struct ArcArg {
+    typename B::batch_bool_type small;
+    Two<B> x;
+    B u;
+};
+template <class B>
+ArcArg<B> arc_arg(const B& d) {
+    using T = typename B::value_type;
+    const B a = xsimd::abs(d);
+    const auto o = a < B(T(0.5));
+    const B x2 = xsimd::select(o, d * d, (B(T(1)) - a) * B(T(0.5)));
+    const Two<B> r = sqrt_two(x2);
+    Two<B> x{xsimd::select(o, a, r.x), xsimd::select(o, B(T(0)), r.y)};
+    const auto one = a == B(T(1));
+    x = {xsimd::select(one, B(T(0)), x.x), xsimd::select(one, B(T(0)), x.y)};
+    B u;
+    if constexpr (std::is_same_v<T, float>) {
+        u = B(+0.4197454825e-1f);
+        u = mla(u, x2, B(+0.2424046025e-1f));
+        u = mla(u, x2, B(+0.4547423869e-1f));
+        u = mla(u, x2, B(+0.7495029271e-1f));
+        u = mla(u, x2, B(+0.1666677296e+0f));
+    } else {
+        const B x4 = x2 * x2, x8 = x4 * x4;
+        u = poly12(x2, x4, x8, x8 * x8, +0.3161587650653934628e-1, -0.1581918243329996643e-1, +0.1929045477267910674e-1,
+                   +0.6606077476277170610e-2, +0.1215360525577377331e-1, +0.1388715184501609218e-1,
+                   +0.1735956991223614604e-1, +0.2237176181932048341e-1, +0.3038195928038132237e-1,
+                   +0.4464285681377102438e-1, +0.7500000000378581611e-1, +0.1666666666666497543e+0);
+    }
+    return {o, x, u * (x2 * x.x)};
+}
+
+/// pi as a double-word, times k.
+template <class B>
+Two<B> pi_times(double k) {
+    using T = typename B::value_type;
+    if constexpr (std::is_same_v<T, float>)
+        return {B(T(3.1415927410125732422 * k)), B(T(-8.7422776573475857731e-08 * k))};
+    else
+        return {B(3.141592653589793116 * k), B(1.2246467991473532072e-16 * k)};
+}
+
+/// SLEEF's xasinf_u1 / xasin_u1 (PyTorch's Sleef_asinf8_u10).
+template <class B>
+B asin_(const B& d) {
+    const auto [o, x, u] = arc_arg(d);
+    const Two<B> y = add(add(pi_times<B>(0.25), neg(x)), -u);  // pi/4 - x - u
+    const B r = xsimd::select(o, u + x.x, (y.x + y.y) * B(typename B::value_type(2)));
+    return mulsign(r, d);
+}
+
+/// SLEEF's xacosf_u1 / xacos_u1 (PyTorch's Sleef_acosf8_u10).
+template <class B>
+B acos_(const B& d) {
+    using T = typename B::value_type;
+    const auto [o, x0, u] = arc_arg(d);
+    Two<B> y = add(pi_times<B>(0.5), neg(add(mulsign(x0.x, d), mulsign(u, d))));
+    const Two<B> x = scale(add(x0, u), B(T(2)));
+    y = {xsimd::select(o, y.x, x.x), xsimd::select(o, y.y, x.y)};
+    const auto flip = !o && d < B(T(0));
+    const Two<B> z = add(pi_times<B>(1.0), neg(y));
+    return xsimd::select(flip, z.x + z.y, y.x + y.y);
+}
+
+// ---- sinh, cosh --------------------------------------------------------------------------------
+
+/// SLEEF's xsinhf / xsinh (u10; PyTorch's Sleef_sinhf8_u10) and xcoshf / xcosh: (e^|x| ∓ e^-|x|) / 2
+/// in double-word arithmetic.
+template <class B, bool kCosh>
+B sinh_cosh_(const B& x) {
+    using T = typename B::value_type;
+    const B a = xsimd::abs(x);
+    Two<B> d = expk2(two(a, B(T(0))));
+    const Two<B> r = rec(d);
+    d = kCosh ? add(d, r) : add(d, neg(r));
+    B y = (d.x + d.y) * B(T(0.5));
+    const T big = std::is_same_v<T, float> ? T(89) : T(710);
+    y = xsimd::select((a > B(big)) || xsimd::isnan(y), infinity<B>(), y);
+    if constexpr (!kCosh) y = mulsign(y, x);
+    return or_nan(xsimd::isnan(x), y);
 }
 
 /// SLEEF's xlog2f / xlog2 (u10, PyTorch's Sleef_log2f8_u10): log_'s scheme with log2's constants.
@@ -2230,6 +2454,16 @@ VecMathKernels<T> kernels_for() {
     };
     k.unary[kCos] = [](const T* x, T* y, std::int64_t n) {
         map1<B>(x, y, n, [](const B& v) { return sin_cos_<B, true>(v); });
+    };
+    k.unary[kTan] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return tan_(v); }); };
+    k.unary[kAtan] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return atan_(v); }); };
+    k.unary[kAsin] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return asin_(v); }); };
+    k.unary[kAcos] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return acos_(v); }); };
+    k.unary[kSinh] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return sinh_cosh_<B, false>(v); });
+    };
+    k.unary[kCosh] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return sinh_cosh_<B, true>(v); });
     };
     k.unary[kLog2] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log2_(v); }); };
     k.unary[kLog10] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log10_(v); }); };

@@ -29,6 +29,12 @@ enum Unary : int {
     kExpm1,
     kSin,
     kCos,
+    kTan,
+    kAtan,
+    kAsin,
+    kAcos,
+    kSinh,
+    kCosh,
     kUnaryCount
 };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
