@@ -98,7 +98,7 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
     }
     detail::AlongDim a = median ? along_nonempty(self, dim, op) : detail::along_dim(self, dim, op);
     if (median) k = (a.width + 1) / 2;
-    const kernels::TieOrder ties = median ? kernels::TieOrder::kIndex : kernels::TieOrder::kSelect;
+    const kernels::TieOrder ties = median ? kernels::TieOrder::kRank : kernels::TieOrder::kSelect;
     if (k < 1 || k > a.width)
         detail::fail(op, "selected number k out of range for dimension " + std::to_string(a.dim) +
                              " (k = " + std::to_string(k) + ", size " + std::to_string(a.width) + " of shape " +

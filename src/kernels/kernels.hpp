@@ -34,6 +34,7 @@ enum class TieOrder {
                     ///< at k - 1 and std::sort of the k - 1 before it
     kTopkUnsorted,  ///< PyTorch's topk(sorted=false): as kTopk, without that std::sort
     kSelect,        ///< PyTorch's kthvalue: its quickselect (Sedgewick's) puts the k-th alone in place
+    kRank,          ///< the k-th by value, then index (the stable sort's k-th), alone in place: median
 };
 
 /// One parameter's tensors for adam_step: the parameter and its gradient (same dtype, both

@@ -57,6 +57,12 @@ void order_row(std::vector<Pair>& q, std::int64_t k, TieOrder ties, Before befor
         case TieOrder::kIndex:
             std::stable_sort(q.begin(), q.end(), before);
             return;
+        case TieOrder::kRank:  // a total order: any selection puts the same pair at k - 1
+            if (k > 0)
+                std::nth_element(q.begin(), first_k - 1, q.end(), [&](const Pair& a, const Pair& b) {
+                    return before(a, b) || (!before(b, a) && a.second < b.second);
+                });
+            return;
         case TieOrder::kSort:
             std::sort(q.begin(), q.end(), before);
             return;
