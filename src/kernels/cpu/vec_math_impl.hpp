@@ -741,20 +741,27 @@ B cos_fast(const B& d) {
     return xsimd::select(q - quarter == B(T(1)), -u, u);  // q = 1 mod 4: the sign flips
 }
 
-/// sin or cos of every lane: SLEEF's first range in the lanes within it, the C library's function in the
+/// r, SLEEF's result for d, where d's lanes are within SLEEF's first range; the C library's f in the
 /// others, lane by lane, so that every instruction set gives the same bits. (PyTorch's SLEEF reduces a
 /// whole vector by Payne and Hanek's method when one of its lanes is beyond that range: within an ulp.)
-template <class B, bool kCos>
-B sin_cos_(const B& d) {
+template <class B, class F>
+B libm_beyond_first_range(const B& d, const B& r, F f) {
     using T = typename B::value_type;
-    const B r = kCos ? cos_fast(d) : sin_fast(d);
     if (xsimd::all(xsimd::abs(d) < B(kTrigFast<T>))) return r;
     alignas(64) T x[B::size], y[B::size];
     d.store_aligned(x);
     r.store_aligned(y);
     for (std::size_t i = 0; i < B::size; ++i)
-        if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = kCos ? std::cos(x[i]) : std::sin(x[i]);
+        if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = f(x[i]);
     return B::load_aligned(y);
+}
+
+/// sin or cos of every lane (libm_beyond_first_range).
+template <class B, bool kCos>
+B sin_cos_(const B& d) {
+    using T = typename B::value_type;
+    return libm_beyond_first_range(d, kCos ? cos_fast(d) : sin_fast(d),
+                                   [](T v) { return kCos ? std::cos(v) : std::sin(v); });
 }
 
 /// SLEEF's xtanf_u1 / xtan_u1 (PyTorch's Sleef_tanf8_u10) in its first range (as sin_fast).
@@ -801,18 +808,11 @@ B tan_fast(const B& d) {
     return xsimd::select(d == B(T(0)), d, x.x + x.y);  // -0 stays -0
 }
 
-/// tan of every lane: SLEEF's first range where the lanes are in it, else the C library's (as sin_cos_).
+/// tan of every lane (libm_beyond_first_range).
 template <class B>
 B tan_(const B& d) {
     using T = typename B::value_type;
-    const B r = tan_fast(d);
-    if (xsimd::all(xsimd::abs(d) < B(kTrigFast<T>))) return r;
-    alignas(64) T x[B::size], y[B::size];
-    d.store_aligned(x);
-    r.store_aligned(y);
-    for (std::size_t i = 0; i < B::size; ++i)
-        if (!(std::fabs(x[i]) < kTrigFast<T>)) y[i] = std::tan(x[i]);
-    return B::load_aligned(y);
+    return libm_beyond_first_range(d, tan_fast(d), [](T v) { return std::tan(v); });
 }
 
 // ---- atan, asin, acos ---------------------------------------------------------------------------
