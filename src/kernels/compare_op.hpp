@@ -24,10 +24,10 @@ XGRAD_HD inline bool compare(CompareOp op, T x, T y) {
             return x > y;
         case CompareOp::kGe:
             return x >= y;
-        case CompareOp::kLogicalAnd:
-            return x != T(0) && y != T(0);
+        case CompareOp::kLogicalAnd:  // & and |, not && and ||: no branch on the first operand
+            return (x != T(0)) & (y != T(0));
         case CompareOp::kLogicalOr:
-            return x != T(0) || y != T(0);
+            return (x != T(0)) | (y != T(0));
         case CompareOp::kLogicalXor:
             return (x != T(0)) != (y != T(0));
         case CompareOp::kIsNan:

@@ -19,7 +19,7 @@ __global__ void compare_kernel(CompareOp op, const T* x, const T* y, bool* out, 
 
 void compare(CompareOp op, Scalar t, const void* x, const void* y, bool* out, const Walk<2>& walk) {
     if (walk.numel == 0) return;
-    dispatch(t, [&](auto tag) {
+    dispatch_all(t, [&](auto tag) {
         using T = decltype(tag);
         compare_kernel<T>
             <<<blocks_for(walk.numel), kThreads>>>(op, static_cast<const T*>(x), static_cast<const T*>(y), out, walk);
