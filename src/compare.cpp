@@ -54,8 +54,8 @@ Tensor compare(const Tensor& a, double s, const char* name, CompareOp op) {
     if (!a.is_floating_point()) {
         if (!(std::floor(s) == s && detail::fits_int64(s)))
             t = kFloat32;
-        else if (t == kBool)
-            t = kInt64;  // bool meets an integer in int64
+        else if (t == kBool && s != 0 && s != 1)
+            t = kInt64;  // bool meets an integer in int64 (0 and 1 compare the same as bools)
     }
     Tensor scalar = is_floating_point(t) ? full({}, s, FactoryOptions(t).device(a.device()))
                                          : full({}, s, FactoryOptions(kInt64).device(a.device())).to(t);

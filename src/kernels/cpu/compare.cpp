@@ -88,6 +88,9 @@ void compare(CompareOp op, const Tensor& x, const Tensor& y, const Tensor& out) 
                     constexpr CompareOp kOp = decltype(k)::value;
                     if (st[0] == 1 && st[1] == 1) {
                         for (std::int64_t j = 0; j < count; ++j) o[j] = scalar::compare(kOp, a[j], b[j]);
+                    } else if (st[0] == 1 && st[1] == 0) {  // against one value (x == 0, logical_not)
+                        const T v = b[0];
+                        for (std::int64_t j = 0; j < count; ++j) o[j] = scalar::compare(kOp, a[j], v);
                     } else {
                         for (std::int64_t j = 0; j < count; ++j)
                             o[j] = scalar::compare(kOp, a[j * st[0]], b[j * st[1]]);
