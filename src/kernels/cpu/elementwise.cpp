@@ -310,37 +310,39 @@ template <typename T>
 void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, double a, double b, bool stream) {
     const auto un = static_cast<std::size_t>(n);
     if constexpr (std::is_integral_v<T>) {
-        for (std::int64_t i = 0; i < n; ++i) {
-            const T x = px[i], y = pq[i];
-            switch (op) {
-                case BinaryOp::kAdd:
-                    po[i] = x + y;
-                    break;
-                case BinaryOp::kSub:
-                    po[i] = x - y;
-                    break;
-                case BinaryOp::kMul:
-                    po[i] = x * y;
-                    break;
-                case BinaryOp::kMaximum:
-                    po[i] = std::max(x, y);
-                    break;
-                case BinaryOp::kMinimum:
-                    po[i] = std::min(x, y);
-                    break;
-                case BinaryOp::kPow:
-                case BinaryOp::kRemainder:
-                case BinaryOp::kFmod:
-                case BinaryOp::kDivTrunc:
-                case BinaryOp::kDivFloor:
-                case BinaryOp::kBitAnd:
-                case BinaryOp::kBitOr:
-                case BinaryOp::kBitXor:
-                    po[i] = scalar::int_binary(op, x, y);
-                    break;
-                default:
-                    unsupported("binary", static_cast<int>(op), kInt64);
-            }
+        // The op chosen once, outside the loop, so that the common ones vectorise (int64 add with the
+        // switch inside the loop was 2.9 times PyTorch's time).
+        auto each = [&](auto f) {
+            for (std::int64_t i = 0; i < n; ++i) po[i] = f(px[i], pq[i]);
+        };
+        switch (op) {
+            case BinaryOp::kAdd:
+                each([](T x, T y) { return x + y; });
+                break;
+            case BinaryOp::kSub:
+                each([](T x, T y) { return x - y; });
+                break;
+            case BinaryOp::kMul:
+                each([](T x, T y) { return x * y; });
+                break;
+            case BinaryOp::kMaximum:
+                each([](T x, T y) { return std::max(x, y); });
+                break;
+            case BinaryOp::kMinimum:
+                each([](T x, T y) { return std::min(x, y); });
+                break;
+            case BinaryOp::kPow:
+            case BinaryOp::kRemainder:
+            case BinaryOp::kFmod:
+            case BinaryOp::kDivTrunc:
+            case BinaryOp::kDivFloor:
+            case BinaryOp::kBitAnd:
+            case BinaryOp::kBitOr:
+            case BinaryOp::kBitXor:
+                each([op](T x, T y) { return scalar::int_binary(op, x, y); });
+                break;
+            default:
+                unsupported("binary", static_cast<int>(op), kInt64);
         }
         return;
     } else {
