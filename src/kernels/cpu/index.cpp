@@ -67,6 +67,18 @@ void scatter(const Tensor& dst, const Tensor& index, std::int64_t stride, const 
                     return;
                 }
             }
+            if constexpr (!std::is_same_v<T, bool>) {
+                if (st[0] == 0 && st[1] == 1 && st[2] == 1) {  // along the run's own dim (scatter_add(-1))
+                    T* row = d + off[0];
+                    const T* from = s + off[1];
+                    const std::int64_t* at = idx + off[2];
+                    if (accumulate)
+                        for (std::int64_t i = 0; i < count; ++i) row[at[i] * stride] += from[i];
+                    else
+                        for (std::int64_t i = 0; i < count; ++i) row[at[i] * stride] = from[i];
+                    return;
+                }
+            }
             for (std::int64_t i = 0; i < count; ++i) {
                 T& target = d[off[0] + i * st[0] + idx[off[2] + i * st[2]] * stride];
                 const T value = s[off[1] + i * st[1]];
