@@ -8,17 +8,15 @@
 // `limit_gbs`: a device-to-device copy of 1 GiB measured in the same run, counted as bytes read plus
 // bytes written (the fast end, p90, of its samples).
 //
-// XGRAD_BENCH_ONLY (e.g. "norm mlp") picks groups among norm, linear, mlp and tiny; the copy that
-// sets the limit always runs.
+// Groups named on the command line (norm linear mlp tiny; none means all) run alone, as in
+// bench_core; the copy that sets the limit always runs. bench_cuda.sh passes XGRAD_BENCH_ONLY's.
 //
 // Without a GPU (or without the CUDA backend) it says so and exits 0: there is nothing to measure.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -192,25 +190,21 @@ void bench_tiny() {
     goal("tiny_step_gpu", "ratio", 1);
 }
 
-/// Whether XGRAD_BENCH_ONLY is unset or names `name` among its space-separated words.
-bool wanted(const std::string& name) {
-    const char* only = std::getenv("XGRAD_BENCH_ONLY");
-    if (!only || !*only) return true;
-    std::istringstream words(only);
-    for (std::string w; words >> w;)
-        if (w == name) return true;
-    return false;
-}
-
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     if (!xgrad::cuda::is_available()) {
         std::printf("bench_cuda: no CUDA GPU (or xgrad built without its CUDA backend): nothing to measure\n");
         return 0;
     }
     std::printf("xgrad GPU bench: float32, %d CUDA device(s), timed by wall time around synchronised batches\n",
                 xgrad::cuda::device_count());
+    auto wanted = [&](const std::string& what) {
+        if (argc < 2) return true;
+        for (int i = 1; i < argc; ++i)
+            if (what == argv[i]) return true;
+        return false;
+    };
     bench_copy();
     if (wanted("norm")) bench_norms();
     if (wanted("linear")) bench_linear();

@@ -4,8 +4,8 @@
 # implementation); RMSNorm is F.rms_norm (PyTorch 2.4 and later).
 #
 # Usage: python3 bench_cuda.py   (the interpreter that has a CUDA build of torch)
-# XGRAD_BENCH_ONLY (e.g. "norm mlp") picks groups among norm, linear, mlp and tiny, as in bench_cuda.
-import os
+#        python3 bench_cuda.py norm mlp   (some groups: norm linear mlp tiny, as bench_cuda)
+import argparse
 import sys
 import time
 
@@ -140,13 +140,15 @@ def bench_tiny():
 
 
 def main():
+    parser = argparse.ArgumentParser(description="PyTorch twin of xgrad's bench_cuda")
+    parser.add_argument("which", nargs="*", help="norm linear mlp tiny (default: all)")
+    only = parser.parse_args().which
     if not torch.cuda.is_available():
         print("bench_cuda.py: torch sees no CUDA GPU; no PyTorch figures")
         return
     torch.backends.cuda.matmul.allow_tf32 = False
     print("PyTorch %s GPU bench on %s: float32, timed by wall time around synchronised batches"
           % (torch.__version__, torch.cuda.get_device_name()))
-    only = os.environ.get("XGRAD_BENCH_ONLY", "").split()
     for name, bench in (("norm", bench_norms), ("linear", bench_linear), ("mlp", bench_mlp), ("tiny", bench_tiny)):
         if not only or name in only:
             bench()
