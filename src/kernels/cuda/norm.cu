@@ -583,39 +583,47 @@ void with_vecs(int k, F&& f) {
     }
 }
 
+/// Devices whose answers per_device keeps (further ones ask again each time).
+constexpr int kCachedDevices = 64;
+
+/// compute(device) for the current device, kept in cache[device] after the first call.
+template <typename F>
+int per_device(std::atomic<int> (&cache)[kCachedDevices], F compute) {
+    int device = 0;
+    check(cudaGetDevice(&device), "norm kernel");
+    int value = device < kCachedDevices ? cache[device].load(std::memory_order_relaxed) : 0;
+    if (value == 0) {
+        value = compute(device);
+        if (device < kCachedDevices) cache[device].store(value, std::memory_order_relaxed);
+    }
+    return value;
+}
+
 /// One wave of resident blocks of `kKernel` launched with `threads` threads, at most `wanted`. The
 /// device's answer is kept per kernel, device and block size.
 template <auto kKernel>
 unsigned one_wave(int threads, i64 wanted) {
-    constexpr int kDevices = 64, kSizes = 5;  // group sizes 32..512
-    static std::atomic<int> cache[kDevices][kSizes] = {};
-    int device = 0;
-    check(cudaGetDevice(&device), "norm kernel");
+    constexpr int kSizes = 5;  // group sizes 32..512
+    static std::atomic<int> cache[kSizes][kCachedDevices] = {};
     int size = 0;
     while ((32 << size) < threads && size + 1 < kSizes) ++size;
-    int wave = device < kDevices ? cache[device][size].load(std::memory_order_relaxed) : 0;
-    if (wave == 0) {
+    const int wave = per_device(cache[size], [&](int device) {
         int sms = 0, per_sm = 0;
         check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "norm kernel");
         check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, 0), "norm kernel");
-        wave = sms * (per_sm > 0 ? per_sm : 1);
-        if (device < kDevices) cache[device][size].store(wave, std::memory_order_relaxed);
-    }
+        return sms * (per_sm > 0 ? per_sm : 1);
+    });
     return static_cast<unsigned>(wanted < wave ? wanted : wave);
 }
 
-/// The L2 cache's size of the current device, in bytes (kept per device).
+/// The L2 cache's size of the current device, in bytes.
 std::int64_t l2_bytes() {
-    constexpr int kDevices = 64;
-    static std::atomic<int> cache[kDevices] = {};
-    int device = 0;
-    check(cudaGetDevice(&device), "norm kernel");
-    int bytes = device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
-    if (bytes == 0) {
+    static std::atomic<int> cache[kCachedDevices] = {};
+    return per_device(cache, [](int device) {
+        int bytes = 0;
         check(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device), "norm kernel");
-        if (device < kDevices) cache[device].store(bytes, std::memory_order_relaxed);
-    }
-    return bytes;
+        return bytes;
+    });
 }
 
 template <typename T, bool kLayer>
