@@ -1,5 +1,5 @@
 // CUDA LayerNorm and RMSNorm, forward and backward, fused. The formulas are the CPU kernels'
-// (cpu/norm.cpp); row sums accumulate in double.
+// (cpu/norm.cpp); row sums accumulate in double (on the fast path, each thread's few values in T first).
 //
 // The fast path (rows of 8 to 8192 float32 or 4 to 4096 float64 elements, a whole number of 16-byte
 // vectors, 16-byte aligned): a group of 32 to 512 threads per row holds the row in registers, read
@@ -9,9 +9,9 @@
 // adds the blocks' partial sums (llm.c's layout; no second pass over x and dy). The grid is one wave
 // of resident blocks, each loading its next row while it reduces and writes the current one; where x
 // and y exceed L2, the forward streams them (evict-first loads and stores, the row after next asked
-// of L2, the weights read per row so that more blocks fit). In float32, LayerNorm's mean and
-// variance come from one pass (sums about the row's first value, in double) and one reduction. Other rows take the
-// general kernels: one block per row, a second kernel for the column sums.
+// of L2, the weights read per row so that more blocks fit). LayerNorm's mean and variance take two
+// passes over the registers, as on the CPU. Other rows take the general kernels: one block per row, a
+// second kernel for the column sums.
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -165,15 +165,43 @@ __global__ void norm_backward_partial_kernel(const T* g, const T* x, const T* me
     }
 }
 
-/// Threads down the chunks of a column in the sums of the partial sums (sum_columns_kernel).
-constexpr int kPartialRows = 16;
+/// Threads down the chunks of a column in the sums of the partial sums (a power of two).
+constexpr int kPartialRows = 32;
 
-/// dw (db) = the column sums of part_w (part_b), `chunks` rows of `width`; either may be null.
+/// Block (column tile bx, by): the column sums over `chunks` rows of part_w into dw (by 0) or of
+/// part_b into db (by 1), for 32 columns, in double: kPartialRows threads down each column (each adds
+/// every kPartialRows-th row, four loads in flight), then a tree over those threads. A null input
+/// leaves its output alone.
+template <typename P, typename T>
+__global__ void __launch_bounds__(32 * kPartialRows)
+    sum_partials_kernel(const P* part_w, const P* part_b, T* dw, T* db, i64 width, i64 chunks) {
+    const P* in = blockIdx.y == 0 ? part_w : part_b;
+    T* out = blockIdx.y == 0 ? dw : db;
+    if (in == nullptr) return;  // the whole block
+    __shared__ double shared[kPartialRows][33];
+    const i64 c = blockIdx.x * i64{32} + threadIdx.x;
+    double s = 0;
+    if (c < width) {
+#pragma unroll 4
+        for (i64 i = threadIdx.y; i < chunks; i += kPartialRows) s += static_cast<double>(in[i * width + c]);
+    }
+    shared[threadIdx.y][threadIdx.x] = s;
+    for (int half = kPartialRows / 2; half > 0; half /= 2) {
+        __syncthreads();
+        if (static_cast<int>(threadIdx.y) < half)
+            shared[threadIdx.y][threadIdx.x] += shared[threadIdx.y + half][threadIdx.x];
+    }
+    if (threadIdx.y == 0 && c < width) out[c] = static_cast<T>(shared[0][threadIdx.x]);
+}
+
+/// dw (db) = the column sums of part_w (part_b), `chunks` rows of `width`; either may be null. One
+/// launch for both: measured on an H200, LayerNorm's forward and backward at 16384x768 went from 3049
+/// to 3182 GB/s against two launches of sum_columns_kernel (16 threads down a column, no tree).
 template <typename P, typename T>
 void sum_partials(const P* part_w, const P* part_b, T* dw, T* db, i64 chunks, i64 width, const char* op) {
-    const dim3 grid(static_cast<unsigned>((width + 31) / 32)), block(32, kPartialRows);
-    if (dw) sum_columns_kernel<P, T, kPartialRows><<<grid, block>>>(part_w, dw, width, chunks, false);
-    if (db) sum_columns_kernel<P, T, kPartialRows><<<grid, block>>>(part_b, db, width, chunks, false);
+    if (!dw && !db) return;
+    const dim3 grid(static_cast<unsigned>((width + 31) / 32), 2), block(32, kPartialRows);
+    sum_partials_kernel<P, T><<<grid, block>>>(dw ? part_w : nullptr, db ? part_b : nullptr, dw, db, width, chunks);
     check_launch(op);
 }
 
@@ -253,28 +281,23 @@ __device__ inline void store16_once(double* p, const double (&v)[2]) {
     __stcs(reinterpret_cast<double2*>(p), make_double2(v[0], v[1]));
 }
 
-/// The sums of `a` and `b` over the thread's group of `group` threads (a power of two from 32), to
-/// every thread of it. Every thread of the block calls it (it synchronises the block when groups
-/// span warps); `shared` holds two values per warp of the block.
-__device__ inline void group_sums(double& a, double& b, int group, double (*shared)[2]) {
-    for (int o = 16; o > 0; o >>= 1) {
-        a += __shfl_xor_sync(0xffffffffu, a, o);
-        b += __shfl_xor_sync(0xffffffffu, b, o);
-    }
+/// The sums of the N (one or two) values `v` over the thread's group of `group` threads (a power of
+/// two from 32), to every thread of it. Every thread of the block calls it (it synchronises the block
+/// when groups span warps); `shared` holds two values per warp of the block.
+template <int N>
+__device__ inline void group_sums(double (&v)[N], int group, double (*shared)[2]) {
+    for (int o = 16; o > 0; o >>= 1)
+        for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
     if (group == 32) return;
     const int warp = static_cast<int>(threadIdx.x) / 32, warps = group / 32;
     __syncthreads();  // the previous row's sums have been read
-    if (threadIdx.x % 32 == 0) {
-        shared[warp][0] = a;
-        shared[warp][1] = b;
-    }
+    if (threadIdx.x % 32 == 0)
+        for (int i = 0; i < N; ++i) shared[warp][i] = v[i];
     __syncthreads();
     const int first = warp / warps * warps;
-    a = 0;
-    b = 0;
-    for (int k = 0; k < warps; ++k) {
-        a += shared[first + k][0];
-        b += shared[first + k][1];
+    for (int i = 0; i < N; ++i) {
+        v[i] = 0;
+        for (int k = 0; k < warps; ++k) v[i] += shared[first + k][i];
     }
 }
 
@@ -308,8 +331,8 @@ __device__ inline void prefetch_row(const T* row, const Place& at) {
 template <int kThreads, bool kStream>
 constexpr int kForwardBlocksPerSm = (kStream && kThreads <= kFastBlock) ? 3 : 1;
 
-/// The forward pass over rows held in registers: x is loaded once, a row ahead of its use, with the
-/// row's first value (float32 LayerNorm's shift). Two modes (see forward_fast):
+/// The forward pass over rows held in registers: x is loaded once, a row ahead of its use. Two modes
+/// (see forward_fast):
 /// - cached (kStream false): the weights held in registers, ordinary loads and stores, so that x and
 ///   y stay in L2 for the ops around;
 /// - streaming: x read and y written with eviction first (__ldcs, __stcs), the row after next asked
@@ -320,7 +343,6 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocksPerSm<kThreads, kStrea
     norm_forward_fast_kernel(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd, i64 rows, i64 width,
                              int group) {
     constexpr int V = kVec<T>, KW = kStream ? 1 : K;
-    constexpr bool kShifted = kLayer && std::is_same_v<T, float>;
     __shared__ double shared[kThreads / 32][2];
     const Place at(group, width, V);
     T wv[KW][V], bv[KW][V];  // cached: this thread's columns of weight and bias, for every row
@@ -337,8 +359,8 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocksPerSm<kThreads, kStrea
             }
     }
     const i64 step = i64{gridDim.x} * at.rows_per_block;
-    // The thread's part of row r, zeros where it has none, and the row's first value.
-    auto load_row = [&](i64 r, T(&xv)[K][V], T& x0) {
+    // The thread's part of row r, zeros where it has none.
+    auto load_row = [&](i64 r, T(&xv)[K][V]) {
         for (int k = 0; k < K; ++k) {
             if (r < rows && at.has(k)) {
                 if constexpr (kStream)
@@ -349,65 +371,39 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocksPerSm<kThreads, kStrea
                 for (int v = 0; v < V; ++v) xv[k][v] = T(0);
             }
         }
-        if constexpr (kShifted) x0 = r < rows ? x[r * width] : T(0);
     };
-    T next[K][V], next_x0 = 0;  // the next row, loaded while this one is reduced and written
-    load_row(i64{blockIdx.x} * at.rows_per_block + at.slot, next, next_x0);
+    T next[K][V];  // the next row, loaded while this one is reduced and written
+    load_row(i64{blockIdx.x} * at.rows_per_block + at.slot, next);
     for (i64 first = i64{blockIdx.x} * at.rows_per_block; first < rows; first += step) {
         const i64 r = first + at.slot;
         const bool row = r < rows;
         T xv[K][V];
         for (int k = 0; k < K; ++k)
             for (int v = 0; v < V; ++v) xv[k][v] = next[k][v];
-        const T x0 = next_x0;
-        load_row(r + step, next, next_x0);
+        load_row(r + step, next);
         if constexpr (kStream)
             if (r + 2 * step < rows) prefetch_row<T, K>(x + (r + 2 * step) * width, at);
-        T m = 0, rs;
-        if constexpr (kShifted) {
-            // One pass and one group reduction: float32 values are exact in double, and the sums of
-            // x - x0 and (x - x0)² about the row's first value x0 keep the variance's cancellation small.
-            const double shift0 = static_cast<double>(x0);
-            double s1 = 0, s2 = 0;
+        // Each thread adds up its few values in T, the group adds those sums in double. LayerNorm takes
+        // a second pass over the registers for the variance, about the mean (as the CPU).
+        T own = 0;
+        for (int k = 0; k < K; ++k)
+            for (int v = 0; v < V; ++v) own += kLayer ? xv[k][v] : xv[k][v] * xv[k][v];  // RMSNorm: mean(x²)
+        double sum[1] = {static_cast<double>(own)};
+        group_sums(sum, group, shared);
+        T m = 0;
+        if constexpr (kLayer) {
+            m = static_cast<T>(sum[0]) / static_cast<T>(width);
+            T own_q = 0;
             for (int k = 0; k < K; ++k)
                 if (at.has(k))
                     for (int v = 0; v < V; ++v) {
-                        const double d = static_cast<double>(xv[k][v]) - shift0;
-                        s1 += d;
-                        s2 += d * d;
+                        const T d = xv[k][v] - m;
+                        own_q += d * d;
                     }
-            group_sums(s1, s2, group, shared);
-            const double n = static_cast<double>(width);
-            const double var = (s2 - s1 * s1 / n) / n;
-            m = static_cast<T>(shift0 + s1 / n);
-            rs = T(1) / m_sqrt(static_cast<T>(var > 0 ? var : 0.0) + eps);
-        } else {
-            double s = 0, unused = 0;
-            for (int k = 0; k < K; ++k)
-                for (int v = 0; v < V; ++v) {
-                    if constexpr (kLayer) {
-                        s += static_cast<double>(xv[k][v]);
-                    } else {
-                        const T sq = xv[k][v] * xv[k][v];  // as PyTorch's composite: mean(x²)
-                        s += static_cast<double>(sq);
-                    }
-                }
-            group_sums(s, unused, group, shared);
-            if constexpr (kLayer) {  // float64: two passes over the registers, as the CPU
-                m = static_cast<T>(s) / static_cast<T>(width);
-                double q = 0;
-                for (int k = 0; k < K; ++k)
-                    if (at.has(k))
-                        for (int v = 0; v < V; ++v) {
-                            const T d = xv[k][v] - m;
-                            q += static_cast<double>(d) * static_cast<double>(d);
-                        }
-                group_sums(q, unused, group, shared);
-                rs = T(1) / m_sqrt(static_cast<T>(q) / static_cast<T>(width) + eps);
-            } else {
-                rs = T(1) / m_sqrt(static_cast<T>(s) / static_cast<T>(width) + eps);
-            }
+            sum[0] = static_cast<double>(own_q);
+            group_sums(sum, group, shared);
         }
+        const T rs = T(1) / m_sqrt(static_cast<T>(sum[0]) / static_cast<T>(width) + eps);
         if (!row) continue;  // (after the group's last synchronisation of this row)
         if (at.lane == 0) {
             if constexpr (kLayer) mean[r] = m;
@@ -491,29 +487,29 @@ __global__ void __launch_bounds__(kMaxGroup)
         }
         const T rs = row ? rstd[r] : T(0);
         const T shift = kLayer && row ? -rs * mean[r] : T(0);
-        // xhat and dxhat = g * w in place of x and g; g is kept for the column sums.
-        T dv[K][V];
-        double sd = 0, sdx = 0;
+        // xhat in place of x; dxhat = g * w, computed again where it is used (registers are short).
+        T own_d = 0, own_dx = 0;
         for (int k = 0; k < K; ++k)
             for (int v = 0; v < V; ++v) {
                 xv[k][v] = kLayer ? xv[k][v] * rs + shift : xv[k][v] * rs;
-                dv[k][v] = w ? gv[k][v] * wv[k][v] : gv[k][v];
-                const T dx_x = dv[k][v] * xv[k][v];
-                sd += static_cast<double>(dv[k][v]);
-                sdx += static_cast<double>(dx_x);
+                const T d = w ? gv[k][v] * wv[k][v] : gv[k][v];
+                own_d += d;
+                own_dx += d * xv[k][v];
             }
-        group_sums(sd, sdx, group, shared);
+        double sums[2] = {static_cast<double>(own_d), static_cast<double>(own_dx)};
+        group_sums(sums, group, shared);
         if (!row) continue;
         const T n = static_cast<T>(width);
-        const T mean_d = kLayer ? static_cast<T>(sd) / n : T(0);
-        const T mean_dx = static_cast<T>(sdx) / n;
+        const T mean_d = kLayer ? static_cast<T>(sums[0]) / n : T(0);
+        const T mean_dx = static_cast<T>(sums[1]) / n;
         for (int k = 0; k < K; ++k) {
             if (!at.has(k)) continue;
             if (dx) {
                 T out[V];
-                for (int v = 0; v < V; ++v)
-                    out[v] =
-                        kLayer ? rs * (dv[k][v] - mean_d - xv[k][v] * mean_dx) : rs * (dv[k][v] - xv[k][v] * mean_dx);
+                for (int v = 0; v < V; ++v) {
+                    const T d = w ? gv[k][v] * wv[k][v] : gv[k][v];
+                    out[v] = kLayer ? rs * (d - mean_d - xv[k][v] * mean_dx) : rs * (d - xv[k][v] * mean_dx);
+                }
                 store16(dx + r * width + at.column(k, V), out);
             }
             for (int v = 0; v < V; ++v) {
