@@ -88,10 +88,10 @@ kernels::RowsView rows_of(const Plan& p) {
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
-    if (self.defined() && detail::is_narrow(self.dtype()))
-        return sum_impl(self.to(kInt64), dims, keepdim, name);  // int64, as PyTorch
     Plan p = plan(self, dims, keepdim, "sum", /*allow_outer=*/true);
-    Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
+    // bool, uint8 and int32 add up in int64, as PyTorch (the kernels read them in place).
+    const DType dtype = detail::is_narrow(self.dtype()) ? kInt64 : self.dtype();
+    Tensor out = detail::make_empty(p.out_shape, dtype, self.device());
     kernels::sum_rows(rows_of(p), out, /*mean=*/false);
     if (detail::needs_grad({&self}))
         detail::record(out, name, {&self}, [k = p.kept_shape, s = self.shape()](const Tensor& g, const NeedsGrad&) {

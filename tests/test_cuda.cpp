@@ -455,6 +455,17 @@ TEST_CASE("reductions, over rows, leading dims and everything") {
     Tensor i = xgrad::arange(24.0, xgrad::kInt64).reshape({2, 3, 4});
     check_op("int64 sum max",
              [](const Inputs& v) { return v[0].sum(-1) + v[0].sum(0).sum(0).sum() + v[0].max(1).values.sum(); }, {i});
+    // bool, uint8 and int32 add up in int64, read in place: all, by rows, over the leading dim (the
+    // column kernel) and a middle dim; the int32 sums pass int32's range.
+    const Tensor n = xgrad::arange(21000.0, xgrad::kInt64).reshape({3000, 7});
+    for (const Tensor& narrow :
+         {n.remainder(3.0) == 0.0, n.remainder(256.0).to(xgrad::kUInt8), (n * 100000).to(xgrad::kInt32)}) {
+        CAPTURE(xgrad::to_string(narrow.dtype()));
+        check_op("narrow sum", [](const Inputs& v) { return v[0].sum(); }, {narrow});
+        check_op("narrow sum 0", [](const Inputs& v) { return v[0].sum(0); }, {narrow});
+        check_op("narrow sum 1", [](const Inputs& v) { return v[0].sum(1, true); }, {narrow});
+        check_op("narrow sum middle", [](const Inputs& v) { return v[0].reshape({3, 1000, 7}).sum(1); }, {narrow});
+    }
     // More rows than one grid has blocks.
     const Tensor many = randn({(1 << 20) + 5, 2}, xgrad::kFloat32);
     check_op("many rows", [](const Inputs& v) { return v[0].sum(-1); }, {many});

@@ -197,6 +197,39 @@ TEST_CASE("int64 reductions stay int64 and exact") {
     CHECK(x.min(1).values.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
 }
 
+TEST_CASE("bool, uint8 and int32 sums are int64 and exact") {
+    using xgrad::kInt64;
+    // 3000 x 7: the multiples of 3 below 21000 (7000), by rows, columns (the leading dim, read as
+    // (width, rows)) and a transposed view.
+    const Tensor n = xgrad::arange(21000.0, kInt64).reshape({3000, 7});
+    const Tensor mask = n.remainder(3.0) == 0.0;
+    REQUIRE(mask.dtype() == xgrad::kBool);
+    CHECK(mask.sum().dtype() == kInt64);
+    CHECK(mask.sum().item<std::int64_t>() == 7000);
+    CHECK(mask.sum(0).to_vector<std::int64_t>() == std::vector<std::int64_t>{1000, 1000, 1000, 1000, 1000, 1000, 1000});
+    const std::vector<std::int64_t> rows = mask.sum(1).to_vector<std::int64_t>();
+    for (std::size_t r = 0; r < rows.size(); ++r) {  // row r holds 7r .. 7r + 6
+        std::int64_t expected = 0;
+        for (std::int64_t v = 7 * static_cast<std::int64_t>(r); v < 7 * static_cast<std::int64_t>(r) + 7; ++v)
+            expected += v % 3 == 0;
+        CHECK_MESSAGE(rows[r] == expected, "row " << r);
+    }
+    CHECK(mask.t().sum(0).to_vector<std::int64_t>() == rows);
+    CHECK(mask.sum(1, true).shape() == Shape{3000, 1});
+    // uint8 wraps nowhere: 0..255 repeated, summed in int64 (255 * 256 / 2 per period).
+    const Tensor u = n.remainder(256.0).to(xgrad::kUInt8);
+    CHECK(u.sum().item<std::int64_t>() == 82 * 32640 + (21000 - 82 * 256) * (21000 - 82 * 256 - 1) / 2);
+    CHECK(u.sum(0).equal(u.to(kInt64).sum(0)));
+    CHECK(u.reshape({3, 1000, 7}).sum(1).equal(u.to(kInt64).reshape({3, 1000, 7}).sum(1)));
+    // int32 sums past int32's range, and negative values.
+    const std::int64_t top = 2147483647;
+    const Tensor i =
+        xgrad::from_vector(std::vector<std::int64_t>{top, top, top, -5, top, -top}, {2, 3}, kInt64).to(xgrad::kInt32);
+    CHECK(i.sum().item<std::int64_t>() == 3 * top - 5);
+    CHECK(i.sum(1).to_vector<std::int64_t>() == std::vector<std::int64_t>{3 * top, -5});
+    CHECK(i.sum(0).to_vector<std::int64_t>() == std::vector<std::int64_t>{top - 5, 2 * top, 0});
+}
+
 TEST_CASE("errors name the op and the shapes") {
     Tensor x = xgrad::zeros({2, 3});
     SUBCASE("dim out of range") {

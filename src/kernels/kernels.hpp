@@ -60,7 +60,8 @@ struct Backend {
     /// `dst += alpha * src`, same shape, both contiguous (gradient accumulation, optimizers).
     void (*axpy)(const Tensor& dst, const Tensor& src, double alpha);
 
-    /// Sums (or means) of each row, in PyTorch's order for floating types; `out` has `rows` elements.
+    /// Sums (or means) of each row, in PyTorch's order for floating types; `out` has `rows` elements,
+    /// of the input's dtype, or int64 for an integer input (bool, uint8 and int32 are read in place).
     void (*sum_rows)(const RowsView& v, const Tensor& out, bool mean);
     /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`.
     void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);

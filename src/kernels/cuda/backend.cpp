@@ -136,7 +136,8 @@ void axpy_entry(const Tensor& dst, const Tensor& src, double alpha) {
 
 void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
     use_device(out, {&v.input}, mean ? "mean" : "sum");
-    cuda::sum_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, v.outer, mean);
+    cuda::sum_rows(scalar(v.input.dtype()), scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, v.outer,
+                   mean);
 }
 
 void var_rows_entry(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {

@@ -46,7 +46,10 @@ void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha);
 
 // ---- reduce.cu: `rows` results over `width` elements of contiguous `in` ---------------------------
 // (in is rows × width, or width × rows when `outer`)
-void sum_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer, bool mean);
+/// Row (or, with `outer`, column) sums of `in`, of element type `in_t`, into `out` of type `t`: the
+/// same type, or int64 for bool, uint8 and int32 input (read in place).
+void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer,
+              bool mean);
 void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
               bool take_sqrt);
 void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool max);

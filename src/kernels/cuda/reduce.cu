@@ -9,12 +9,12 @@ namespace xgrad::kernels::cuda {
 
 namespace {
 
-template <typename T>
-__global__ void sum_rows_kernel(const T* in, T* out, i64 rows, i64 width, bool mean) {
+template <typename P, typename T>
+__global__ void sum_rows_kernel(const P* in, T* out, i64 rows, i64 width, bool mean) {
     using A = acc_t<T>;
     __shared__ A shared[32];
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T* x = in + r * width;
+        const P* x = in + r * width;
         A s = 0;
         for (i64 j = threadIdx.x; j < width; j += blockDim.x) s += static_cast<A>(x[j]);
         s = block_reduce(s, Sum{}, A(0), shared);
@@ -124,19 +124,32 @@ __global__ void cumprod_backward_kernel(const T* x, const T* g, T* dx, i64 rows,
 
 }  // namespace
 
-void sum_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer, bool mean) {
+void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer,
+              bool mean) {
     if (rows == 0) return;
-    dispatch(t, [&](auto tag) {
-        using T = decltype(tag);
-        const T* x = static_cast<const T*>(in);
+    auto launch = [&](auto in_tag, auto out_tag) {
+        using P = decltype(in_tag);
+        using T = decltype(out_tag);
+        const P* x = static_cast<const P*>(in);
         T* o = static_cast<T*>(out);
         if (outer) {
             const auto blocks = static_cast<unsigned>((rows + 31) / 32);
-            sum_columns_kernel<T, T, kColumnThreads><<<blocks, dim3(32, kColumnThreads)>>>(x, o, rows, width, mean);
+            sum_columns_kernel<P, T, kColumnThreads><<<blocks, dim3(32, kColumnThreads)>>>(x, o, rows, width, mean);
         } else {
-            sum_rows_kernel<T><<<row_blocks(rows), row_threads(width)>>>(x, o, rows, width, mean);
+            sum_rows_kernel<P, T><<<row_blocks(rows), row_threads(width)>>>(x, o, rows, width, mean);
         }
-    });
+    };
+    if (in_t == t) {
+        dispatch(t, [&](auto tag) { launch(tag, tag); });
+    } else if (t == Scalar::kInt64 && (in_t == Scalar::kBool || in_t == Scalar::kUInt8 || in_t == Scalar::kInt32)) {
+        dispatch_all(in_t, [&](auto tag) {
+            if constexpr (std::is_integral_v<decltype(tag)>) launch(tag, i64{});  // (always: in_t is narrow)
+        });
+    } else {
+        throw std::invalid_argument(
+            "sum kernel: an input of another type than its output must be bool, uint8 or "
+            "int32, summed into int64");
+    }
     check_launch("sum kernel");
 }
 
