@@ -107,6 +107,7 @@ const std::vector<Op>& ops() {
         {"acos", false, 1},
         {"sinh", false, 1},
         {"cosh", false, 1},
+        {"atan2", false, 1},
     };
     return list;
 }
@@ -130,6 +131,7 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "silu") vm::vsilu(x.data(), y.data(), n);
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow_tensor") vm::vpow(x.data(), g.data(), y.data(), n);  // g: the exponents
+    if (op == "atan2") vm::vatan2(x.data(), g.data(), y.data(), n);     // atan2(x, g)
     if (op == "log1p") vm::vlog1p(x.data(), y.data(), n);
     if (op == "sin") vm::vsin(x.data(), y.data(), n);
     if (op == "cos") vm::vcos(x.data(), y.data(), n);
@@ -183,8 +185,9 @@ std::vector<T> golden_values(const std::string& name) {
 template <typename T>
 void check_golden(const Op& op, const std::string& key, double e = 0) {
     std::vector<T> x = golden_values<T>(key + ".x"), want = golden_values<T>(key + ".y");
-    // The backward ops' upstream gradients, or pow_tensor's exponents.
-    const bool two_inputs = op.name.find("backward") != std::string::npos || op.name == "pow_tensor";
+    // The backward ops' upstream gradients, pow_tensor's exponents, or atan2's second operand.
+    const bool two_inputs =
+        op.name.find("backward") != std::string::npos || op.name == "pow_tensor" || op.name == "atan2";
     std::vector<T> g = two_inputs ? golden_values<T>(key + ".g") : std::vector<T>{};
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {

@@ -168,6 +168,25 @@ for dtype in (torch.float32, torch.float64):
     put(f"{key}.g", e)
     put(f"{key}.y", torch.pow(x, e))
 
+# atan2 of two tensors: `.x` the first operand (y), `.g` the second (x). inputs() values against
+# uniform, log-uniform and special ones; then every special value against every special value.
+for dtype in (torch.float32, torch.float64):
+    key = f"atan2.{str(dtype).replace('torch.', '')}"
+    y = inputs("atan2", dtype, -10.0, 10.0, (1e-40, -1e-40, 3e-39, 1e-310, 5.0, -5.0))
+    gen = torch.Generator().manual_seed(zlib.crc32(key.encode()))
+    h = N // 2
+    signs = torch.where(torch.rand(h, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+    top = 38 if dtype == torch.float32 else 300
+    x = torch.cat([torch.rand(h, generator=gen, dtype=torch.float64) * 20 - 10,
+                   signs * torch.pow(10.0, torch.rand(h, generator=gen, dtype=torch.float64) * (2 * top) - top)]).to(dtype)
+    special = torch.tensor([0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-40, -1e-40,
+                            2.9e-39, 1e-300, 1e30, -1e30, 0.5, -2.0, 3.0], dtype=torch.float64)
+    y = torch.cat([y, special.repeat_interleave(16).to(dtype)])
+    x = torch.cat([x, special.repeat(16).to(dtype)])
+    put(f"{key}.x", y)
+    put(f"{key}.g", x)
+    put(f"{key}.y", torch.atan2(y, x))
+
 with open(OUT, "w") as f:
     f.write("# vec_math goldens from PyTorch " + torch.__version__ + " (gen_vec_math.py); one tensor per line\n")
     f.write("\n".join(lines) + "\n")

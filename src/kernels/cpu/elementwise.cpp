@@ -301,6 +301,9 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
         case BinaryOp::kPow:  // SLEEF's pow, as PyTorch's vectorised pow of two tensors
             vpow(px, pq, po, n);
             return true;
+        case BinaryOp::kAtan2:  // SLEEF's atan2, as PyTorch's vectorised atan2
+            vatan2(px, pq, po, n);
+            return true;
         default:
             return false;
     }

@@ -216,6 +216,12 @@ void vpow(const float* x, const float* e, float* y, std::int64_t n) {
 void vpow(const double* x, const double* e, double* y, std::int64_t n) {
     if (n > 0) kernels<double>().pow_tensor(x, e, y, n);
 }
+void vatan2(const float* y, const float* x, float* out, std::int64_t n) {
+    if (n > 0) kernels<float>().atan2(y, x, out, n);
+}
+void vatan2(const double* y, const double* x, double* out, std::int64_t n) {
+    if (n > 0) kernels<double>().atan2(y, x, out, n);
+}
 void vmish(const float* x, float* y, std::int64_t n) {
     unary(detail::kMish, x, y, n);
 }

@@ -263,6 +263,10 @@ void vpow(const double* x, double e, double* y, std::int64_t n);
 void vpow(const float* x, const float* e, float* y, std::int64_t n);
 /// y = x ** e element by element (PyTorch's pow of two tensors).
 void vpow(const double* x, const double* e, double* y, std::int64_t n);
+/// out = atan2(y, x) element by element: SLEEF's atan2 (PyTorch's vectorised atan2, its bits).
+void vatan2(const float* y, const float* x, float* out, std::int64_t n);
+/// out = atan2(y, x) element by element (PyTorch's vectorised atan2).
+void vatan2(const double* y, const double* x, double* out, std::int64_t n);
 
 // ---- LayerNorm / RMSNorm rows (kernels/cpu/norm.cpp) ----
 // One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand

@@ -817,17 +817,22 @@ B tan_(const B& d) {
 
 // ---- atan, asin, acos ---------------------------------------------------------------------------
 
-/// atan(a) for a = |x| as a double-word: SLEEF's atan2kf_u1 / atan2k_u1 with x = 1 (atan(a) =
-/// pi/2 - atan(1/a) beyond 1).
+/// atan2(a, x) for a = |y| >= 0 as a double-word: SLEEF's atan2kf_u1 / atan2k_u1 with y and x
+/// single words. Left of the y axis the angle is taken from -x and q starts at -2 (q quarter turns
+/// are added at the end); beyond the diagonal (x < a), atan(-x / a) plus a quarter turn.
 template <class B>
-Two<B> atan_abs(const B& a) {
+Two<B> atan2k(const B& a, B x) {
     using T = typename B::value_type;
-    const B one(T(1));
-    const auto p = one < a;
-    const B q = xsimd::select(p, one, B(T(0)));
-    // s = -1 / a beyond 1 (SLEEF negates the double-word (1, 0): its low part is -0), else a / 1
-    Two<B> s = div(two(xsimd::select(p, -one, a), xsimd::select(p, B(T(-0.0)), B(T(0)))),
-                   two(xsimd::select(p, a, one), B(T(0))));
+    const auto left = x < B(T(0));
+    B q = xsimd::select(left, B(T(-2)), B(T(0)));
+    // x's sign flipped into both of its words (SLEEF xors the sign bit: the low word +0 becomes -0)
+    const B x_low = xsimd::select(left, B(T(-0.0)), B(T(0)));
+    x = xsimd::select(left, -x, x);
+    const auto p = x < a;
+    q = xsimd::select(p, q + B(T(1)), q);
+    // s = -x / a beyond the diagonal (the double-word negated: both words), else a / x
+    Two<B> s = div(two(xsimd::select(p, -x, a), xsimd::select(p, -x_low, B(T(0)))),
+                   two(xsimd::select(p, a, x), xsimd::select(p, B(T(0)), x_low)));
     Two<B> t = normalize(sqr(s));
     if constexpr (std::is_same_v<T, float>) {
         B u(-0.00176397908944636583328247f);
@@ -856,6 +861,38 @@ Two<B> atan_abs(const B& a) {
         t = add(s, mul(mul(s, t), u));
         return add(mul(two(B(1.570796326794896557998982), B(6.12323399573676603586882e-17)), q), t);
     }
+}
+
+/// atan(a) for a = |x| as a double-word: atan2k with x = 1 (atan(a) = pi/2 - atan(1/a) beyond 1).
+template <class B>
+Two<B> atan_abs(const B& a) {
+    return atan2k(a, B(typename B::value_type(1)));
+}
+
+/// SLEEF's xatan2f_u1 / xatan2_u1 (PyTorch's Sleef_atan2f8_u10): the angle of (x, y), with C's
+/// results for zeros, infinities (multiples of pi/4) and NaN.
+template <class B>
+B atan2_(B y, B x) {
+    using T = typename B::value_type;
+    constexpr bool kFloat = std::is_same_v<T, float>;
+    const T pi = T(3.141592653589793238462643), half_pi = T(1.570796326794896619231322),
+            quarter_pi = T(0.7853981633974483096156608);
+    // Subnormal x (and y with it) scaled up, so that a / x does not overflow.
+    const auto tiny = xsimd::abs(x) < B(kFloat ? T(2.9387372783541830947e-39f) : T(5.5626846462680083984e-309));
+    const B up(kFloat ? T(16777216.0f) : T(9007199254740992.0));
+    x = xsimd::select(tiny, x * up, x);
+    y = xsimd::select(tiny, y * up, y);
+    const Two<B> d = atan2k(xsimd::abs(y), x);
+    B r = mulsign(d.x + d.y, x);
+    // SLEEF's visinf2(d, m): for infinite d, m with d's sign bit set into it; else +0.
+    const auto inf_sign = [](const B& v, const B& m) {
+        return xsimd::select(xsimd::isinf(v), xsimd::bitwise_or(m, xsimd::bitwise_and(v, B(T(-0.0)))), B(T(0)));
+    };
+    r = xsimd::select(xsimd::isinf(x) || x == B(T(0)), B(half_pi) - inf_sign(x, mulsign(B(half_pi), x)), r);
+    r = xsimd::select(xsimd::isinf(y), B(half_pi) - inf_sign(x, mulsign(B(quarter_pi), x)), r);
+    // y = ±0: pi where x's sign bit is set (-0 too), else +0 (the sign comes from y below)
+    r = xsimd::select(y == B(T(0)), xsimd::select(mulsign(B(T(1)), x) < B(T(0)), B(pi), B(T(0))), r);
+    return or_nan(xsimd::isnan(x) || xsimd::isnan(y), mulsign(r, y));
 }
 
 /// SLEEF's xatanf_u1 / xatan_u1 (PyTorch's Sleef_atanf8_u10).
@@ -2457,6 +2494,9 @@ VecMathKernels<T> kernels_for() {
     };
     k.unary[kTan] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return tan_(v); }); };
     k.unary[kAtan] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return atan_(v); }); };
+    k.atan2 = [](const T* y, const T* x, T* out, std::int64_t n) {
+        map2<B>(y, x, out, n, [](const B& u, const B& v) { return atan2_(u, v); });
+    };
     k.unary[kAsin] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return asin_(v); }); };
     k.unary[kAcos] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return acos_(v); }); };
     k.unary[kSinh] = [](const T* x, T* y, std::int64_t n) {

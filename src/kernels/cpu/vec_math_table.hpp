@@ -70,6 +70,7 @@ struct VecMathKernels {
     void (*grad_map[kGradMapCount])(const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
+    void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
