@@ -241,10 +241,9 @@ template <typename T>
 using acc_t = typename Acc<T>::type;
 
 /// Column sums of a contiguous (rows × columns) block of P: out[c] = Σ_i in[i][c] as T (divided by
-/// `rows` when `mean`), accumulated in acc_t<T> (int64 for bool, uint8 or int32 summed into int64). A block covers 32
-/// columns with kDown threads down each (each adds every kDown-th row); then those kDown sums are added in order.
-/// Launch with
-/// ((columns + 31) / 32) blocks of dim3(32, kDown).
+/// `rows` when `mean`), accumulated in acc_t<T> (int64 for bool, uint8 or int32 summed into int64).
+/// A block covers 32 columns with kDown threads down each (each adds every kDown-th row); then those
+/// kDown sums are added in order. Launch with ((columns + 31) / 32) blocks of dim3(32, kDown).
 template <typename P, typename T, int kDown>
 __global__ void sum_columns_kernel(const P* in, T* out, i64 columns, i64 rows, bool mean) {
     using A = acc_t<T>;
