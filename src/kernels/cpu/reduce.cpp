@@ -74,6 +74,8 @@ std::int64_t row_sum(const T* x, std::int64_t n) {
 template <typename T>
 void int_sum_rows(const T* in, const RowsView& v, std::int64_t* o) {
     if (v.outer) {  // (width, rows): each input row adds to every output
+        // A buffer of its own rather than o read as uint64: through o (which the input may alias, as far
+        // as GCC knows) the loop stopped vectorising, 3 to 4 times slower on a 1024x1500 mask.
         std::vector<std::uint64_t> acc(static_cast<std::size_t>(v.rows), 0);
         for (std::int64_t i = 0; i < v.width; ++i) {
             const T* row = in + i * v.rows;
