@@ -1235,12 +1235,28 @@ TEST_CASE("contiguous() of transposed matrices, tile by tile: every element in p
     xgrad::manual_seed(43);
     for (int threads : {1, 2}) {
         xgrad::set_num_threads(threads);
-        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64, xgrad::kInt32, xgrad::kUInt8}) {
             // (batch, rows, cols) of the result; the source is a (batch, cols + 3, rows + 5) tensor's
-            // narrowed and transposed block, so its column stride exceeds the rows and it starts at an offset
-            for (const auto& brc : {std::array<std::int64_t, 3>{1, 16, 16}, {1, 33, 70}, {3, 65, 17}, {2, 100, 31}}) {
+            // narrowed and transposed block, so its column stride exceeds the rows and it starts at an offset.
+            // e elements make 2 KiB: a column stride of e (rows e - 5), rows of e elements, or both, take
+            // the kernel's narrow tiles (copy.cpp); odd sizes leave ends outside its 4x4 and 2x2 blocks.
+            const std::int64_t e = 2048 / static_cast<std::int64_t>(xgrad::element_size(dtype));
+            for (const auto& brc : {std::array<std::int64_t, 3>{1, 16, 16},
+                                    {1, 33, 70},
+                                    {3, 65, 17},
+                                    {2, 100, 31},
+                                    {2, e - 5, 37},
+                                    {1, 130, e},
+                                    {1, e - 5, e + 1},
+                                    {1, e - 5, e}}) {
                 const std::int64_t b = brc[0], r = brc[1], c = brc[2];  // not a structured binding: INFO captures
-                const xgrad::Tensor big = (xgrad::randn({b, c + 3, r + 5}) * 100.0).to(dtype);
+                const xgrad::Tensor values = xgrad::randn({b, c + 3, r + 5}) * 100.0;
+                // int32 values near 0x7FA00000 have the bits of float NaNs with payloads, which the 4-byte
+                // blocks must move unchanged; uint8 takes the int64 values modulo 256
+                const xgrad::Tensor big =
+                    dtype == xgrad::kFloat32 || dtype == xgrad::kFloat64
+                        ? values.to(dtype)
+                        : (values.to(xgrad::kInt64) + (dtype == xgrad::kInt32 ? 0x7FA00000 : 0)).to(dtype);
                 const xgrad::Tensor src = big.narrow(1, 2, c).narrow(2, 1, r).transpose(1, 2);
                 const xgrad::Tensor got = src.contiguous();
                 const xgrad::Tensor bigc = big.to(xgrad::kFloat64);

@@ -2,6 +2,10 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 #include "detail/convert.hpp"
 #include "detail/kernels.hpp"
@@ -13,10 +17,61 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
+/// Rows [i0, i1) and columns [j0, j1) of a transpose: q[i * cols + j] = p[i + j * cs]. Elements of 4
+/// and 8 bytes move as 4x4 and 2x2 blocks through SSE2 registers (shuffles only: the bits are kept,
+/// NaN payloads included); the rest one by one.
+template <typename T>
+void transpose_block(const T* p, T* q, std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
+                     std::int64_t cols, std::int64_t cs) {
+    std::int64_t i = i0;
+#if defined(__SSE2__)
+    if constexpr (sizeof(T) == 4) {
+        const auto* pf = reinterpret_cast<const float*>(p);
+        auto* qf = reinterpret_cast<float*>(q);
+        for (; i + 4 <= i1; i += 4) {
+            std::int64_t j = j0;
+            for (; j + 4 <= j1; j += 4) {
+                __m128 r0 = _mm_loadu_ps(pf + i + j * cs), r1 = _mm_loadu_ps(pf + i + (j + 1) * cs);
+                __m128 r2 = _mm_loadu_ps(pf + i + (j + 2) * cs), r3 = _mm_loadu_ps(pf + i + (j + 3) * cs);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(qf + i * cols + j, r0);
+                _mm_storeu_ps(qf + (i + 1) * cols + j, r1);
+                _mm_storeu_ps(qf + (i + 2) * cols + j, r2);
+                _mm_storeu_ps(qf + (i + 3) * cols + j, r3);
+            }
+            for (; j < j1; ++j)
+                for (std::int64_t k = i; k < i + 4; ++k) q[k * cols + j] = p[k + j * cs];
+        }
+    } else if constexpr (sizeof(T) == 8) {
+        const auto* pd = reinterpret_cast<const double*>(p);
+        auto* qd = reinterpret_cast<double*>(q);
+        for (; i + 2 <= i1; i += 2) {
+            std::int64_t j = j0;
+            for (; j + 2 <= j1; j += 2) {
+                const __m128d r0 = _mm_loadu_pd(pd + i + j * cs), r1 = _mm_loadu_pd(pd + i + (j + 1) * cs);
+                _mm_storeu_pd(qd + i * cols + j, _mm_unpacklo_pd(r0, r1));
+                _mm_storeu_pd(qd + (i + 1) * cols + j, _mm_unpackhi_pd(r0, r1));
+            }
+            for (; j < j1; ++j)
+                for (std::int64_t k = i; k < i + 2; ++k) q[k * cols + j] = p[k + j * cs];
+        }
+    }
+#endif
+    for (; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) q[i * cols + j] = p[i + j * cs];
+}
+
 /// dst (contiguous) = src where src's last two dims are a transposed matrix (its dim -2 has stride
 /// 1, its dim -1 a larger one), as x.t().contiguous() makes: tile by tile, so that both the reads
 /// (down src's columns) and the writes (along dst's rows) stay in the caches. The element loop read
 /// a float per cache line. False (nothing done) for any other layout.
+///
+/// A tile reads one line or two from each of its columns in src and writes a part of each of its rows
+/// in dst. Lines whose addresses are a multiple of 2 KiB apart (a stride of 1024 floats, as in
+/// x.t() of a 1500x1024 x) fall into one or two sets of the level-1 cache, which holds 8 to 12 lines
+/// per set: a 32x32 tile then misses on every access. On that side the tile is 8 wide and 128 long (16x16
+/// where both sides have such a stride). Measured here on floats, one thread: x.t().contiguous() of a
+/// 1500x1024 x from 3.3 to about 0.3 ms, of 2048x2048 from 10 to about 2.5 ms (PyTorch 1.13: 1.6 and 4.9).
 template <typename T>
 bool copy_transposed(const Tensor& src, const Tensor& dst, const T* in, T* out) {
     const std::int64_t nd = src.dim();
@@ -27,26 +82,25 @@ bool copy_transposed(const Tensor& src, const Tensor& dst, const T* in, T* out) 
     const std::int64_t col_stride = strides[static_cast<std::size_t>(nd - 1)];
     if (strides[static_cast<std::size_t>(nd - 2)] != 1 || col_stride < rows || rows < 16 || cols < 16) return false;
     const std::int64_t batches = rows * cols == 0 ? 0 : dst.numel() / (rows * cols);
-    constexpr std::int64_t kTile = 32;
-    const std::int64_t row_tiles = (rows + kTile - 1) / kTile;
+    constexpr std::int64_t kConflict = 2048, kSize = sizeof(T);
+    const bool reads = col_stride * kSize % kConflict == 0, writes = cols * kSize % kConflict == 0;
+    const std::int64_t tile_i = reads && writes ? 16 : reads ? 128 : writes ? 8 : 32;
+    const std::int64_t tile_j = reads && writes ? 16 : reads ? 8 : writes ? 128 : 32;
+    const std::int64_t row_tiles = (rows + tile_i - 1) / tile_i;
     T* base_out = out + dst.storage_offset();
-    parallel_for(0, batches * row_tiles, std::max<std::int64_t>(1, kGrain / (kTile * cols)),
+    parallel_for(0, batches * row_tiles, std::max<std::int64_t>(1, kGrain / (tile_i * cols)),
                  [&](std::int64_t lo, std::int64_t hi) {
                      for (std::int64_t w = lo; w < hi; ++w) {
-                         const std::int64_t b = w / row_tiles, i0 = (w % row_tiles) * kTile;
+                         const std::int64_t b = w / row_tiles, i0 = (w % row_tiles) * tile_i;
                          std::int64_t off = src.storage_offset(), rest = b;  // the batch's offset in src
                          for (std::int64_t d = nd - 3; d >= 0; --d) {
                              off += (rest % shape[d]) * strides[static_cast<std::size_t>(d)];
                              rest /= shape[d];
                          }
-                         const T* p = in + off;
-                         T* q = base_out + b * rows * cols;
-                         const std::int64_t i1 = std::min(rows, i0 + kTile);
-                         for (std::int64_t j0 = 0; j0 < cols; j0 += kTile) {
-                             const std::int64_t j1 = std::min(cols, j0 + kTile);
-                             for (std::int64_t i = i0; i < i1; ++i)
-                                 for (std::int64_t j = j0; j < j1; ++j) q[i * cols + j] = p[i + j * col_stride];
-                         }
+                         const std::int64_t i1 = std::min(rows, i0 + tile_i);
+                         for (std::int64_t j0 = 0; j0 < cols; j0 += tile_j)
+                             transpose_block(in + off, base_out + b * rows * cols, i0, i1, j0,
+                                             std::min(cols, j0 + tile_j), cols, col_stride);
                      }
                  });
     return true;
