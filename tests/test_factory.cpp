@@ -3,6 +3,8 @@
 
 #include "golden.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -112,6 +114,15 @@ TEST_CASE("zeros, ones, full and empty") {
     CHECK(f.to_vector<float>() == std::vector<float>(4, 0.5f));
     CHECK(xgrad::full({}, -3.0).item<float>() == -3.0f);
     CHECK(xgrad::zeros({0, 4}).numel() == 0);
+    // zeros are written as zero bytes (memset); -0.0 is not zero bytes and keeps its sign
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const std::vector<double> neg = xgrad::full({37}, -0.0, dtype).to_vector<double>();
+        const std::vector<double> pos = xgrad::zeros({37}, dtype).to_vector<double>();
+        CHECK(std::all_of(neg.begin(), neg.end(), [](double v) { return v == 0 && std::signbit(v); }));
+        CHECK(std::all_of(pos.begin(), pos.end(), [](double v) { return v == 0 && !std::signbit(v); }));
+    }
+    CHECK(xgrad::zeros({5}, xgrad::kBool).any().item<bool>() == false);
+    CHECK(xgrad::zeros({3}, xgrad::kInt32).to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 0, 0});
     Tensor e = xgrad::empty({3, 4}, xgrad::kFloat64);
     CHECK(e.shape() == Shape{3, 4});
     CHECK(e.dtype() == xgrad::kFloat64);
