@@ -11,6 +11,31 @@
 
 namespace xgrad::kernels::cpu {
 
+namespace {
+
+/// to[i] = from[at[i] * stride] for i < count: four elements per step, the stride of a contiguous
+/// dim (1) apart (the loop with a multiply per element and stores that might alias the inputs took
+/// 1.1 ns per element of gather(1) with a 1024x1500 index).
+template <typename T>
+void gather_run(T* __restrict to, const T* __restrict from, const std::int64_t* __restrict at, std::int64_t count,
+                std::int64_t stride) {
+    std::int64_t i = 0;
+    if (stride == 1) {
+        for (; i + 4 <= count; i += 4) {
+            const T a = from[at[i]], b = from[at[i + 1]], c = from[at[i + 2]], d = from[at[i + 3]];
+            to[i] = a;
+            to[i + 1] = b;
+            to[i + 2] = c;
+            to[i + 3] = d;
+        }
+        for (; i < count; ++i) to[i] = from[at[i]];
+        return;
+    }
+    for (; i < count; ++i) to[i] = from[at[i] * stride];
+}
+
+}  // namespace
+
 void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const Tensor& out) {
     if (index.numel() == 0) return;
     detail::dispatch_all(out.dtype(), [&](auto tag) {
@@ -31,10 +56,7 @@ void gather(const Tensor& src, const Tensor& index, std::int64_t stride, const T
                     return;
                 }
                 if (st[0] == 1 && st[1] == 0 && st[2] == 1) {  // along the run's own dim (gather(-1))
-                    T* to = o + off[0];
-                    const T* from = s + off[1];
-                    const std::int64_t* at = idx + off[2];
-                    for (std::int64_t i = 0; i < count; ++i) to[i] = from[at[i] * stride];
+                    gather_run(o + off[0], s + off[1], idx + off[2], count, stride);
                     return;
                 }
                 for (std::int64_t i = 0; i < count; ++i)
