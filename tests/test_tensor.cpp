@@ -3,6 +3,8 @@
 
 #include "golden.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -184,6 +186,15 @@ TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
         CHECK(x.to_vector<float>() == std::vector<float>{9, 1, 9, 9, 4, 9});
         x[0].zero_();
         CHECK(x.to_vector<float>() == std::vector<float>{0, 0, 0, 9, 4, 9});
+        x.slice(1, {}, {}, 2).zero_();  // zero bytes go through memset on contiguous runs only
+        CHECK(x.to_vector<float>() == std::vector<float>{0, 0, 0, 0, 4, 0});
+        Tensor d = xgrad::ones({70}, xgrad::kFloat64);
+        d.fill_(-0.0);  // not zero bytes: the sign stays
+        const std::vector<double> v = d.to_vector<double>();
+        CHECK(std::all_of(v.begin(), v.end(), [](double e) { return e == 0 && std::signbit(e); }));
+        Tensor n = xgrad::full({9}, 7.0, xgrad::kInt64);
+        n.slice(0, 2, 7).zero_();
+        CHECK(n.to_vector<std::int64_t>() == std::vector<std::int64_t>{7, 7, 0, 0, 0, 0, 0, 7, 7});
     }
     SUBCASE("arithmetic updates") {
         Tensor x = xgrad::ones({2, 2});

@@ -1,5 +1,6 @@
 // CPU kernels that move data: strided copy with dtype conversion, fill, and dst += alpha * src.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -155,12 +156,15 @@ void fill(const Tensor& dst, double value) {
     detail::dispatch_all(dst.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const T v = detail::convert<T>(value);
+        const bool zero_bytes = value == 0 && !std::signbit(value);  // memset's widest stores (factory.cpp)
         T* base = static_cast<T*>(dst.impl()->storage->data);
         const StridedGeometry<1> geo(dst.shape(), {&dst});
         parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
             geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
                 T* q = base + off[0];
-                if (st[0] == 1)
+                if (st[0] == 1 && zero_bytes)
+                    std::memset(q, 0, static_cast<std::size_t>(count) * sizeof(T));
+                else if (st[0] == 1)
                     std::fill(q, q + count, v);
                 else
                     for (std::int64_t i = 0; i < count; ++i) q[i * st[0]] = v;
