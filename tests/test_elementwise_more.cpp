@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -206,6 +207,54 @@ TEST_CASE("atan2, remainder, fmod and rounded division, floating and integer") {
     CHECK(m.div(minus1, "floor").item<std::int64_t>() == lowest);
     CHECK(m.remainder(minus1).item<std::int64_t>() == 0);
     CHECK(m.fmod(-1).item<std::int64_t>() == 0);
+}
+
+TEST_CASE("float32 fmod and remainder are the exact fmod, on every path of the kernel") {
+    // fmod is exact, so there is one right answer: the C library's. The kernel takes quotients below
+    // 2^24 through doubles four elements at a time and the rest (larger quotients, zero or infinite
+    // divisors, inf and NaN) through std::fmod; the pairs below reach both, in every lane and the tail.
+    std::vector<float> xs, ys;
+    const float special[] = {0.0f,    -0.0f,           INFINITY,      -INFINITY,      NAN,         1e-45f,
+                             -1e-45f, 1.17549435e-38f, 3.4028235e38f, -3.4028235e38f, 16777216.0f, 16777218.0f,
+                             0.7f,    -0.7f,           3.0f,          -3.0f,          1.5f};
+    for (float a : special)
+        for (float b : special) {
+            xs.push_back(a);
+            ys.push_back(b);
+        }
+    xgrad::manual_seed(7);
+    const std::vector<float> u = xgrad::randn({6000}).to_vector<float>(), v = xgrad::randn({6000}).to_vector<float>();
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        const int e = static_cast<int>(i % 40) - 12;  // quotients from about 2^-30 to 2^40
+        xs.push_back(std::ldexp(u[i], e));
+        ys.push_back(std::ldexp(v[i], -(e / 3)));
+        if (i % 5 == 0) xs.back() = ys.back() * static_cast<float>(static_cast<int>(i % 97) - 48);  // k·y exactly
+    }
+    xs.push_back(2.5f);  // a length that leaves a scalar tail
+    ys.push_back(-1.0f);
+    const auto n = static_cast<std::int64_t>(xs.size());
+    const Tensor x = xgrad::from_vector(xs, {n}), y = xgrad::from_vector(ys, {n});
+    const std::vector<float> f = x.fmod(y).to_vector<float>(), r = x.remainder(y).to_vector<float>();
+    auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; };
+    int wrong_f = 0, wrong_r = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        const float want = std::fmod(xs[i], ys[i]);
+        float rem = want;
+        if (rem != 0.0f && ((ys[i] < 0.0f) != (rem < 0.0f))) rem += ys[i];  // PyTorch 1.13's remainder
+        wrong_f += same(f[i], want) ? 0 : 1;
+        wrong_r += same(r[i], rem) ? 0 : 1;
+    }
+    CHECK(wrong_f == 0);
+    CHECK(wrong_r == 0);
+    // the scalar form and a broadcast dividend take the same kernel (NaN compared as NaN)
+    auto all_same = [&](const Tensor& a, const Tensor& b) {
+        const std::vector<float> p = a.to_vector<float>(), q = b.to_vector<float>();
+        bool ok = p.size() == q.size();
+        for (std::size_t i = 0; ok && i < p.size(); ++i) ok = same(p[i], q[i]);
+        return ok;
+    };
+    CHECK(all_same(x.reshape({1, n}).expand({3, n}).fmod(y), x.fmod(y).reshape({1, n}).expand({3, n})));
+    CHECK(all_same(x.remainder(-0.7), x.remainder(xgrad::full({n}, -0.7))));
 }
 
 TEST_CASE("lerp with a scalar and a tensor weight") {

@@ -2,10 +2,15 @@
 // functions by vec_math (runtime-dispatched SIMD, PyTorch's bits on AVX2/AVX-512); strided and
 // broadcast operands read in place (runs of the innermost dim, gathered into a small buffer only
 // when a run is not contiguous); large outputs split between threads.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
@@ -309,6 +314,54 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
     }
 }
 
+/// fmod (or, with kRemainder, Python's remainder: fmod moved to the divisor's sign) of float32
+/// elements, without the C library's bit-by-bit loop. For |x / y| < 2^24 the double quotient
+/// truncates to the right k, and x - k·y is exact in double (k·y has at most 48 significant bits, and
+/// the result is a float): the result is fmod's, which is exact and so unique, and so PyTorch's
+/// (SLEEF's fmodf) bits. Other elements (larger quotients, y zero or infinite, inf and NaN) go to
+/// std::fmod. Four floats at a time through SSE2's doubles (baseline x86-64).
+/// 1024x1500 floats, one thread: fmod 26.7 -> 1.7 ms, remainder 36.8 -> 2.2 ms (PyTorch 1.13: 1.4, 1.7 ms).
+template <bool kRemainder>
+void fmod_floats(const float* x, const float* y, float* out, std::int64_t n) {
+    constexpr BinaryOp kOp = kRemainder ? BinaryOp::kRemainder : BinaryOp::kFmod;
+    std::int64_t i = 0;
+#if defined(__SSE2__)
+    const __m128d limit = _mm_set1_pd(0x1p24), inf = _mm_set1_pd(HUGE_VAL), abs_d = _mm_set1_pd(-0.0);
+    const __m128 sign = _mm_set1_ps(-0.0f), zero = _mm_setzero_ps();
+    // fmod of two lanes of doubles, zero where the fast path does not hold (`ok` false there)
+    auto half = [&](__m128d xd, __m128d yd, __m128d& ok) {
+        const __m128d q = _mm_div_pd(xd, yd);
+        ok = _mm_and_pd(_mm_cmplt_pd(_mm_andnot_pd(abs_d, q), limit), _mm_cmplt_pd(_mm_andnot_pd(abs_d, yd), inf));
+        const __m128d k = _mm_and_pd(ok, _mm_cvtepi32_pd(_mm_cvttpd_epi32(q)));  // trunc(q), exact below 2^31
+        return _mm_sub_pd(xd, _mm_mul_pd(k, yd));
+    };
+    for (; i + 4 <= n; i += 4) {
+        const __m128 xf = _mm_loadu_ps(x + i), yf = _mm_loadu_ps(y + i);
+        __m128d ok_lo, ok_hi;
+        const __m128d lo = half(_mm_cvtps_pd(xf), _mm_cvtps_pd(yf), ok_lo);
+        const __m128d hi = half(_mm_cvtps_pd(_mm_movehl_ps(xf, xf)), _mm_cvtps_pd(_mm_movehl_ps(yf, yf)), ok_hi);
+        __m128 r = _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+        r = _mm_or_ps(_mm_andnot_ps(sign, r), _mm_and_ps(sign, xf));  // fmod has x's sign, zeros included
+        if constexpr (kRemainder) {
+            const __m128 moved =
+                _mm_and_ps(_mm_cmpneq_ps(r, zero), _mm_xor_ps(_mm_cmplt_ps(yf, zero), _mm_cmplt_ps(r, zero)));
+            r = _mm_or_ps(_mm_andnot_ps(moved, r), _mm_and_ps(moved, _mm_add_ps(r, yf)));
+        }
+        const int fast = _mm_movemask_pd(ok_lo) | (_mm_movemask_pd(ok_hi) << 2);
+        if (fast == 0xF) {
+            _mm_storeu_ps(out + i, r);
+        } else {
+            float lanes[4];
+            _mm_storeu_ps(lanes, r);
+            for (int k = 0; k < 4; ++k)
+                if (!(fast >> k & 1)) lanes[k] = scalar::float_binary<float>(kOp, x[i + k], y[i + k], 0.0f, 0.0f);
+            std::copy(lanes, lanes + 4, out + i);
+        }
+    }
+#endif
+    for (; i < n; ++i) out[i] = scalar::float_binary<float>(kOp, x[i], y[i], 0.0f, 0.0f);
+}
+
 template <typename T>
 void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, double a, double b, bool stream) {
     const auto un = static_cast<std::size_t>(n);
@@ -350,6 +403,10 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
         return;
     } else {
         if (vec_binary(op, px, pq, po, n, static_cast<T>(a), static_cast<T>(b), stream)) return;
+        if constexpr (std::is_same_v<T, float>) {
+            if (op == BinaryOp::kFmod) return fmod_floats<false>(px, pq, po, n);
+            if (op == BinaryOp::kRemainder) return fmod_floats<true>(px, pq, po, n);
+        }
         const auto x = flat(px, un);
         const auto y = flat(pq, un);
         auto o = flat(po, un);
