@@ -215,6 +215,58 @@ TEST_CASE("prod, cumsum and cumprod, with exact gradients where elements are zer
     CHECK(xgrad::zeros({2, 0}).prod(1).to_vector<float>() == std::vector<float>{1.0F, 1.0F});
 }
 
+TEST_CASE("running sums and products, and products down a dim, interleaved rows: each row's order kept") {
+    // The CPU kernels run four (scans) or eight (products) rows' chains at once; each element must
+    // still get its row's operations in order: a running sum in double (float32 and float64, as
+    // PyTorch's CPU cumsum), a product in the tensor's dtype, element by element down dim 0.
+    xgrad::manual_seed(5);
+    for (std::int64_t rows : {1, 3, 4, 7, 8, 9, 17}) {
+        for (std::int64_t cols : {5, 64}) {
+            const Tensor x = xgrad::randn({rows, cols}, xgrad::kFloat64).mul(0.5).add(1.0);
+            const std::vector<double> v = x.to_vector<double>();
+            for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
+                const Tensor t = dtype == xgrad::kInt64 ? x.mul(3.0).to(xgrad::kInt64) : x.to(dtype);
+                const std::vector<double> e = t.to(xgrad::kFloat64).to_vector<double>();
+                auto at = [&](std::int64_t r, std::int64_t c) { return e[static_cast<std::size_t>(r * cols + c)]; };
+                auto as_dtype = [&](double d) {  // a value rounded to the dtype, as the kernel stores it
+                    return dtype == xgrad::kFloat32 ? static_cast<double>(static_cast<float>(d)) : d;
+                };
+                std::vector<double> sum0(e.size()), sum1(e.size()), rsum1(e.size()), prod0(cols);
+                for (std::int64_t c = 0; c < cols; ++c) {
+                    double acc = 0, p = 1;
+                    for (std::int64_t r = 0; r < rows; ++r) {
+                        acc += at(r, c);
+                        sum0[static_cast<std::size_t>(r * cols + c)] = as_dtype(acc);
+                        p = as_dtype(p * at(r, c));
+                    }
+                    prod0[static_cast<std::size_t>(c)] = p;
+                }
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    double acc = 0, back = 0;
+                    for (std::int64_t c = 0; c < cols; ++c) {
+                        acc += at(r, c);
+                        sum1[static_cast<std::size_t>(r * cols + c)] = as_dtype(acc);
+                        back += at(r, cols - 1 - c);
+                        rsum1[static_cast<std::size_t>(r * cols + cols - 1 - c)] = as_dtype(back);
+                    }
+                }
+                CAPTURE(rows);
+                CAPTURE(cols);
+                CAPTURE(xgrad::to_string(dtype));
+                CHECK(t.cumsum(0).to(xgrad::kFloat64).to_vector<double>() == sum0);
+                CHECK(t.cumsum(1).to(xgrad::kFloat64).to_vector<double>() == sum1);
+                if (dtype != xgrad::kInt64) {
+                    CHECK(t.prod(0).to(xgrad::kFloat64).to_vector<double>() == prod0);
+                    // cumsum's gradient is the running sum from the row's end
+                    Tensor leaf = t.detach().requires_grad_();
+                    leaf.cumsum(1).backward(t);
+                    CHECK(leaf.grad().to(xgrad::kFloat64).to_vector<double>() == rsum1);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("logsumexp: no overflow, infinities as PyTorch") {
     check_cases({
         {"logsumexp_dim1", one([](const Tensor& x) { return x.logsumexp(1); })},  // LogsumexpBackward0

@@ -27,6 +27,12 @@ std::int64_t row_grain(std::int64_t width) {
 /// lane by lane, its lanes in order, and the rest of the row one element at a time. Without, element
 /// by element from the row's start, as PyTorch's reduction over an outer dim (and this one below 4W
 /// elements). The lanes are independent chains, which GCC vectorises: a long row 9x faster.
+/// Rows whose chains of dependent operations (a product, or a running sum or product, element by
+/// element) are interleaved, so that the core overlaps them. A scan reads and writes each row: with
+/// eight, rows 4 KiB apart (width 1024 floats, as a transposed 1024-row tensor has) put 16 lines in one
+/// set of the level-1 cache, and the scan ran 1.7x slower than with four.
+constexpr std::int64_t kProdChains = 8, kScanChains = 4;
+
 template <typename T>
 T row_prod(const T* x, std::int64_t n, bool lanes) {
     constexpr std::int64_t kW = 32 / static_cast<std::int64_t>(sizeof(T));
@@ -209,7 +215,19 @@ void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t r = lo; r < hi; ++r) o[r] = row_prod(in + r * v.width, v.width, lanes);
+            std::int64_t r = lo;
+            // Element by element, each row's product is one chain of dependent multiplies: kProdChains
+            // rows at a time, so that their chains overlap (each row's order, and so its bits,
+            // unchanged). prod(0) of 1024x1500 floats (transposed to rows) 1.9 -> 0.5 ms.
+            if (!lanes)
+                for (; r + kProdChains <= hi; r += kProdChains) {
+                    T p[kProdChains];
+                    std::fill(p, p + kProdChains, T(1));
+                    for (std::int64_t j = 0; j < v.width; ++j)
+                        for (std::int64_t k = 0; k < kProdChains; ++k) p[k] *= in[(r + k) * v.width + j];
+                    std::copy(p, p + kProdChains, o + r);
+                }
+            for (; r < hi; ++r) o[r] = row_prod(in + r * v.width, v.width, lanes);
         });
     });
 }
@@ -219,15 +237,36 @@ void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t r = lo; r < hi; ++r) {
+        // Each row is one chain of dependent operations: kScanChains rows at a time, so that their
+        // chains overlap (each row's order, and so its bits, unchanged). cumsum(1) of 1024x1500 floats
+        // 1.2 -> 0.7 ms, cumprod(1) 1.5 -> 0.76 ms.
+        auto scan = [&](auto op, std::int64_t lo, std::int64_t hi) {
+            const std::int64_t w = v.width, first = reverse ? w - 1 : 0, step = reverse ? -1 : 1;
+            std::int64_t r = lo;
+            for (; r + kScanChains <= hi; r += kScanChains) {
+                Acc<T> acc[kScanChains];
+                std::fill(acc, acc + kScanChains, Acc<T>(prod ? 1 : 0));
+                for (std::int64_t j = 0, c = first; j < w; ++j, c += step)
+                    for (std::int64_t k = 0; k < kScanChains; ++k) {
+                        const std::int64_t i = (r + k) * w + c;
+                        acc[k] = op(acc[k], static_cast<Acc<T>>(in[i]));
+                        o[i] = static_cast<T>(acc[k]);
+                    }
+            }
+            for (; r < hi; ++r) {
                 Acc<T> acc = prod ? 1 : 0;
-                for (std::int64_t j = 0; j < v.width; ++j) {
-                    const std::int64_t i = r * v.width + (reverse ? v.width - 1 - j : j);
-                    acc = prod ? acc * static_cast<Acc<T>>(in[i]) : acc + static_cast<Acc<T>>(in[i]);
+                for (std::int64_t j = 0, c = first; j < w; ++j, c += step) {
+                    const std::int64_t i = r * w + c;
+                    acc = op(acc, static_cast<Acc<T>>(in[i]));
                     o[i] = static_cast<T>(acc);
                 }
             }
+        };
+        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            if (prod)
+                scan([](Acc<T> a, Acc<T> b) { return a * b; }, lo, hi);
+            else
+                scan([](Acc<T> a, Acc<T> b) { return a + b; }, lo, hi);
         });
     });
 }
