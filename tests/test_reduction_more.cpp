@@ -487,6 +487,17 @@ TEST_CASE("logaddexp, nan_to_num, count_nonzero, diff and meshgrid: PyTorch's va
          })},
     });
     CHECK(xgrad::nan_to_num(xgrad::tensor({1.0, 2.0}, xgrad::kInt64)).equal(xgrad::tensor({1.0, 2.0}, xgrad::kInt64)));
+    // replacements at or past the largest finite value take a clamp: -0.0 and the largest values stay,
+    // infinite replacements keep the infinities
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const double big = dtype == xgrad::kFloat32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+        const Tensor s = xgrad::tensor({-0.0, NAN, INFINITY, -INFINITY, big, -big, 2.5}, dtype);
+        const std::vector<double> d = s.nan_to_num().to(xgrad::kFloat64).to_vector<double>();
+        CHECK(std::signbit(d[0]));
+        CHECK(d == std::vector<double>{0.0, 0.0, big, -big, big, -big, 2.5});
+        const std::vector<double> keep = s.nan_to_num(7.0, INFINITY, -INFINITY).to(xgrad::kFloat64).to_vector<double>();
+        CHECK(keep == std::vector<double>{0.0, 7.0, INFINITY, -INFINITY, big, -big, 2.5});
+    }
     CHECK(xgrad::count_nonzero(xgrad::zeros({2, 3})).dtype() == xgrad::kInt64);
     const Tensor z = xgrad::zeros({2, 3});
     golden::check_throws([&] { (void)xgrad::tensor(1.0).diff(); }, {"diff", "at least one-dimensional"});
