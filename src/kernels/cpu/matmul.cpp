@@ -111,9 +111,16 @@ Operand<T> blas_operand(Mat<T> x, bool copy_row_major, std::vector<T>& copy) {
     if (x.rs == 1 && x.cs >= std::max<std::int64_t>(1, x.rows)) return {x.p, CblasNoTrans, x.cs};
     if (x.cs == 1 && x.rs >= std::max<std::int64_t>(1, x.cols)) return {x.p, CblasTrans, x.rs};
     copy.resize(static_cast<std::size_t>(x.rows * x.cols));
-    for (std::int64_t i = 0; i < x.rows; ++i)
+    // Written in order (a column-major copy column by column): with rows of 1024 floats, writing it row
+    // by row put every store 4 KiB from the last, in one set of the level-1 cache (the backward of
+    // matmul(x, w).sum() copies the expanded gradient so: 8 ms of a 33 ms step at 1024x1500x512).
+    if (copy_row_major) {
+        for (std::int64_t i = 0; i < x.rows; ++i)
+            for (std::int64_t j = 0; j < x.cols; ++j) copy[static_cast<std::size_t>(i * x.cols + j)] = x(i, j);
+    } else {
         for (std::int64_t j = 0; j < x.cols; ++j)
-            copy[static_cast<std::size_t>(copy_row_major ? i * x.cols + j : i + j * x.rows)] = x(i, j);
+            for (std::int64_t i = 0; i < x.rows; ++i) copy[static_cast<std::size_t>(i + j * x.rows)] = x(i, j);
+    }
     if (copy_row_major) return {copy.data(), CblasTrans, std::max<std::int64_t>(1, x.cols)};
     return {copy.data(), CblasNoTrans, std::max<std::int64_t>(1, x.rows)};
 }
