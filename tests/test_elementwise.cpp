@@ -248,3 +248,31 @@ TEST_CASE("errors name the op and the shapes") {
         golden::check_throws([&] { (void)Tensor().exp(); }, {"exp", "undefined"});
     }
 }
+
+TEST_CASE("transposed operands of the output's shape give the contiguous operands' bits") {
+    // Large enough (at least the CPU's parallel grain) that the kernel copies such an operand tile by
+    // tile before the map, batched (a permuted 3-D tensor) and 2-D, with one operand transposed or both.
+    const int threads_before = xgrad::get_num_threads();
+    xgrad::manual_seed(3);
+    for (int threads : {1, 2}) {
+        xgrad::set_num_threads(threads);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
+            const Tensor a = (xgrad::randn({3, 300, 170}) * 50.0).to(dtype),
+                         b = (xgrad::randn({3, 300, 170}) * 50.0).to(dtype);
+            const Tensor at = a.transpose(1, 2), bt = b.transpose(1, 2);  // (3, 170, 300), strides (.., 1, 170)
+            const Tensor ac = at.contiguous(), bc = bt.contiguous();
+            CAPTURE(xgrad::to_string(dtype));
+            CAPTURE(threads);
+            CHECK((at + bt).equal(ac + bc));
+            CHECK((at * bc).equal(ac * bc));
+            CHECK((bc - at[1]).equal(bc - ac[1]));  // 2-D, broadcast against the batch
+            CHECK(at.abs().equal(ac.abs()));
+            CHECK(at[0].t().neg().equal(ac[0].t().contiguous().neg()));  // transposed back: a contiguous view
+            if (dtype != xgrad::kInt64) {
+                CHECK(at.exp().equal(ac.exp()));
+                CHECK(xgrad::maximum(at, bt).equal(xgrad::maximum(ac, bc)));
+            }
+        }
+    }
+    xgrad::set_num_threads(threads_before);
+}

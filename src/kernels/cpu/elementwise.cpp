@@ -476,8 +476,28 @@ const T* base_of(const Tensor& t) {
 
 // ---- kernels -------------------------------------------------------------------------------------------
 
-void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) {
+namespace {
+
+/// `t`, or, where it has the output's shape and its last two dims are a transposed matrix (as x.t() is),
+/// a contiguous copy made tile by tile (copy.cpp). The strided walk below gathers such an operand
+/// element by element, one cache line each, along rows 4 KiB and more apart: x.t() * y.t() of
+/// 1024x1500 floats took 2.4 ms that way, and takes 0.7 ms through the copies (PyTorch 1.13, which
+/// gives the result the inputs' transposed layout instead: 0.25 ms).
+Tensor untransposed(const Tensor& t, const Shape& shape) {
+    const std::int64_t nd = t.dim();
+    if (nd < 2 || t.shape() != shape || t.numel() < kGrain || t.is_contiguous()) return t;
+    const auto& st = t.strides();
+    if (st[static_cast<std::size_t>(nd - 2)] != 1 || st[static_cast<std::size_t>(nd - 1)] < t.size(nd - 2)) return t;
+    Tensor c = detail::make_empty(shape, t.dtype(), t.device());
+    copy(t, c);
+    return c;
+}
+
+}  // namespace
+
+void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
+    const Tensor x = untransposed(x_in, out.shape());
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
@@ -556,8 +576,9 @@ std::int64_t repeated_block(const Tensor& t) {
 
 }  // namespace
 
-void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b) {
+void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
+    const Tensor x = untransposed(x_in, out.shape()), y = untransposed(y_in, out.shape());
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
