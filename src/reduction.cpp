@@ -32,7 +32,8 @@ struct Plan {
     bool outer = false;  // rows_view is (width, rows): the reduced dims lead, as in bias gradients
 };
 
-/// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean).
+/// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
+/// amin).
 Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool allow_outer = false) {
     detail::check_defined(a, op);
     Plan p;
@@ -175,7 +176,7 @@ Tensor amax_impl(const Tensor& self, const Dims& dims, bool keepdim, bool max) {
     if (self.defined() && detail::is_narrow(self.dtype()))
         return amax_impl(self.to(kInt64), dims, keepdim, max).to(self.dtype());
     const char* op = max ? "amax" : "amin";
-    Plan p = plan(self, dims, keepdim, op);
+    Plan p = plan(self, dims, keepdim, op, /*allow_outer=*/true);
     if (p.width == 0)
         detail::fail(op, "Expected reduction dim to have non-zero size (shape " + to_string(self.shape()) + ")");
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());

@@ -1,6 +1,7 @@
 // Reductions (sum, mean, var, std, max, min) against PyTorch's values, grad_fn names and gradients.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -177,6 +178,57 @@ TEST_CASE("max and min") {
         {"max_dim1_nan", [](const Tensor& x) { return x.max(1).values; }, both, false},
         {"min_dim0_nan", [](const Tensor& x) { return x.min(0).values; }, both, false},
     });
+}
+
+TEST_CASE("amax and amin over leading dims read the columns in place, with the rows' results") {
+    // The CPU reduces a leading dim of a contiguous tensor column by column, without the transposed copy
+    // a trailing reduction reads: each result must be the same element, the first NaN of the column
+    // winning and, among equal values (+0 and -0), the first one.
+    const int saved = xgrad::get_num_threads();
+    xgrad::manual_seed(9);
+    for (int threads : {1, 2}) {
+        xgrad::set_num_threads(threads);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64, xgrad::kInt64}) {
+            Tensor x = (xgrad::randn({37, 3000}) * 4.0).round().to(dtype);  // many ties
+            if (dtype != xgrad::kInt64) {
+                x.select(0, 5).slice(0, 0, 40).fill_(NAN);  // NaN in some columns, first or after others
+                // columns whose extreme is a zero met twice: -0 first, then +0 (amax); +0, then -0 (amin)
+                x.slice(1, 20, 100).fill_(-5.0);
+                x.slice(1, 100, 180).fill_(5.0);
+                x.select(0, 3).slice(0, 20, 100).fill_(-0.0);
+                x.select(0, 9).slice(0, 20, 100).fill_(0.0);
+                x.select(0, 3).slice(0, 100, 180).fill_(0.0);
+                x.select(0, 9).slice(0, 100, 180).fill_(-0.0);
+                x.select(0, 2).slice(0, 100, 130).fill_(INFINITY);
+            }
+            for (bool max : {true, false}) {
+                const Tensor got = max ? x.amax(0) : x.amin(0),
+                             want = max ? x.t().contiguous().amax(1) : x.t().contiguous().amin(1);
+                const std::vector<double> g = got.to(xgrad::kFloat64).to_vector<double>(),
+                                          w = want.to(xgrad::kFloat64).to_vector<double>();
+                bool same = g.size() == w.size();
+                for (std::size_t i = 0; same && i < g.size(); ++i)
+                    same =
+                        std::isnan(w[i]) ? std::isnan(g[i]) : g[i] == w[i] && std::signbit(g[i]) == std::signbit(w[i]);
+                CAPTURE(xgrad::to_string(dtype));
+                CAPTURE(max);
+                CHECK(same);
+                // two leading dims of a 3-D tensor, and keepdim
+                const Tensor x3 = x.reshape({37, 30, 100});
+                const Tensor r3 = max ? x3.amax({0, 1}, true) : x3.amin({0, 1}, true);
+                CHECK(r3.shape() == xgrad::Shape{1, 1, 100});
+                const Tensor w3 = max ? x3.permute({2, 0, 1}).contiguous().reshape({100, 1110}).amax(1)
+                                      : x3.permute({2, 0, 1}).contiguous().reshape({100, 1110}).amin(1);
+                const std::vector<double> a3 = r3.reshape({100}).to(xgrad::kFloat64).to_vector<double>(),
+                                          b3 = w3.to(xgrad::kFloat64).to_vector<double>();
+                bool same3 = true;
+                for (std::size_t i = 0; i < a3.size(); ++i)
+                    same3 = same3 && (std::isnan(b3[i]) ? std::isnan(a3[i]) : a3[i] == b3[i]);
+                CHECK(same3);
+            }
+        }
+    }
+    xgrad::set_num_threads(saved);
 }
 
 TEST_CASE("int64 reductions stay int64 and exact") {

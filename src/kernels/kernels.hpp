@@ -65,7 +65,7 @@ struct Backend {
     void (*sum_rows)(const RowsView& v, const Tensor& out, bool mean);
     /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`.
     void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
-    /// Largest (or smallest) element of each row; NaN propagates.
+    /// Largest (or smallest) element of each row (of each column of an `outer` view); NaN propagates.
     void (*extreme_rows)(const RowsView& v, const Tensor& out, bool max);
     /// Largest (or smallest) element of each row and the int64 index of its first occurrence, as
     /// PyTorch's max(dim); a NaN wins, and the first NaN's index is taken.

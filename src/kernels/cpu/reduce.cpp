@@ -167,11 +167,38 @@ std::int64_t extreme_index(const T* x, std::int64_t n, bool max) {
 
 }  // namespace
 
+/// Column blocks of a reduction over a leading dim: out[r] for r in a block stays in the level-1 cache
+/// while the reduced rows go by.
+constexpr std::int64_t kColumnBlock = 2048;
+
 void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
+        if (v.outer) {
+            // (width, rows): out[r] is the extreme of column r, read row by row (PyTorch's amax(0) is
+            // vectorised across the columns too). A later element replaces the running one only when
+            // it is greater (smaller), or NaN where the running one is not: the first extreme and the
+            // first NaN win, as extreme_index's. amax(0) of 1024x1500 floats 0.42 -> 0.1 ms.
+            auto columns = [&](auto better) {
+                parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+                    for (std::int64_t b0 = lo; b0 < hi; b0 += kColumnBlock) {
+                        const std::int64_t b1 = std::min(hi, b0 + kColumnBlock);
+                        std::copy(in + b0, in + b1, o + b0);
+                        for (std::int64_t i = 1; i < v.width; ++i) {
+                            const T* x = in + i * v.rows;
+                            for (std::int64_t r = b0; r < b1; ++r) o[r] = better(x[r], o[r]) ? x[r] : o[r];
+                        }
+                    }
+                });
+            };
+            if (max)
+                columns([](T b, T a) { return (b > a) | ((b != b) & (a == a)); });
+            else
+                columns([](T b, T a) { return (b < a) | ((b != b) & (a == a)); });
+            return;
+        }
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;

@@ -147,6 +147,11 @@ void var_rows_entry(const RowsView& v, const Tensor& out, double correction, boo
 }
 
 void extreme_rows_entry(const RowsView& v, const Tensor& out, bool max) {
+    if (v.outer) {  // (width, rows), the reduced dim leading: as rows, through a transposed copy
+        NoGradGuard no_grad;
+        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
+        return extreme_rows_entry({rows, v.rows, v.width, false}, out, max);
+    }
     use_device(out, {&v.input}, max ? "max" : "min");
     cuda::extreme_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, max);
 }
