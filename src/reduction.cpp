@@ -254,9 +254,12 @@ Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool kee
 /// the gradient of each row's last running product only).
 /// `innermost`: PyTorch multiplies in vector lanes (prod_rows' `lanes`), the reduced elements being
 /// contiguous in memory.
+/// Without `a.rows_view`, `self` is contiguous and `a.dim` leads it (every dim before it has size 1): the
+/// kernel reads it in place as (width, rows).
 Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name, bool innermost) {
     Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
-    kernels::prod_rows(a.view(), out, innermost);
+    kernels::prod_rows(a.rows_view.defined() ? a.view() : kernels::RowsView{self.detach(), a.rows, a.width, true}, out,
+                       innermost);
     if (detail::needs_grad({&self})) {
         a.rows_view = Tensor();
         detail::record(out, name, {&self}, [a, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
@@ -444,11 +447,14 @@ Tensor Tensor::prod() const {
 }
 Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
     if (defined() && detail::is_narrow(dtype())) return to(kInt64).prod(dim, keepdim);
-    detail::AlongDim a = detail::along_dim(*this, dim, "prod");
+    detail::AlongDim a = detail::along_dim(*this, dim, "prod", /*build_rows=*/false);
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
-    // The reduced dim is innermost where every dim after it has size 1.
-    bool innermost = is_contiguous();
+    // The reduced dim is innermost where every dim after it has size 1, leading where every dim before
+    // it has size 1: then a contiguous tensor is read in place, as (width, rows), column by column.
+    bool innermost = is_contiguous(), leading = is_contiguous();
     for (std::int64_t d = a.dim + 1; d < this->dim(); ++d) innermost = innermost && size(d) == 1;
+    for (std::int64_t d = 0; d < a.dim; ++d) leading = leading && size(d) == 1;
+    if (innermost || !leading) a = detail::along_dim(*this, dim, "prod");
     return prod_impl(*this, a, out_shape, "ProdBackward1", innermost);
 }
 Tensor Tensor::cumsum(std::int64_t dim) const {

@@ -54,8 +54,9 @@ struct AlongDim {
     }
 };
 
-/// Checks `dim` against `x` (a 0-d tensor takes 0 and -1, as PyTorch) and builds the rows.
-inline AlongDim along_dim(const Tensor& x, std::int64_t dim, const char* op) {
+/// Checks `dim` against `x` (a 0-d tensor takes 0 and -1, as PyTorch) and builds the rows (unless
+/// `build_rows` is false: then rows_view stays undefined, for a caller that reads `x` in place).
+inline AlongDim along_dim(const Tensor& x, std::int64_t dim, const char* op, bool build_rows = true) {
     check_defined(x, op);
     AlongDim a;
     a.shape = x.shape();
@@ -82,7 +83,8 @@ inline AlongDim along_dim(const Tensor& x, std::int64_t dim, const char* op) {
     a.width = x.size(a.dim);
     for (std::int64_t d : perm)
         if (d != a.dim) a.rows *= x.size(d);
-    a.rows_view = (a.dim == nd - 1 ? base : base.permute(Dims(perm))).contiguous().reshape(Shape{a.rows, a.width});
+    if (build_rows)
+        a.rows_view = (a.dim == nd - 1 ? base : base.permute(Dims(perm))).contiguous().reshape(Shape{a.rows, a.width});
     return a;
 }
 

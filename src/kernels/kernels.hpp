@@ -70,9 +70,10 @@ struct Backend {
     /// Largest (or smallest) element of each row and the int64 index of its first occurrence, as
     /// PyTorch's max(dim); a NaN wins, and the first NaN's index is taken.
     void (*arg_extreme_rows)(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
-    /// Product of each row (1 for an empty row). With `lanes`, in the order of PyTorch's CPU reduction
-    /// over a contiguous innermost dim (vector lanes, then the rest one by one); else element by
-    /// element, as its reduction over an outer dim. Other devices may multiply in their own order.
+    /// Product of each row (1 for an empty row; of each column of an `outer` view, element by element). With `lanes`,
+    /// in the order of PyTorch's CPU reduction over a contiguous innermost dim (vector lanes, then the rest one by
+    /// one); else element by element, as its reduction over an outer dim. Other devices may multiply in their own
+    /// order.
     void (*prod_rows)(const RowsView& v, const Tensor& out, bool lanes);
     /// Inclusive running sum (or product) along each row into `out` (rows × width), from the row's
     /// end when `reverse`.

@@ -241,6 +241,22 @@ void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
+        if (v.outer) {
+            // (width, rows): column r's product element by element down the column, as PyTorch's
+            // reduction over an outer dim, the columns side by side (prod(0) of 1024x1500 floats
+            // read in place: no transposed copy).
+            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+                for (std::int64_t b0 = lo; b0 < hi; b0 += kColumnBlock) {
+                    const std::int64_t b1 = std::min(hi, b0 + kColumnBlock);
+                    std::fill(o + b0, o + b1, T(1));
+                    for (std::int64_t i = 0; i < v.width; ++i) {
+                        const T* x = in + i * v.rows;
+                        for (std::int64_t r = b0; r < b1; ++r) o[r] *= x[r];
+                    }
+                }
+            });
+            return;
+        }
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
             std::int64_t r = lo;
             // Element by element, each row's product is one chain of dependent multiplies: kProdChains

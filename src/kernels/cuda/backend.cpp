@@ -161,7 +161,12 @@ void arg_extreme_rows_entry(const RowsView& v, const Tensor& values, const Tenso
     cuda::arg_extreme_rows(scalar(values.dtype()), ptr(v.input), ptr(values), ptr(indices), v.rows, v.width, max);
 }
 
-void prod_rows_entry(const RowsView& v, const Tensor& out, bool /*lanes: a tree of products here*/) {
+void prod_rows_entry(const RowsView& v, const Tensor& out, bool lanes /*a tree of products here*/) {
+    if (v.outer) {  // (width, rows), the reduced dim leading: as rows, through a transposed copy
+        NoGradGuard no_grad;
+        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
+        return prod_rows_entry({rows, v.rows, v.width, false}, out, lanes);
+    }
     use_device(out, {&v.input}, "prod");
     cuda::prod_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
 }
