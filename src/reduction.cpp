@@ -276,14 +276,30 @@ Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
     if (self.defined() && detail::is_narrow(self.dtype()))
         return scan_impl(self.to(kInt64), dim, prod);  // int64, as PyTorch
     const char* op = prod ? "cumprod" : "cumsum";
-    detail::AlongDim a = detail::along_dim(self, dim, op);
-    Tensor rows = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
-    kernels::scan_rows(a.view(), rows, prod, /*reverse=*/false);
-    Tensor out = a.restore(rows, a.width);
+    detail::AlongDim a = detail::along_dim(self, dim, op, /*build_rows=*/false);
+    // A leading dim of a contiguous tensor (every dim before it of size 1, some after it larger) is
+    // scanned in place, as (width, rows), column by column: no transposed copies in and out.
+    bool leading = self.is_contiguous() && a.rows > 1;
+    for (std::int64_t d = 0; d < a.dim; ++d) leading = leading && self.size(d) == 1;
+    Tensor out;
+    if (leading) {
+        out = detail::make_empty(self.shape(), self.dtype(), self.device());
+        kernels::scan_rows({self.detach(), a.rows, a.width, true}, out, prod, /*reverse=*/false);
+    } else {
+        a = detail::along_dim(self, dim, op);
+        Tensor rows = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
+        kernels::scan_rows(a.view(), rows, prod, /*reverse=*/false);
+        out = a.restore(rows, a.width);
+    }
     if (detail::needs_grad({&self})) {
         a.rows_view = Tensor();
         detail::record(out, prod ? "CumprodBackward0" : "CumsumBackward0", {&self},
-                       [a, prod, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
+                       [a, prod, leading, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
+                           if (!prod && leading) {  // the running sum of the gradient from the end, in place
+                               Tensor dx = detail::make_empty(g.shape(), g.dtype(), g.device());
+                               kernels::scan_rows({g.contiguous(), a.rows, a.width, true}, dx, false, true);
+                               return Grads{dx};
+                           }
                            Tensor gs = a.to_rows(g, a.width);
                            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
                            if (prod)

@@ -216,9 +216,10 @@ TEST_CASE("prod, cumsum and cumprod, with exact gradients where elements are zer
 }
 
 TEST_CASE("running sums and products, and products down a dim, interleaved rows: each row's order kept") {
-    // The CPU kernels run four (scans) or eight (products) rows' chains at once; each element must
-    // still get its row's operations in order: a running sum in double (float32 and float64, as
-    // PyTorch's CPU cumsum), a product in the tensor's dtype, element by element down dim 0.
+    // The CPU kernels run four (scans) or eight (products) rows' chains at once, and scan or multiply
+    // down a leading dim column by column in place; each element must still get its row's (column's)
+    // operations in order: a running sum or product in double (float32 and float64, as PyTorch's CPU
+    // cumsum and cumprod), a product in the tensor's dtype, element by element down dim 0.
     xgrad::manual_seed(5);
     for (std::int64_t rows : {1, 3, 4, 7, 8, 9, 17}) {
         for (std::int64_t cols : {5, 64}) {
@@ -231,13 +232,18 @@ TEST_CASE("running sums and products, and products down a dim, interleaved rows:
                 auto as_dtype = [&](double d) {  // a value rounded to the dtype, as the kernel stores it
                     return dtype == xgrad::kFloat32 ? static_cast<double>(static_cast<float>(d)) : d;
                 };
-                std::vector<double> sum0(e.size()), sum1(e.size()), rsum1(e.size()), prod0(cols);
+                std::vector<double> sum0(e.size()), sum1(e.size()), rsum1(e.size()), prod0(cols), cprod0(e.size()),
+                    rsum0(e.size());
                 for (std::int64_t c = 0; c < cols; ++c) {
-                    double acc = 0, p = 1;
+                    double acc = 0, p = 1, cp = 1, back = 0;
                     for (std::int64_t r = 0; r < rows; ++r) {
                         acc += at(r, c);
                         sum0[static_cast<std::size_t>(r * cols + c)] = as_dtype(acc);
                         p = as_dtype(p * at(r, c));
+                        cp *= at(r, c);  // running products accumulate in double too
+                        cprod0[static_cast<std::size_t>(r * cols + c)] = as_dtype(cp);
+                        back += at(rows - 1 - r, c);
+                        rsum0[static_cast<std::size_t>((rows - 1 - r) * cols + c)] = as_dtype(back);
                     }
                     prod0[static_cast<std::size_t>(c)] = p;
                 }
@@ -261,6 +267,10 @@ TEST_CASE("running sums and products, and products down a dim, interleaved rows:
                     Tensor leaf = t.detach().requires_grad_();
                     leaf.cumsum(1).backward(t);
                     CHECK(leaf.grad().to(xgrad::kFloat64).to_vector<double>() == rsum1);
+                    Tensor leaf0 = t.detach().requires_grad_();
+                    leaf0.cumsum(0).backward(t);
+                    CHECK(leaf0.grad().to(xgrad::kFloat64).to_vector<double>() == rsum0);
+                    CHECK(t.cumprod(0).to(xgrad::kFloat64).to_vector<double>() == cprod0);
                 }
             }
         }

@@ -76,7 +76,7 @@ struct Backend {
     /// order.
     void (*prod_rows)(const RowsView& v, const Tensor& out, bool lanes);
     /// Inclusive running sum (or product) along each row into `out` (rows × width), from the row's
-    /// end when `reverse`.
+    /// end when `reverse`; down each column of an `outer` view into `out` of the same layout.
     void (*scan_rows)(const RowsView& v, const Tensor& out, bool prod, bool reverse);
     /// cumprod's gradient along rows (rows × width, contiguous), exact with zeros:
     /// dx_i = Π_{k<i} x_k · Σ_{j≥i} g_j Π_{i<k≤j} x_k. A `grad` of rows × 1 is the gradient of each

@@ -172,6 +172,14 @@ void prod_rows_entry(const RowsView& v, const Tensor& out, bool lanes /*a tree o
 }
 
 void scan_rows_entry(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
+    if (v.outer) {  // (width, rows), down the columns: as rows, through transposed copies in and out
+        NoGradGuard no_grad;
+        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
+        Tensor scanned = detail::make_empty(Shape{v.rows, v.width}, out.dtype(), out.device());
+        scan_rows_entry({rows, v.rows, v.width, false}, scanned, prod, reverse);
+        out.reshape(Shape{v.width, v.rows}).copy_(scanned.t());
+        return;
+    }
     use_device(out, {&v.input}, prod ? "cumprod" : "cumsum");
     cuda::scan_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, prod, reverse);
 }
