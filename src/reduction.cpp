@@ -483,7 +483,8 @@ Tensor Tensor::logsumexp(const Dims& dims, bool keepdim) const {
     detail::check_defined(*this, "logsumexp");
     // An int64 tensor gives float32, as PyTorch.
     const Tensor x = is_floating_point() ? detach() : detach().to(kFloat32);
-    Plan p = plan(x, dims, keepdim, "logsumexp");
+    // The plan for its shapes only: the outer layout spares a leading reduction the transposed copy.
+    Plan p = plan(x, dims, keepdim, "logsumexp", /*allow_outer=*/true);
     // Subtract the largest element of each row; an infinite one is clamped to the largest finite
     // number (PyTorch sets it to 0), which gives the same inf or -inf, and an empty row gives -inf.
     const double big = x.dtype() == kFloat32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
