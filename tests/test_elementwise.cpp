@@ -276,3 +276,25 @@ TEST_CASE("transposed operands of the output's shape give the contiguous operand
     }
     xgrad::set_num_threads(threads_before);
 }
+
+TEST_CASE("a column broadcast across rows gives the expanded column's bits, on either side of + - * /") {
+    // Along each output row such an operand is one value: the kernel maps the row with that scalar.
+    xgrad::manual_seed(4);
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        for (std::int64_t rows : {3, 700}) {  // below and above the CPU's parallel grain
+            const Tensor z = xgrad::randn({rows, 301}).to(dtype), c = xgrad::randn({rows, 1}).to(dtype).add(0.5);
+            const Tensor ce = c.expand({rows, 301}).contiguous();
+            CAPTURE(xgrad::to_string(dtype));
+            CAPTURE(rows);
+            CHECK((z + c).equal(z + ce));
+            CHECK((c - z).equal(ce - z));
+            CHECK((z - c).equal(z - ce));
+            CHECK((c / z).equal(ce / z));
+            CHECK((z / c).equal(z / ce));
+            CHECK((c * z).equal(ce * z));
+            const Tensor u = xgrad::randn({rows}).to(dtype), v = xgrad::randn({301}).to(dtype);
+            CHECK(xgrad::outer(u, v).equal(u.reshape({rows, 1}).expand({rows, 301}).contiguous() *
+                                           v.reshape({1, 301}).expand({rows, 301}).contiguous()));
+        }
+    }
+}

