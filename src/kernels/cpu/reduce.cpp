@@ -21,18 +21,18 @@ std::int64_t row_grain(std::int64_t width) {
     return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(width, 1));
 }
 
-/// The product of x[0, n). With `lanes`, in the order of PyTorch 1.13's CPU reduction over a
-/// contiguous innermost dim (aten's vectorized_inner_reduction, AVX2 vectors of W = 32 / sizeof(T)
-/// lanes): four vectors of lanes multiply along the row in blocks of 4W, then (v0 * v1) * (v2 * v3)
-/// lane by lane, its lanes in order, and the rest of the row one element at a time. Without, element
-/// by element from the row's start, as PyTorch's reduction over an outer dim (and this one below 4W
-/// elements). The lanes are independent chains, which GCC vectorises: a long row 9x faster.
 /// Rows whose chains of dependent operations (a product, or a running sum or product, element by
 /// element) are interleaved, so that the core overlaps them. A scan reads and writes each row: with
 /// eight, rows 4 KiB apart (width 1024 floats, as a transposed 1024-row tensor has) put 16 lines in one
 /// set of the level-1 cache, and the scan ran 1.7x slower than with four.
 constexpr std::int64_t kProdChains = 8, kScanChains = 4;
 
+/// The product of x[0, n). With `lanes`, in the order of PyTorch 1.13's CPU reduction over a
+/// contiguous innermost dim (aten's vectorized_inner_reduction, AVX2 vectors of W = 32 / sizeof(T)
+/// lanes): four vectors of lanes multiply along the row in blocks of 4W, then (v0 * v1) * (v2 * v3)
+/// lane by lane, its lanes in order, and the rest of the row one element at a time. Without, element
+/// by element from the row's start, as PyTorch's reduction over an outer dim (and this one below 4W
+/// elements). The lanes are independent chains, which GCC vectorises: a long row 9x faster.
 template <typename T>
 T row_prod(const T* x, std::int64_t n, bool lanes) {
     constexpr std::int64_t kW = 32 / static_cast<std::int64_t>(sizeof(T));
