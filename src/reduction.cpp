@@ -286,7 +286,7 @@ Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
         out = detail::make_empty(self.shape(), self.dtype(), self.device());
         kernels::scan_rows({self.detach(), a.rows, a.width, true}, out, prod, /*reverse=*/false);
     } else {
-        a = detail::along_dim(self, dim, op);
+        a.rows_view = a.to_rows(self.detach(), a.width);
         Tensor rows = detail::make_empty(Shape{a.rows, a.width}, self.dtype(), self.device());
         kernels::scan_rows(a.view(), rows, prod, /*reverse=*/false);
         out = a.restore(rows, a.width);
@@ -470,7 +470,7 @@ Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
     bool innermost = is_contiguous(), leading = is_contiguous();
     for (std::int64_t d = a.dim + 1; d < this->dim(); ++d) innermost = innermost && size(d) == 1;
     for (std::int64_t d = 0; d < a.dim; ++d) leading = leading && size(d) == 1;
-    if (innermost || !leading) a = detail::along_dim(*this, dim, "prod");
+    if (innermost || !leading) a.rows_view = a.to_rows(detach(), a.width);
     return prod_impl(*this, a, out_shape, "ProdBackward1", innermost);
 }
 Tensor Tensor::cumsum(std::int64_t dim) const {

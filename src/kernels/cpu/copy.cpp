@@ -76,12 +76,12 @@ void transpose_block(const T* p, T* q, std::int64_t i0, std::int64_t i1, std::in
 template <typename T>
 bool copy_transposed(const Tensor& src, const Tensor& dst, const T* in, T* out) {
     const std::int64_t nd = src.dim();
-    if (nd < 2 || !dst.is_contiguous()) return false;
+    if (!transposed_matrix(src) || !dst.is_contiguous()) return false;
     const auto& shape = src.shape();
     const auto& strides = src.strides();
     const std::int64_t rows = shape[nd - 2], cols = shape[nd - 1];
     const std::int64_t col_stride = strides[static_cast<std::size_t>(nd - 1)];
-    if (strides[static_cast<std::size_t>(nd - 2)] != 1 || col_stride < rows || rows < 16 || cols < 16) return false;
+    if (rows < 16 || cols < 16) return false;
     const std::int64_t batches = rows * cols == 0 ? 0 : dst.numel() / (rows * cols);
     constexpr std::int64_t kConflict = 2048, kSize = sizeof(T);
     const bool reads = col_stride * kSize % kConflict == 0, writes = cols * kSize % kConflict == 0;
@@ -108,6 +108,14 @@ bool copy_transposed(const Tensor& src, const Tensor& dst, const T* in, T* out) 
 }
 
 }  // namespace
+
+bool transposed_matrix(const Tensor& t) {
+    const std::int64_t nd = t.dim();
+    if (nd < 2) return false;
+    const auto& strides = t.strides();
+    return strides[static_cast<std::size_t>(nd - 2)] == 1 &&
+           strides[static_cast<std::size_t>(nd - 1)] >= t.size(nd - 2);
+}
 
 void copy(const Tensor& src, const Tensor& dst) {
     const std::int64_t n = dst.numel();

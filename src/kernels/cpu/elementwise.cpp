@@ -478,16 +478,14 @@ const T* base_of(const Tensor& t) {
 
 namespace {
 
-/// `t`, or, where it has the output's shape and its last two dims are a transposed matrix (as x.t() is),
-/// a contiguous copy made tile by tile (copy.cpp). The strided walk below gathers such an operand
-/// element by element, one cache line each, along rows kilobytes apart: (x.t() * y.t()).sum() forward
-/// and backward of 1024x1500 floats took 5.7 ms, and takes 3.1-3.5 ms through the copies (PyTorch 1.13,
-/// which gives the result the inputs' transposed layout instead: 0.7 ms).
+/// A contiguous copy of `t`, made tile by tile (copy.cpp), where `t` has the output's shape and its last
+/// two dims are a transposed matrix (as x.t() is); undefined otherwise, so that the common case copies
+/// no handle. The strided walk below gathers such an operand element by element, one cache line
+/// each, along rows kilobytes apart: (x.t() * y.t()).sum() forward and backward of 1024x1500 floats
+/// took 5.7 ms, and takes 3.1-3.5 ms through the copies (PyTorch 1.13, which gives the result the
+/// inputs' transposed layout instead: 0.7 ms).
 Tensor untransposed(const Tensor& t, const Shape& shape) {
-    const std::int64_t nd = t.dim();
-    if (nd < 2 || t.shape() != shape || t.numel() < kGrain || t.is_contiguous()) return t;
-    const auto& st = t.strides();
-    if (st[static_cast<std::size_t>(nd - 2)] != 1 || st[static_cast<std::size_t>(nd - 1)] < t.size(nd - 2)) return t;
+    if (t.numel() < kGrain || t.is_contiguous() || !transposed_matrix(t) || t.shape() != shape) return Tensor();
     Tensor c = detail::make_empty(shape, t.dtype(), t.device());
     copy(t, c);
     return c;
@@ -497,7 +495,8 @@ Tensor untransposed(const Tensor& t, const Shape& shape) {
 
 void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
-    const Tensor x = untransposed(x_in, out.shape());
+    const Tensor xc = untransposed(x_in, out.shape());
+    const Tensor& x = xc.defined() ? xc : x_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();
@@ -581,7 +580,8 @@ std::int64_t repeated_block(const Tensor& t) {
 
 void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
-    const Tensor x = untransposed(x_in, out.shape()), y = untransposed(y_in, out.shape());
+    const Tensor xc = untransposed(x_in, out.shape()), yc = untransposed(y_in, out.shape());
+    const Tensor &x = xc.defined() ? xc : x_in, &y = yc.defined() ? yc : y_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* po = out.impl()->data<T>();

@@ -146,12 +146,15 @@ void var_rows_entry(const RowsView& v, const Tensor& out, double correction, boo
     cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, correction, take_sqrt);
 }
 
+/// An outer (width, rows) view as rows (rows × width), through a transposed copy: the CUDA kernels
+/// for extremes, products and scans read rows only.
+RowsView as_rows(const RowsView& v) {
+    NoGradGuard no_grad;
+    return {v.input.reshape(Shape{v.width, v.rows}).t().contiguous(), v.rows, v.width, false};
+}
+
 void extreme_rows_entry(const RowsView& v, const Tensor& out, bool max) {
-    if (v.outer) {  // (width, rows), the reduced dim leading: as rows, through a transposed copy
-        NoGradGuard no_grad;
-        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
-        return extreme_rows_entry({rows, v.rows, v.width, false}, out, max);
-    }
+    if (v.outer) return extreme_rows_entry(as_rows(v), out, max);
     use_device(out, {&v.input}, max ? "max" : "min");
     cuda::extreme_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, max);
 }
@@ -162,21 +165,16 @@ void arg_extreme_rows_entry(const RowsView& v, const Tensor& values, const Tenso
 }
 
 void prod_rows_entry(const RowsView& v, const Tensor& out, bool lanes /*a tree of products here*/) {
-    if (v.outer) {  // (width, rows), the reduced dim leading: as rows, through a transposed copy
-        NoGradGuard no_grad;
-        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
-        return prod_rows_entry({rows, v.rows, v.width, false}, out, lanes);
-    }
+    if (v.outer) return prod_rows_entry(as_rows(v), out, lanes);
     use_device(out, {&v.input}, "prod");
     cuda::prod_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
 }
 
 void scan_rows_entry(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
-    if (v.outer) {  // (width, rows), down the columns: as rows, through transposed copies in and out
-        NoGradGuard no_grad;
-        const Tensor rows = v.input.reshape(Shape{v.width, v.rows}).t().contiguous();
+    if (v.outer) {  // down the columns: as rows, and the result transposed back
         Tensor scanned = detail::make_empty(Shape{v.rows, v.width}, out.dtype(), out.device());
-        scan_rows_entry({rows, v.rows, v.width, false}, scanned, prod, reverse);
+        scan_rows_entry(as_rows(v), scanned, prod, reverse);
+        NoGradGuard no_grad;
         out.reshape(Shape{v.width, v.rows}).copy_(scanned.t());
         return;
     }
