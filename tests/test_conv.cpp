@@ -125,6 +125,68 @@ TEST_CASE("max_pool2d propagates NaN") {
     CHECK(std::isnan(F::max_pool2d(x, 2).item<float>()));
 }
 
+TEST_CASE("conv2d with stride 1 and output rows as wide as the input's gives the bits of padding the input first") {
+    // That case copies the columns as shifted runs of the input and adds the gradient's back the same
+    // way; padding the input with zeros and convolving without padding takes the general window loop.
+    // The columns, so the products, and the gradients' sums are the same, term for term and in order.
+    struct Geometry {
+        std::int64_t kh, kw, dh, dw, ph, pw;
+    };
+    const Geometry cases[] = {{3, 3, 1, 1, 1, 1}, {3, 3, 2, 2, 0, 2}, {5, 3, 1, 1, 4, 1}, {2, 5, 1, 1, 1, 2},
+                              {1, 1, 1, 1, 0, 0}, {3, 1, 3, 1, 5, 0}, {4, 3, 1, 3, 2, 3}, {3, 3, 1, 1, 3, 1}};
+    const int threads = xgrad::get_num_threads();
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+        for (const Geometry& c : cases) {
+            CAPTURE(c.kh);
+            CAPTURE(c.kw);
+            CAPTURE(c.ph);
+            xgrad::manual_seed(11);
+            Tensor x = xgrad::randn({3, 4, 5, 7}, dtype).requires_grad_();
+            Tensor w = xgrad::randn({6, 2, c.kh, c.kw}, dtype).requires_grad_();
+            Tensor b = xgrad::randn({6}, dtype).requires_grad_();
+            Tensor g = xgrad::randn({3, 6, 5 + 2 * c.ph - c.dh * (c.kh - 1), 7}, dtype);
+            auto run = [&](bool pad_first, int threads) {
+                xgrad::set_num_threads(threads);
+                for (Tensor* t : {&x, &w, &b}) t->mutable_grad() = Tensor();
+                Tensor y = pad_first ? F::conv2d(F::pad(x, {c.pw, c.pw, c.ph, c.ph}), w, b, 1, 0, {c.dh, c.dw}, 2)
+                                     : F::conv2d(x, w, b, 1, {c.ph, c.pw}, {c.dh, c.dw}, 2);
+                y.backward(g);
+                return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+            };
+            const std::vector<Tensor> ref = run(true, 1), fast = run(false, 1), two = run(false, 2);
+            xgrad::set_num_threads(threads);
+            for (std::size_t i = 0; i < ref.size(); ++i) {
+                CAPTURE(i);
+                REQUIRE(fast[i].shape() == ref[i].shape());
+                CHECK(xgrad::equal(fast[i], ref[i]));
+                CHECK(xgrad::equal(two[i], ref[i]));  // the weight gradient too, whatever the threads
+            }
+        }
+}
+
+TEST_CASE("conv2d's weight gradient over a batch whose partial sums are shared is each image's, summed") {
+    // A weight of 2.4 MB (float64) keeps 27 partial sums (64 MiB) for 64 images, so images 27 apart
+    // share one, added by BLAS to what it holds: the result is the images' gradients summed.
+    xgrad::manual_seed(5);
+    const auto d = xgrad::kFloat64;
+    const int threads = xgrad::get_num_threads();
+    Tensor x = xgrad::randn({64, 512, 3, 3}, d), w = xgrad::randn({64, 512, 3, 3}, d).requires_grad_();
+    Tensor g = xgrad::randn({64, 64, 3, 3}, d);
+    auto weight_grad = [&](const Tensor& xs, const Tensor& gs) {
+        w.mutable_grad() = Tensor();
+        F::conv2d(xs, w, Tensor(), 1, 1).backward(gs);
+        return w.grad();
+    };
+    Tensor expected = xgrad::zeros({64, 512, 3, 3}, d);
+    for (std::int64_t b = 0; b < 64; ++b) expected = expected + weight_grad(x.narrow(0, b, 1), g.narrow(0, b, 1));
+    for (int t : {1, 2}) {
+        CAPTURE(t);
+        xgrad::set_num_threads(t);
+        golden::check_close(weight_grad(x, g), expected, "dw", 1e-12, 1e-12);
+    }
+    xgrad::set_num_threads(threads);
+}
+
 TEST_CASE("gradcheck: conv1d, conv2d and pooling") {
     xgrad::manual_seed(3);
     auto d = xgrad::kFloat64;

@@ -95,6 +95,10 @@ struct Backend {
     /// dims swapped where `t` says so; batch dims already broadcast, transposed operands read through
     /// their strides (PyTorch's mm/addmm/bmm).
     void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t);
+    /// matmul for a batch of products whose bits need not be PyTorch's (convolution's): the CPU runs
+    /// each product on one thread and splits the batch between threads, so the bits do not depend on
+    /// the thread count, and many small products keep every thread busy. Other devices: matmul.
+    void (*matmul_batch_parallel)(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t);
     /// out (n) = a (n, k) · x (k), as PyTorch's mv.
     void (*mv)(const Tensor& a, const Tensor& x, const Tensor& out);
     /// out (0-d) = a (k) · b (k), as PyTorch's dot.
@@ -158,7 +162,7 @@ struct Backend {
     /// zeros where the window reads padding (PyTorch's im2col / unfolded2d order).
     void (*im2col)(const Tensor& x, const Tensor& cols, const Window2d& w);
     /// The adjoint of im2col: dx (N, channels, height, width) = Σ of the columns over the windows
-    /// that read each element (dx is overwritten).
+    /// that read each element (dx is overwritten). cols is scratch: a kernel may overwrite it.
     void (*col2im)(const Tensor& cols, const Tensor& dx, const Window2d& w);
     /// Max pooling of x (planes, height, width) contiguous: out and indices (planes, out_h, out_w),
     /// indices flat in the input plane (h·width + w), padding never chosen, NaN wins as PyTorch.
@@ -230,6 +234,10 @@ inline void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor
 }
 inline void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0, Transpose t = {}) {
     backend(out.device()).matmul(a, b, out, beta, t);
+}
+inline void matmul_batch_parallel(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0,
+                                  Transpose t = {}) {
+    backend(out.device()).matmul_batch_parallel(a, b, out, beta, t);
 }
 inline void mv(const Tensor& a, const Tensor& x, const Tensor& out) {
     backend(out.device()).mv(a, x, out);

@@ -133,49 +133,84 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     if (spatial == 2) out_shape.push_back(g.out_h);
     out_shape.push_back(g.out_w);
 
-    Tensor out, cols;
+    // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L), a few images at a time (as many as threads) through one
+    // columns buffer of that many images: the columns of a whole batch are far larger than the caches (K·L
+    // per image, 9 times the image for a 3×3 kernel), and a chunk's are still in them when multiplied and
+    // are not kept for the backward, which builds them again from x. On a GPU, all images at once.
+    const std::int64_t step = input.device().is_cpu() ? std::max(1, get_num_threads()) : std::max<std::int64_t>(n, 1);
     const Tensor wg = weight.detach().contiguous().view(Shape{groups, og, kk});  // (G, O/G, K)
+    const Tensor x = input.detach().contiguous();
+    Tensor out = detail::make_empty(Shape{n, groups, og, length}, x.dtype(), x.device(), op);
     {
         NoGradGuard no_grad;
-        const Tensor x = input.detach().contiguous();
-        cols = detail::make_empty(Shape{n, in_c * g.kernel_h * g.kernel_w, length}, x.dtype(), x.device(), op);
-        // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L), a few images at a time (as many as threads): the
-        // columns of a whole batch are far larger than the caches, and each image's are still in them
-        // when multiplied (OpenBLAS's packing of them took half as long for 16 images of 32 channels, 32x32, 3x3
-        // kernels).
-        Tensor z = detail::make_empty(Shape{n, groups, og, length}, x.dtype(), x.device(), op);
-        // On a GPU, all images in one launch each.
-        const std::int64_t step = x.device().is_cpu() ? std::max(1, get_num_threads()) : std::max<std::int64_t>(n, 1);
+        const Tensor cols = detail::make_empty(Shape{std::min(step, n), in_c * g.kernel_h * g.kernel_w, length},
+                                               x.dtype(), x.device(), op);
         for (std::int64_t b0 = 0; b0 < n; b0 += step) {
             const std::int64_t nb = std::min(step, n - b0);
-            const Tensor cb = cols.narrow(0, b0, nb);
+            const Tensor cb = cols.narrow(0, 0, nb), zb = out.narrow(0, b0, nb);
             kernels::im2col(x.narrow(0, b0, nb), cb, g);
-            kernels::matmul(wg.expand(Shape{nb, groups, og, kk}), cb.view(Shape{nb, groups, kk, length}),
-                            z.narrow(0, b0, nb));
+            // With a bias, the products are added to it (PyTorch's slow_conv2d order), which spares a pass
+            // over the output.
+            if (bias.defined())
+                kernels::copy(bias.detach().view(Shape{1, groups, og, 1}).expand(Shape{nb, groups, og, length}), zb);
+            kernels::matmul_batch_parallel(wg.expand(Shape{nb, groups, og, kk}), cb.view(Shape{nb, groups, kk, length}),
+                                           zb, bias.defined() ? 1.0 : 0.0);
         }
-        z = z.view(Shape{n, out_c, length});
-        if (bias.defined()) z = z + bias.detach().view(Shape{1, out_c, 1});
-        out = z.view(out_shape);
+        out = out.view(out_shape);
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
     detail::record(
         out, "ConvolutionBackward0", {&input, &weight, &bias},
-        [scols = detail::Saved(cols), swg = detail::Saved(wg), g, n, groups, og, kk, length, ishape = input.shape(),
+        [sx = weight.requires_grad() ? detail::Saved(x) : detail::Saved(), swg = detail::Saved(wg), g, n, step, groups,
+         og, kk, length, ishape = input.shape(),
          wshape = weight.shape()](const Tensor& grad, const detail::NeedsGrad& need) {
-            const Tensor &cols = scols, &wg = swg;
-            const Tensor gz = grad.reshape(Shape{n, groups, og, length});  // (N, G, O/G, L)
+            const Tensor &x = sx, &wg = swg;
+            const Tensor gz = grad.contiguous().view(Shape{n, groups, og, length});  // (N, G, O/G, L)
             Grads r(3);
-            if (need[0]) {
-                // dcols (N, G, K, L) = wgᵀ · gz, folded back onto the input's pixels.
-                const Tensor dcols = matmul(wg.transpose(-1, -2), gz).contiguous();
-                Tensor dx =
-                    detail::make_empty(Shape{n, g.channels, g.height, g.width}, cols.dtype(), cols.device(), "conv2d");
-                kernels::col2im(dcols, dx, g);
-                r[0] = dx.view(ishape);
+            const Tensor cols =
+                detail::make_empty(Shape{std::min(step, n), groups, kk, length}, wg.dtype(), wg.device(), "conv2d");
+            // On the CPU each image's product for the weight gradient goes to a slot of its own, and the
+            // slots are summed at the end (as the batched product and its sum over the batch that PyTorch's
+            // numbers were closest to: examples/conv_classifier then follows PyTorch's losses to 1e-7, where
+            // 8 running sums drifted to 2e-4 in 50 steps). The products of a chunk run on threads
+            // of their own, and the sum is the same for any number of threads. Where the slots of a whole
+            // batch would take more than 64 MiB, there are fewer, image b going to slot b % slots.
+            const bool cpu = wg.device().is_cpu();
+            const std::int64_t wbytes = groups * og * kk * static_cast<std::int64_t>(element_size(wg.dtype()));
+            const std::int64_t slots = std::clamp<std::int64_t>(
+                (std::int64_t{64} << 20) / std::max<std::int64_t>(wbytes, 1), 1, std::max<std::int64_t>(n, 1));
+            Tensor dx, dw, part;
+            if (need[0])
+                dx = detail::make_empty(Shape{n, g.channels, g.height, g.width}, wg.dtype(), wg.device(), "conv2d");
+            if (need[1] && cpu)
+                part = detail::make_empty(Shape{slots, groups, og, kk}, wg.dtype(), wg.device(), "conv2d");
+            for (std::int64_t b0 = 0, nb = 0; b0 < n; b0 += nb) {
+                nb = std::min(step, n - b0);
+                if (need[1] && cpu) nb = std::min(nb, slots - b0 % slots);  // the chunk's slots are consecutive
+                const Tensor cb = cols.narrow(0, 0, nb), gb = gz.narrow(0, b0, nb);
+                if (need[0]) {
+                    // dcols (nb, G, K, L) = wgᵀ · gz, folded back onto the input's pixels.
+                    kernels::matmul_batch_parallel(wg.expand(Shape{nb, groups, og, kk}), gb, cb, 0, {true, false});
+                    kernels::col2im(cb, dx.narrow(0, b0, nb), g);
+                }
+                if (!need[1]) continue;
+                // dw (G, O/G, K) = Σ over the images of gz · colsᵀ, the columns built again from x. On a GPU,
+                // one batched product and its sum per chunk.
+                kernels::im2col(x.narrow(0, b0, nb), cb.view(Shape{nb, groups * kk, length}), g);
+                if (cpu) {
+                    kernels::matmul_batch_parallel(gb, cb, part.narrow(0, b0 % slots, nb), b0 < slots ? 0.0 : 1.0,
+                                                   {false, true});
+                    continue;
+                }
+                const Tensor sum = matmul(gb, cb.transpose(-1, -2)).sum({0});
+                dw = b0 == 0 ? sum : dw + sum;
             }
-            if (need[1])  // Σ over the batch of gz · colsᵀ: (G, O/G, K)
-                r[1] = matmul(gz, cols.view(Shape{n, groups, kk, length}).transpose(-1, -2)).sum({0}).view(wshape);
-            if (need[2]) r[2] = gz.reshape(Shape{n, groups * og, length}).sum({0, 2});
+            if (need[1] && cpu) dw = part.narrow(0, 0, std::min(slots, n)).sum({0});
+            if (need[1] && !dw.defined())
+                dw = zeros(Shape{groups, og, kk}, TensorOptions{.dtype = wg.dtype(), .device = wg.device()});
+            if (need[0]) r[0] = dx.view(ishape);
+            if (need[1]) r[1] = dw.view(wshape);
+            if (need[2]) r[2] = gz.view(Shape{n, groups * og, length}).sum({0, 2});
             return r;
         });
     return out;

@@ -46,8 +46,10 @@ namespace functional {
 /// 2-D convolution (cross-correlation, as `torch.nn.functional.conv2d`) of input (N, C_in, H, W), or
 /// (C_in, H, W) unbatched, with weight (C_out, C_in / groups, kH, kW) and an optional bias (C_out).
 ///
-/// Computed as im2col followed by one batched matrix product per group; one recorded operation
-/// (`ConvolutionBackward0`) whose backward gives the input, weight and bias gradients. `padding` may
+/// Computed as im2col followed by one matrix product per image and group, a few images at a time; one
+/// recorded operation (`ConvolutionBackward0`) whose backward gives the input, weight and bias
+/// gradients. It keeps the input for the backward (as PyTorch does), not its columns. On the CPU the
+/// results do not depend on the number of threads: each image's products run on one thread. `padding` may
 /// be `"same"` or `"valid"` as in PyTorch; "same" with an odd total padding (an even kernel) first
 /// pads the input by one zero on the right / bottom, as PyTorch does.
 ///

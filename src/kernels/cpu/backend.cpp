@@ -20,6 +20,7 @@ const Backend& backend() {
         .sort_rows = sort_rows,
         .scatter_rows = scatter_rows,
         .matmul = matmul,
+        .matmul_batch_parallel = matmul_batch_parallel,
         .mv = mv,
         .dot = dot,
         .layer_norm_forward = layer_norm_forward,

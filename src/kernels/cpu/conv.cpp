@@ -62,6 +62,50 @@ void copy_short(const T* src, T* dst, i64 n) {
     if (i < n) std::memcpy(dst + i, src + i, static_cast<std::size_t>(n - i) * sizeof(T));
 }
 
+/// One row of im2col's columns when the stride is 1 and the output rows are as wide as the input's:
+/// row[oh·W + ow] = src[(oh + dh)·W + ow + cw.off] where that lies in the plane, else 0. The rows that
+/// read the plane are one run of it, copied at once; the window columns outside [cw.lo, cw.hi) are
+/// zeroed afterwards.
+template <typename T>
+void shifted_row(const T* src, T* row, i64 dh, const Cols& cw, const Window2d& w) {
+    const i64 width = w.width, oh0 = std::clamp<i64>(-dh, 0, w.out_h),
+              oh1 = std::clamp<i64>(w.height - dh, oh0, w.out_h);
+    std::fill(row, row + oh0 * width, T(0));
+    std::fill(row + oh1 * width, row + w.out_h * width, T(0));
+    if (oh0 == oh1 || cw.lo == cw.hi) {
+        std::fill(row + oh0 * width, row + oh1 * width, T(0));
+        return;
+    }
+    // From the first in-image element of row oh0 to the last of row oh1 - 1: all inside the plane.
+    const i64 first = oh0 * width + cw.lo, last = (oh1 - 1) * width + cw.hi;
+    std::memcpy(row + first, src + first + dh * width + cw.off, static_cast<std::size_t>(last - first) * sizeof(T));
+    for (i64 oh = oh0; oh < oh1; ++oh) {
+        T* r = row + oh * width;
+        for (i64 ow = 0; ow < cw.lo; ++ow) r[ow] = T(0);
+        for (i64 ow = cw.hi; ow < width; ++ow) r[ow] = T(0);
+    }
+}
+
+/// The adjoint of shifted_row: dst[(oh + dh)·W + ow + cw.off] += row[oh·W + ow] for the window columns in
+/// [cw.lo, cw.hi) and the rows inside the plane, as one loop over their run. The row's other columns
+/// in that run are set to -0.0 first, which leaves any sum as it is (x + -0 is x, -0 included), so
+/// every element gets the same additions in the same order as in the loop over windows.
+template <typename T>
+void add_shifted_row(T* row, T* dst, i64 dh, const Cols& cw, const Window2d& w) {
+    const i64 width = w.width, oh0 = std::clamp<i64>(-dh, 0, w.out_h),
+              oh1 = std::clamp<i64>(w.height - dh, oh0, w.out_h);
+    if (oh0 == oh1 || cw.lo == cw.hi) return;
+    for (i64 oh = oh0; oh < oh1; ++oh) {
+        T* r = row + oh * width;
+        for (i64 ow = 0; ow < cw.lo; ++ow) r[ow] = T(-0.0);
+        for (i64 ow = cw.hi; ow < width; ++ow) r[ow] = T(-0.0);
+    }
+    const i64 first = oh0 * width + cw.lo, last = (oh1 - 1) * width + cw.hi;
+    const T* __restrict src = row + first;
+    T* __restrict out = dst + first + dh * width + cw.off;
+    for (i64 i = 0; i < last - first; ++i) out[i] += src[i];
+}
+
 /// Runs `body(p)` for each of `n` planes (or images), split between threads.
 template <typename F>
 void for_planes(i64 n, i64 work_per_plane, F&& body) {
@@ -81,12 +125,20 @@ void im2col(const Tensor& x, const Tensor& cols, const Window2d& w) {
         using T = decltype(tag);
         const T* px = x.impl()->data<T>();
         T* pc = cols.impl()->data<T>();
+        // With stride 1 and rows of the output as wide as the input's (padding "same" in width), a row of
+        // the columns is its input plane shifted by a fixed offset: one copy, then zeros where a window
+        // column reads padding.
+        const bool shifted = w.stride_h == 1 && w.stride_w == 1 && w.out_w == w.width;
         for_planes(n, rows * length, [&](i64 b) {
             const T* xi = px + b * image;
             T* ci = pc + b * rows * length;
             for (i64 r = 0; r < rows; ++r) {
                 const i64 kw = r % w.kernel_w, kh = (r / w.kernel_w) % w.kernel_h, c = r / (w.kernel_w * w.kernel_h);
                 T* row = ci + r * length;
+                if (shifted) {
+                    shifted_row(xi + c * plane, row, kh * w.dilation_h - w.pad_h, cols_in(kw, w), w);
+                    continue;
+                }
                 for (i64 oh = 0; oh < w.out_h; ++oh) {
                     const i64 ih = oh * w.stride_h - w.pad_h + kh * w.dilation_h;
                     T* dst = row + oh * w.out_w;
@@ -114,15 +166,20 @@ void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
     const i64 length = w.out_h * w.out_w;
     detail::dispatch_float(dx.dtype(), "conv2d", [&](auto tag) {
         using T = decltype(tag);
-        const T* pc = cols.impl()->data<T>();
+        T* pc = cols.impl()->data<T>();
         T* pd = dx.impl()->data<T>();
+        const bool shifted = w.stride_h == 1 && w.stride_w == 1 && w.out_w == w.width;
         for_planes(n, rows * length, [&](i64 b) {
             T* di = pd + b * image;
-            const T* ci = pc + b * rows * length;
+            T* ci = pc + b * rows * length;
             std::fill(di, di + image, T(0));
             for (i64 r = 0; r < rows; ++r) {
                 const i64 kw = r % w.kernel_w, kh = (r / w.kernel_w) % w.kernel_h, c = r / (w.kernel_w * w.kernel_h);
-                const T* row = ci + r * length;
+                T* row = ci + r * length;
+                if (shifted) {
+                    add_shifted_row(row, di + c * plane, kh * w.dilation_h - w.pad_h, cols_in(kw, w), w);
+                    continue;
+                }
                 for (i64 oh = 0; oh < w.out_h; ++oh) {
                     const i64 ih = oh * w.stride_h - w.pad_h + kh * w.dilation_h;
                     if (ih < 0 || ih >= w.height) continue;

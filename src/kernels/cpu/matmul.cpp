@@ -161,7 +161,7 @@ bool small_product(Mat<T> a, Mat<T> b, T* c, T beta) {
 /// BLAS is column-major: for a row-major c it computes cᵀ = bᵀ·aᵀ (b is BLAS's A); a single column
 /// (m == 1) is column-major already, and then a is BLAS's A.
 template <typename T>
-void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
+void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta, bool one_thread = false) {
     if (small_product(a, b, c, beta)) return;
     const bool transpose_c = b.cols != 1;
     const Mat<T> x = transpose_c ? b.t() : a, y = transpose_c ? a.t() : b;  // c' (M×N) = x (M×K) · y (K×N)
@@ -169,13 +169,13 @@ void blas_gemm(Mat<T> a, Mat<T> b, T* c, T beta) {
     std::vector<T> copy_x, copy_y;
     const Operand<T> ox = blas_operand(x, !transpose_c, copy_x), oy = blas_operand(y, !transpose_c, copy_y);
     if (!fits_int({M, N, K, ox.ld, oy.ld})) return loop_gemm(a, b, c, beta);  // PyTorch's own loop, too
-    follow_thread_count();
+    if (!one_thread) follow_thread_count();  // else the caller told OpenBLAS to use one
     gemm(ox.trans, oy.trans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), ox.p,
          static_cast<int>(ox.ld), oy.p, static_cast<int>(oy.ld), beta, c, static_cast<int>(M));
 }
 
 template <typename T>
-void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Transpose t) {
+void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Transpose t, bool batch_parallel) {
     const Shape& shape = out.impl()->shape;
     const Mat<T> ma = t.a ? matrix<T>(a).t() : matrix<T>(a), mb = t.b ? matrix<T>(b).t() : matrix<T>(b);
     const std::int64_t nd = shape.size(), n = shape[nd - 2], m = shape[nd - 1], k = ma.cols;
@@ -186,9 +186,10 @@ void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Tr
         for (std::int64_t i = 0; i < numel; ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
         return;
     }
-    if (nd == 2) {  // mm and addmm: one product
+    if (batch_parallel) set_blas_threads(1);  // until the next product that follows xgrad's thread count
+    if (nd == 2) {                            // mm and addmm: one product
         if constexpr (std::is_floating_point_v<T>)
-            blas_gemm(ma, mb, c, beta);
+            blas_gemm(ma, mb, c, beta, batch_parallel);
         else
             loop_gemm(ma, mb, c, beta);
         return;
@@ -199,26 +200,38 @@ void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Tr
     const auto& sa = a.strides();
     const auto& sb = b.strides();
     const std::int64_t nbatch = numel / (n * m);
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd - 2), 0);
-    std::int64_t off_a = 0, off_b = 0;
-    for (std::int64_t bi = 0; bi < nbatch; ++bi) {
-        Mat<T> x = ma, y = mb;
-        x.p += off_a;
-        y.p += off_b;
-        if (loop)
-            loop_gemm(x, y, c + bi * n * m, beta);
-        else if constexpr (std::is_floating_point_v<T>)
-            blas_gemm(x, y, c + bi * n * m, beta);
-        for (std::int64_t d = nd - 3; d >= 0; --d) {  // odometer over the batch dims
+    // The products [lo, hi) of the batch, in order.
+    auto products = [&](std::int64_t lo, std::int64_t hi) {
+        std::vector<std::int64_t> idx(static_cast<std::size_t>(nd - 2), 0);
+        std::int64_t off_a = 0, off_b = 0;
+        for (std::int64_t d = nd - 3, rest = lo; d >= 0; --d) {  // the batch index of lo
             const auto du = static_cast<std::size_t>(d);
-            off_a += sa[du];
-            off_b += sb[du];
-            if (++idx[du] < out.size(d)) break;
-            off_a -= sa[du] * idx[du];
-            off_b -= sb[du] * idx[du];
-            idx[du] = 0;
+            idx[du] = rest % out.size(d);
+            rest /= out.size(d);
+            off_a += sa[du] * idx[du];
+            off_b += sb[du] * idx[du];
         }
-    }
+        for (std::int64_t bi = lo; bi < hi; ++bi) {
+            Mat<T> x = ma, y = mb;
+            x.p += off_a;
+            y.p += off_b;
+            if (loop)
+                loop_gemm(x, y, c + bi * n * m, beta);
+            else if constexpr (std::is_floating_point_v<T>)
+                blas_gemm(x, y, c + bi * n * m, beta, batch_parallel);
+            for (std::int64_t d = nd - 3; d >= 0; --d) {  // odometer over the batch dims
+                const auto du = static_cast<std::size_t>(d);
+                off_a += sa[du];
+                off_b += sb[du];
+                if (++idx[du] < out.size(d)) break;
+                off_a -= sa[du] * idx[du];
+                off_b -= sb[du] * idx[du];
+                idx[du] = 0;
+            }
+        }
+    };
+    if (!batch_parallel || loop) return products(0, nbatch);
+    parallel_for(0, nbatch, 1, [&](std::int64_t lo, std::int64_t hi) { products(lo, hi); });
 }
 
 // ---- gemv and dot ---------------------------------------------------------------------------------
@@ -294,7 +307,12 @@ void dot_impl(const Tensor& a, const Tensor& b, const Tensor& out) {
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t) {
-    detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta), t); });
+    detail::dispatch(out.dtype(),
+                     [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta), t, false); });
+}
+
+void matmul_batch_parallel(const Tensor& a, const Tensor& b, const Tensor& out, double beta, Transpose t) {
+    detail::dispatch(out.dtype(), [&](auto tag) { matmul_impl(a, b, out, static_cast<decltype(tag)>(beta), t, true); });
 }
 
 bool small_products_in_use() {

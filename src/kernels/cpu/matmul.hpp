@@ -16,6 +16,11 @@ namespace xgrad::kernels::cpu {
 /// multiply-adds, else a gemm). `beta` is 0 (`out` is only written) or 1 (addmm: `out` holds the bias).
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0, Transpose t = {});
 
+/// `matmul`, with every product of a batch on one thread (OpenBLAS told to use one) and the batch split
+/// between xgrad's threads: for many small products (convolution's, one per image), where OpenBLAS's
+/// own threads would cost more than they save. The bits are those of one thread, whatever the count.
+void matmul_batch_parallel(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0, Transpose t = {});
+
 /// True when `matmul` sums small products (k < 8, at most 512 multiply-adds) itself, without calling
 /// BLAS: the instruction set in use has FMA and OpenBLAS runs a kernel whose sums xgrad knows to
 /// reproduce bit for bit (Haswell, Zen, SkylakeX, Cooperlake). Either way the results are the same.

@@ -430,6 +430,7 @@ const Backend& backend() {
         .sort_rows = sort_rows_entry,
         .scatter_rows = scatter_rows_entry,
         .matmul = matmul,
+        .matmul_batch_parallel = matmul,
         .mv = mv,
         .dot = dot,
         .layer_norm_forward = layer_norm_forward_entry,
