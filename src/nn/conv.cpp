@@ -133,11 +133,18 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     if (spatial == 2) out_shape.push_back(g.out_h);
     out_shape.push_back(g.out_w);
 
-    // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L), a few images at a time (as many as threads) through one
-    // columns buffer of that many images: the columns of a whole batch are far larger than the caches (K·L
-    // per image, 9 times the image for a 3×3 kernel), and a chunk's are still in them when multiplied and
-    // are not kept for the backward, which builds them again from x. On a GPU, all images at once.
-    const std::int64_t step = input.device().is_cpu() ? std::max(1, get_num_threads()) : std::max<std::int64_t>(n, 1);
+    // (G, O/G, K) · (N, G, K, L) → (N, G, O/G, L), a chunk of images at a time through one columns buffer
+    // of that many images: the columns of a whole batch are far larger than the caches (K·L per image,
+    // 9 times the image for a 3×3 kernel), and a chunk's are still in them when multiplied; they are not
+    // kept for the backward, which builds them again from x. On the CPU a chunk gives each thread
+    // images whose columns take up to 512 KiB (at least one image), and on a GPU it is the whole batch.
+    const std::int64_t image_cols =
+        in_c * g.kernel_h * g.kernel_w * length * static_cast<std::int64_t>(element_size(input.dtype()));
+    const std::int64_t step =
+        input.device().is_cpu()
+            ? std::max(1, get_num_threads()) *
+                  std::max<std::int64_t>(1, (std::int64_t{512} << 10) / std::max<std::int64_t>(image_cols, 1))
+            : std::max<std::int64_t>(n, 1);
     const Tensor wg = weight.detach().contiguous().view(Shape{groups, og, kk});  // (G, O/G, K)
     const Tensor x = input.detach().contiguous();
     Tensor out = detail::make_empty(Shape{n, groups, og, length}, x.dtype(), x.device(), op);
