@@ -16,7 +16,9 @@ namespace xgrad {
 /// 0.13 s on a 2.1 GHz counter, and take a core from other processes meanwhile. Setting
 /// `OPENBLAS_THREAD_TIMEOUT=4` in the environment before the program starts makes them sleep at once,
 /// and each product then pays for waking them. For a small model, one thread is often faster
-/// than two: see the \ref performance "Performance" page.
+/// than two: see the \ref performance "Performance" page. Convolutions are the exception: each
+/// image's products run on one OpenBLAS thread, the images split between xgrad's threads, so their
+/// results do not depend on the number of threads.
 ///
 /// Thread safety, as in PyTorch: separate tensors, models and graphs may be used in separate
 /// threads at once (they share this thread pool, which several threads may enter together), and

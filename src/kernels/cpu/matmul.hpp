@@ -18,7 +18,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0
 
 /// `matmul`, with every product of a batch on one thread (OpenBLAS told to use one) and the batch split
 /// between xgrad's threads: for many small products (convolution's, one per image), where OpenBLAS's
-/// own threads would cost more than they save. The bits are those of one thread, whatever the count.
+/// own threads would cost more than they save. The bits are those of one thread, whatever the count
+/// (while no other thread of the program makes a product at the same time: OpenBLAS's thread count
+/// is one setting for the whole process).
 void matmul_batch_parallel(const Tensor& a, const Tensor& b, const Tensor& out, double beta = 0.0, Transpose t = {});
 
 /// True when `matmul` sums small products (k < 8, at most 512 multiply-adds) itself, without calling
