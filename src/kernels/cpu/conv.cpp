@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "detail/dispatch.hpp"
 #include "detail/tensor_impl.hpp"
@@ -52,14 +53,31 @@ Cols cols_in(i64 kw, const Window2d& w) {
     return {lo, hi, off};
 }
 
-/// Copies n elements, typically a few dozen (an output row of im2col): in 64-byte pieces of fixed size,
-/// which the compiler inlines, rather than through a call to memmove per row.
+/// Copies n elements, typically a few dozen (an output row of im2col): in pieces of fixed size, which
+/// the compiler inlines, rather than through a call to memmove per row. The last piece ends at the
+/// last element and may overlap the one before it (the source and destination never overlap).
 template <typename T>
 void copy_short(const T* src, T* dst, i64 n) {
-    constexpr i64 kPiece = 64 / static_cast<i64>(sizeof(T));
-    i64 i = 0;
-    for (; i + kPiece <= n; i += kPiece) std::memcpy(dst + i, src + i, 64);
-    if (i < n) std::memcpy(dst + i, src + i, static_cast<std::size_t>(n - i) * sizeof(T));
+    const auto* s = reinterpret_cast<const unsigned char*>(src);
+    auto* d = reinterpret_cast<unsigned char*>(dst);
+    const i64 bytes = n * static_cast<i64>(sizeof(T));
+    auto pieces = [&](auto size) {  // bytes >= size
+        i64 i = 0;
+        for (; i + size <= bytes; i += size) std::memcpy(d + i, s + i, size);
+        if (i < bytes) std::memcpy(d + bytes - size, s + bytes - size, size);
+    };
+    if (bytes >= 64)
+        pieces(std::integral_constant<i64, 64>{});
+    else if (bytes >= 32)
+        pieces(std::integral_constant<i64, 32>{});
+    else if (bytes >= 16)
+        pieces(std::integral_constant<i64, 16>{});
+    else if (bytes >= 8)
+        pieces(std::integral_constant<i64, 8>{});
+    else if (bytes >= 4)
+        pieces(std::integral_constant<i64, 4>{});
+    else if (bytes > 0)
+        std::memcpy(d, s, static_cast<std::size_t>(bytes));
 }
 
 /// One row of im2col's columns when the stride is 1 and the output rows are as wide as the input's:
