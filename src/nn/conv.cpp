@@ -152,14 +152,14 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
         NoGradGuard no_grad;
         const Tensor cols = detail::make_empty(Shape{std::min(step, n), in_c * g.kernel_h * g.kernel_w, length},
                                                x.dtype(), x.device(), op);
+        // With a bias, the products are added to it (PyTorch's slow_conv2d order), which spares a pass over
+        // the output.
+        const Tensor bias_rows = bias.defined() ? bias.detach().view(Shape{1, groups, og, 1}) : Tensor();
         for (std::int64_t b0 = 0; b0 < n; b0 += step) {
             const std::int64_t nb = std::min(step, n - b0);
             const Tensor cb = cols.narrow(0, 0, nb), zb = out.narrow(0, b0, nb);
             kernels::im2col(x.narrow(0, b0, nb), cb, g);
-            // With a bias, the products are added to it (PyTorch's slow_conv2d order), which spares a pass
-            // over the output.
-            if (bias.defined())
-                kernels::copy(bias.detach().view(Shape{1, groups, og, 1}).expand(Shape{nb, groups, og, length}), zb);
+            if (bias.defined()) kernels::copy(bias_rows.expand(Shape{nb, groups, og, length}), zb);
             kernels::matmul_batch_parallel(wg.expand(Shape{nb, groups, og, kk}), cb.view(Shape{nb, groups, kk, length}),
                                            zb, bias.defined() ? 1.0 : 0.0);
         }
@@ -174,26 +174,26 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
             const Tensor &x = sx, &wg = swg;
             const Tensor gz = grad.contiguous().view(Shape{n, groups, og, length});  // (N, G, O/G, L)
             Grads r(3);
-            const Tensor cols =
-                detail::make_empty(Shape{std::min(step, n), groups, kk, length}, wg.dtype(), wg.device(), "conv2d");
             // On the CPU each image's product for the weight gradient goes to a slot of its own, and the
             // slots are summed at the end (as the batched product and its sum over the batch that PyTorch's
             // numbers were closest to: examples/conv_classifier then follows PyTorch's losses to 1e-7, where
             // 8 running sums drifted to 2e-4 in 50 steps). The products of a chunk run on threads
             // of their own, and the sum is the same for any number of threads. Where the slots of a whole
             // batch would take more than 64 MiB, there are fewer, image b going to slot b % slots.
-            const bool cpu = wg.device().is_cpu();
+            const bool slotted = need[1] && wg.device().is_cpu();
             const std::int64_t wbytes = groups * og * kk * static_cast<std::int64_t>(element_size(wg.dtype()));
             const std::int64_t slots = std::clamp<std::int64_t>(
                 (std::int64_t{64} << 20) / std::max<std::int64_t>(wbytes, 1), 1, std::max<std::int64_t>(n, 1));
-            Tensor dx, dw, part;
+            Tensor dx, dw, part, cols;
             if (need[0])
                 dx = detail::make_empty(Shape{n, g.channels, g.height, g.width}, wg.dtype(), wg.device(), "conv2d");
-            if (need[1] && cpu)
-                part = detail::make_empty(Shape{slots, groups, og, kk}, wg.dtype(), wg.device(), "conv2d");
-            for (std::int64_t b0 = 0, nb = 0; b0 < n; b0 += nb) {
+            if (slotted) part = detail::make_empty(Shape{slots, groups, og, kk}, wg.dtype(), wg.device(), "conv2d");
+            if (need[0] || need[1])
+                cols =
+                    detail::make_empty(Shape{std::min(step, n), groups, kk, length}, wg.dtype(), wg.device(), "conv2d");
+            for (std::int64_t b0 = 0, nb = 0; cols.defined() && b0 < n; b0 += nb) {
                 nb = std::min(step, n - b0);
-                if (need[1] && cpu) nb = std::min(nb, slots - b0 % slots);  // the chunk's slots are consecutive
+                if (slotted) nb = std::min(nb, slots - b0 % slots);  // the chunk's slots are consecutive
                 const Tensor cb = cols.narrow(0, 0, nb), gb = gz.narrow(0, b0, nb);
                 if (need[0]) {
                     // dcols (nb, G, K, L) = wgᵀ · gz, folded back onto the input's pixels.
@@ -204,7 +204,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                 // dw (G, O/G, K) = Σ over the images of gz · colsᵀ, the columns built again from x. On a GPU,
                 // one batched product and its sum per chunk.
                 kernels::im2col(x.narrow(0, b0, nb), cb.view(Shape{nb, groups * kk, length}), g);
-                if (cpu) {
+                if (slotted) {
                     kernels::matmul_batch_parallel(gb, cb, part.narrow(0, b0 % slots, nb), b0 < slots ? 0.0 : 1.0,
                                                    {false, true});
                     continue;
@@ -212,7 +212,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                 const Tensor sum = matmul(gb, cb.transpose(-1, -2)).sum({0});
                 dw = b0 == 0 ? sum : dw + sum;
             }
-            if (need[1] && cpu) dw = part.narrow(0, 0, std::min(slots, n)).sum({0});
+            if (slotted) dw = part.narrow(0, 0, std::min(slots, n)).sum({0});
             if (need[1] && !dw.defined())
                 dw = zeros(Shape{groups, og, kk}, TensorOptions{.dtype = wg.dtype(), .device = wg.device()});
             if (need[0]) r[0] = dx.view(ishape);

@@ -80,28 +80,53 @@ void copy_short(const T* src, T* dst, i64 n) {
         std::memcpy(d, s, static_cast<std::size_t>(bytes));
 }
 
-/// One row of im2col's columns when the stride is 1 and the output rows are as wide as the input's:
-/// row[oh·W + ow] = src[(oh + dh)·W + ow + cw.off] where that lies in the plane, else 0. The rows that
-/// read the plane are one run of it, copied at once; the window columns outside [cw.lo, cw.hi) are
-/// zeroed afterwards.
+/// Whether a row of the columns is its input plane shifted by a fixed offset: stride 1, and output rows
+/// as wide as the input's (padding "same" in width, the usual 3×3 with padding 1).
+bool shifted_rows(const Window2d& w) {
+    return w.stride_h == 1 && w.stride_w == 1 && w.out_w == w.width;
+}
+
+/// Where such a row of the columns reads its plane, for a kernel row offset dh = kh·dilation - pad and
+/// a kernel column's Cols: the output rows [oh0, oh1) inside the plane, and the run of the row from
+/// the first in-image element of row oh0 to the last of row oh1 - 1 ([first, last)), which reads the
+/// plane at first + shift on (all inside it). `empty` when no element reads the plane.
+struct ShiftedRun {
+    i64 oh0, oh1, first, last, shift;
+    bool empty;
+};
+
+ShiftedRun shifted_run(i64 dh, const Cols& cw, const Window2d& w) {
+    const i64 oh0 = std::clamp<i64>(-dh, 0, w.out_h), oh1 = std::clamp<i64>(w.height - dh, oh0, w.out_h);
+    return {oh0,
+            oh1,
+            oh0 * w.width + cw.lo,
+            (oh1 - 1) * w.width + cw.hi,
+            dh * w.width + cw.off,
+            oh0 == oh1 || cw.lo == cw.hi};
+}
+
+/// Sets the window columns outside [cw.lo, cw.hi) of the run's rows to `value`.
+template <typename T>
+void fill_outside(T* row, const ShiftedRun& run, const Cols& cw, i64 width, T value) {
+    for (i64 oh = run.oh0; oh < run.oh1; ++oh) {
+        T* r = row + oh * width;
+        std::fill(r, r + cw.lo, value);
+        std::fill(r + cw.hi, r + width, value);
+    }
+}
+
+/// One row of im2col's columns when shifted_rows: row[oh·W + ow] = src[(oh + dh)·W + ow + cw.off] where
+/// that lies in the plane, else 0. The run is copied at once, and the window columns outside
+/// [cw.lo, cw.hi) zeroed afterwards.
 template <typename T>
 void shifted_row(const T* src, T* row, i64 dh, const Cols& cw, const Window2d& w) {
-    const i64 width = w.width, oh0 = std::clamp<i64>(-dh, 0, w.out_h),
-              oh1 = std::clamp<i64>(w.height - dh, oh0, w.out_h);
-    std::fill(row, row + oh0 * width, T(0));
-    std::fill(row + oh1 * width, row + w.out_h * width, T(0));
-    if (oh0 == oh1 || cw.lo == cw.hi) {
-        std::fill(row + oh0 * width, row + oh1 * width, T(0));
-        return;
-    }
-    // From the first in-image element of row oh0 to the last of row oh1 - 1: all inside the plane.
-    const i64 first = oh0 * width + cw.lo, last = (oh1 - 1) * width + cw.hi;
-    std::memcpy(row + first, src + first + dh * width + cw.off, static_cast<std::size_t>(last - first) * sizeof(T));
-    for (i64 oh = oh0; oh < oh1; ++oh) {
-        T* r = row + oh * width;
-        for (i64 ow = 0; ow < cw.lo; ++ow) r[ow] = T(0);
-        for (i64 ow = cw.hi; ow < width; ++ow) r[ow] = T(0);
-    }
+    const ShiftedRun run = shifted_run(dh, cw, w);
+    if (run.empty) return (void)std::fill(row, row + w.out_h * w.width, T(0));
+    std::fill(row, row + run.oh0 * w.width, T(0));
+    std::fill(row + run.oh1 * w.width, row + w.out_h * w.width, T(0));
+    std::memcpy(row + run.first, src + run.first + run.shift,
+                static_cast<std::size_t>(run.last - run.first) * sizeof(T));
+    fill_outside(row, run, cw, w.width, T(0));
 }
 
 /// The adjoint of shifted_row: dst[(oh + dh)·W + ow + cw.off] += row[oh·W + ow] for the window columns in
@@ -110,18 +135,12 @@ void shifted_row(const T* src, T* row, i64 dh, const Cols& cw, const Window2d& w
 /// every element gets the same additions in the same order as in the loop over windows.
 template <typename T>
 void add_shifted_row(T* row, T* dst, i64 dh, const Cols& cw, const Window2d& w) {
-    const i64 width = w.width, oh0 = std::clamp<i64>(-dh, 0, w.out_h),
-              oh1 = std::clamp<i64>(w.height - dh, oh0, w.out_h);
-    if (oh0 == oh1 || cw.lo == cw.hi) return;
-    for (i64 oh = oh0; oh < oh1; ++oh) {
-        T* r = row + oh * width;
-        for (i64 ow = 0; ow < cw.lo; ++ow) r[ow] = T(-0.0);
-        for (i64 ow = cw.hi; ow < width; ++ow) r[ow] = T(-0.0);
-    }
-    const i64 first = oh0 * width + cw.lo, last = (oh1 - 1) * width + cw.hi;
-    const T* __restrict src = row + first;
-    T* __restrict out = dst + first + dh * width + cw.off;
-    for (i64 i = 0; i < last - first; ++i) out[i] += src[i];
+    const ShiftedRun run = shifted_run(dh, cw, w);
+    if (run.empty) return;
+    fill_outside(row, run, cw, w.width, T(-0.0));
+    const T* __restrict src = row + run.first;
+    T* __restrict out = dst + run.first + run.shift;
+    for (i64 i = 0; i < run.last - run.first; ++i) out[i] += src[i];
 }
 
 /// Runs `body(p)` for each of `n` planes (or images), split between threads.
@@ -143,10 +162,7 @@ void im2col(const Tensor& x, const Tensor& cols, const Window2d& w) {
         using T = decltype(tag);
         const T* px = x.impl()->data<T>();
         T* pc = cols.impl()->data<T>();
-        // With stride 1 and rows of the output as wide as the input's (padding "same" in width), a row of
-        // the columns is its input plane shifted by a fixed offset: one copy, then zeros where a window
-        // column reads padding.
-        const bool shifted = w.stride_h == 1 && w.stride_w == 1 && w.out_w == w.width;
+        const bool shifted = shifted_rows(w);
         for_planes(n, rows * length, [&](i64 b) {
             const T* xi = px + b * image;
             T* ci = pc + b * rows * length;
@@ -186,7 +202,7 @@ void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
         using T = decltype(tag);
         T* pc = cols.impl()->data<T>();
         T* pd = dx.impl()->data<T>();
-        const bool shifted = w.stride_h == 1 && w.stride_w == 1 && w.out_w == w.width;
+        const bool shifted = shifted_rows(w);
         for_planes(n, rows * length, [&](i64 b) {
             T* di = pd + b * image;
             T* ci = pc + b * rows * length;

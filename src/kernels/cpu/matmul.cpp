@@ -31,10 +31,14 @@ namespace {
 
 std::atomic<int> g_blas_threads{0};  // what OpenBLAS was last told; 0: never
 
+/// Gives OpenBLAS `n` threads, unless it was told so last.
+void use_blas_threads(int n) {
+    if (n != g_blas_threads.load(std::memory_order_relaxed)) set_blas_threads(n);
+}
+
 /// Gives OpenBLAS xgrad's thread count (xgrad::set_num_threads) when that changed since the last product.
 void follow_thread_count() {
-    const int n = num_threads();
-    if (n != g_blas_threads.load(std::memory_order_relaxed)) set_blas_threads(n);
+    use_blas_threads(num_threads());
 }
 
 /// A strided matrix view: element (i, j) is p[i·rs + j·cs].
@@ -186,7 +190,7 @@ void matmul_impl(const Tensor& a, const Tensor& b, const Tensor& out, T beta, Tr
         for (std::int64_t i = 0; i < numel; ++i) c[i] = beta == T(0) ? T(0) : c[i] * beta;
         return;
     }
-    if (batch_parallel) set_blas_threads(1);  // until the next product that follows xgrad's thread count
+    if (batch_parallel) use_blas_threads(1);  // until the next product that follows xgrad's thread count
     if (nd == 2) {                            // mm and addmm: one product
         if constexpr (std::is_floating_point_v<T>)
             blas_gemm(ma, mb, c, beta, batch_parallel);
