@@ -240,6 +240,27 @@ void copy_nt(float* a, const float* b, std::int64_t n) {
     _mm_sfence();
 }
 
+/// a = b (+ c, when c is not null), written as the norms write a tensor of n floats: with non-temporal
+/// stores from kStreamBytes (8 MiB) on, else ordinary ones. Both patterns for the best ISA at run time;
+/// all arrays 64-byte aligned, n a multiple of 16.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void pass_cached(float* __restrict a,
+                                                                              const float* __restrict b,
+                                                                              const float* __restrict c,
+                                                                              std::int64_t n) {
+    if (c)
+        for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + c[i];
+    else
+        for (std::int64_t i = 0; i < n; ++i) a[i] = b[i];
+}
+void pass_nt(float* a, const float* b, const float* c, std::int64_t n) {
+    if (c)
+        for (std::int64_t i = 0; i < n; i += 4)
+            _mm_stream_ps(a + i, _mm_add_ps(_mm_load_ps(b + i), _mm_load_ps(c + i)));
+    else
+        for (std::int64_t i = 0; i < n; i += 4) _mm_stream_ps(a + i, _mm_load_ps(b + i));
+    _mm_sfence();
+}
+
 /// A 64-byte aligned float array filled with `value`.
 struct AlignedFloats {
     float* data;
@@ -488,11 +509,41 @@ NormCase norm_case(bool rms, bool backward, std::int64_t rows, std::int64_t cols
             (5 * n + 5 * c) * kF};
 }
 
+/// What streaming alone reaches on a norm's forward+backward bytes: `y = x`, then `dx = x + dy`, on
+/// (rows × cols) floats, written as the norms write them (pass_cached, pass_nt), on g_threads threads.
+/// Not a limit (% limit still compares with the triad), and not a goal: the rate of the same traffic
+/// over the same four tensors, without a norm's arithmetic and its passes over each row.
+void bench_norm_streaming(std::int64_t rows, std::int64_t cols, const std::string& size) {
+    const std::int64_t n = rows * cols;
+    AlignedFloats x{n, 1.0f}, y{n, 0.0f}, dy{n, 2.0f}, dx{n, 0.0f};
+    const bool nt = static_cast<double>(n) * kF >= 8.0 * (1 << 20);
+    auto pass = [&](float* a, const float* b, const float* c) {
+        auto run = [&](std::int64_t lo, std::int64_t hi) {
+            (nt ? pass_nt : pass_cached)(a + lo, b + lo, c ? c + lo : nullptr, hi - lo);
+        };
+        if (g_threads == 1) return run(0, n);
+#pragma omp parallel num_threads(g_threads)
+        {
+            const std::int64_t t = omp_get_num_threads(), i = omp_get_thread_num();
+            run(n * i / t / 16 * 16, i + 1 == t ? n : n * (i + 1) / t / 16 * 16);
+        }
+    };
+    report_rate("streaming_fwdbwd_" + size,
+                measure(
+                    [&] {
+                        pass(y.data, x.data, nullptr);
+                        pass(dx.data, x.data, dy.data);
+                    },
+                    {3, 7, 0.4, 1000}),
+                5.0 * kF * static_cast<double>(n), 1e9, "GB/s");
+}
+
 void bench_norms() {
     group("LayerNorm (F::layer_norm, weight+bias) and RMSNorm (F::rms_norm; PyTorch 1.13: its composite)");
     GroupLimit limit("norm");
     for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1024, 1500}, {16384, 768}}) {
         const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
+        bench_norm_streaming(rows, cols, size);
         for (bool rms : {false, true}) {
             for (bool backward : {false, true}) {
                 const std::string name =
