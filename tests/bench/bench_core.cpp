@@ -642,6 +642,17 @@ void bench_elementwise_and_reductions() {
     bytes("sum_dim", (n + rows) * kF, [&] { return a.sum(-1); });
     bytes("var_dim", (n + rows) * kF, [&] { return a.var(-1); });
     bytes("sum_all", (n + 1) * kF, [&] { return a.sum(); });
+    // Not goals: the transcendental maps on 256x256 floats, input and output in the level-2 cache, where
+    // memory does not limit them. Their rate there is what their arithmetic allows (with PyTorch's
+    // algorithms, for PyTorch's bits), and a ceiling on the rows above.
+    Tensor small = pattern_tensor({256, 256}, 17, 2.0);
+    const double small_bytes = 2.0 * 256 * 256 * kF;
+    report_rate("exp_cached", measure([&] { Tensor r = small.exp(); }, {5, 20, 0.2, 2000, 10}), small_bytes, 1e9,
+                "GB/s");
+    report_rate("tanh_cached", measure([&] { Tensor r = small.tanh(); }, {5, 20, 0.2, 2000, 10}), small_bytes, 1e9,
+                "GB/s");
+    report_rate("gelu_cached", measure([&] { Tensor r = small.gelu(); }, {5, 20, 0.2, 2000, 10}), small_bytes, 1e9,
+                "GB/s");
 }
 
 // ---- the MLP training step --------------------------------------------------------------------------

@@ -259,6 +259,12 @@ def bench_elementwise_and_reductions():
     moved("sum_dim", (n + rows) * FB, lambda: a.sum(-1))
     moved("var_dim", (n + rows) * FB, lambda: a.var(-1))
     moved("sum_all", (n + 1) * FB, lambda: a.sum())
+    # Not goals: the transcendental maps on 256x256 floats, in the level-2 cache (bench_core.cpp).
+    small = pattern_tensor((256, 256), 17, 2.0)
+    small_bytes = 2.0 * 256 * 256 * FB
+    report_rate("exp_cached", measure(lambda: small.exp(), 5, 20, 0.2, 2000, batch=10), small_bytes, 1e9, "GB/s")
+    report_rate("tanh_cached", measure(lambda: small.tanh(), 5, 20, 0.2, 2000, batch=10), small_bytes, 1e9, "GB/s")
+    report_rate("gelu_cached", measure(lambda: F.gelu(small), 5, 20, 0.2, 2000, batch=10), small_bytes, 1e9, "GB/s")
 
 
 # ---- the MLP training step -----------------------------------------------------------------------
