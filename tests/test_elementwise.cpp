@@ -298,3 +298,53 @@ TEST_CASE("a column broadcast across rows gives the expanded column's bits, on e
         }
     }
 }
+
+TEST_CASE("short broadcast runs (row and channel scales, bias rows, kron) give the expanded operands' bits") {
+    // Runs shorter than the scalar-map threshold go to the kernel many rows at a time. The shapes cross
+    // the CPU's parallel grain mid-run and mid-row (a block cut by a thread's share), and put the
+    // broadcast dims inside and outside the merged rows.
+    const int threads_before = xgrad::get_num_threads();
+    xgrad::manual_seed(5);
+    struct Case {
+        xgrad::Shape x, y;
+    };
+    const std::vector<Case> cases = {
+        {{4096, 48}, {4096, 1}},            // a row scale, rows of three AVX-512 vectors
+        {{2001, 37}, {2001, 1}},            // rows with a tail; two threads' shares meet mid-row
+        {{33, 9, 30, 17}, {33, 1, 30, 1}},  // the second share starts halfway along the dim of the rows
+        {{64, 16, 7, 7}, {1, 16, 1, 1}},    // a channel scale
+        {{700, 61}, {61}},                  // a bias row
+        {{9, 5, 3, 129}, {5, 1, 129}},      // a repeated block over two dims
+        {{40, 1, 50, 1}, {1, 30, 1, 50}},   // kron's shapes: each operand one value along the other's runs
+        {{33, 8, 31, 17}, {33, 1, 31, 1}},
+        {{5, 3}, {5, 1}},  // one small block
+    };
+    for (int threads : {1, 2}) {
+        xgrad::set_num_threads(threads);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+            for (const Case& c : cases) {
+                const Tensor x = xgrad::randn(c.x).to(dtype), y = xgrad::randn(c.y).to(dtype).add(0.25);
+                const xgrad::Shape out = (x + y).shape();
+                const Tensor xe = x.expand(out).contiguous(), ye = y.expand(out).contiguous();
+                CAPTURE(threads);
+                CAPTURE(xgrad::to_string(dtype));
+                CAPTURE(xgrad::to_string(out));
+                CHECK((x + y).equal(xe + ye));
+                CHECK((y + x).equal(ye + xe));
+                CHECK((x - y).equal(xe - ye));
+                CHECK((y - x).equal(ye - xe));
+                CHECK((x * y).equal(xe * ye));
+                CHECK((x / y).equal(xe / ye));
+                CHECK((y / x).equal(ye / xe));
+            }
+        }
+    }
+    xgrad::set_num_threads(threads_before);
+    // kron is such a product.
+    const Tensor a = xgrad::randn({20, 30}), b = xgrad::randn({7, 9});
+    CHECK(xgrad::kron(a, b).equal(a.reshape({20, 1, 30, 1})
+                                      .expand({20, 7, 30, 9})
+                                      .contiguous()
+                                      .mul(b.reshape({1, 7, 1, 9}).expand({20, 7, 30, 9}).contiguous())
+                                      .reshape({140, 270})));
+}

@@ -560,6 +560,32 @@ std::optional<ScalarMap> scalar_operand_map(BinaryOp op, bool scalar_on_right) {
     }
 }
 
+/// The Arith kernel of +, -, * and /; none for the other ops.
+std::optional<Arith> arith_of(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::kAdd:
+            return Arith::kAdd;
+        case BinaryOp::kSub:
+            return Arith::kSub;
+        case BinaryOp::kMul:
+            return Arith::kMul;
+        case BinaryOp::kDiv:
+            return Arith::kDiv;
+        default:
+            return std::nullopt;
+    }
+}
+
+/// How a binary op's two operands lie along the innermost dim of their geometry, for varith_rows: both
+/// contiguous, or one of them contiguous and the other one value (stride 0); none otherwise.
+std::optional<RowOperands> row_operands(const StridedGeometry<2>& geo) {
+    const std::int64_t sx = geo.strides[0].back(), sy = geo.strides[1].back();
+    if (sx == 1 && sy == 1) return RowOperands::kBoth;
+    if (sx == 0 && sy == 1) return RowOperands::kLeftPerRow;
+    if (sx == 1 && sy == 0) return RowOperands::kRightPerRow;
+    return std::nullopt;
+}
+
 /// Runs at least this long along which an operand is one value map with that scalar (binary()).
 constexpr std::int64_t kScalarRun = 256;
 
@@ -635,6 +661,25 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         if constexpr (std::is_floating_point_v<T>) {
             scalar_right = scalar_operand_map(op, true);
             scalar_left = scalar_operand_map(op, false);
+        }
+        // Short runs of +, -, * or / along which each operand runs or is one value (a row or channel
+        // scale, a bias row, kron): many runs to a call (varith_rows), where a call per run cost more
+        // than the arithmetic. (64, 64, 7, 7) * (1, 64, 1, 1) at one thread: 111 -> 21 us (PyTorch 21).
+        if constexpr (std::is_floating_point_v<T>) {
+            const auto layout = row_operands(geo);
+            const auto arith = arith_of(op);
+            if (layout && arith && geo.sizes.back() < kScalarRun) {
+                parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+                    std::int64_t i = lo;
+                    geo.for_blocks(
+                        lo, hi,
+                        [&](std::int64_t count, std::int64_t rows, const auto& off, const auto&, const auto& row) {
+                            varith_rows(*arith, *layout, px + off[0], row[0], py + off[1], row[1], po + i, count, rows);
+                            i += count * rows;
+                        });
+                });
+                return;
+            }
         }
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T bx[kBlock], by[kBlock];

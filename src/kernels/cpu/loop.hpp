@@ -48,6 +48,70 @@ struct StridedGeometry {
         }
     }
 
+    /// As for_runs, a block of whole runs at a time where it can: `run(count, rows, offsets,
+    /// inner_strides, row_strides)` for `rows` runs of `count` elements along the dim next to the
+    /// innermost, run r starting r·row_strides after `offsets`. A run cut by lo or hi, and every run
+    /// of a one-dim geometry, comes alone (rows = 1).
+    template <typename F>
+    void for_blocks(std::int64_t lo, std::int64_t hi, F&& run) const {
+        const auto nd = static_cast<std::int64_t>(sizes.size());
+        std::array<std::int64_t, N> inner_stride{}, row_stride{};
+        for (int k = 0; k < N; ++k) {
+            const auto& st = strides[static_cast<std::size_t>(k)];
+            inner_stride[static_cast<std::size_t>(k)] = st.back();
+            row_stride[static_cast<std::size_t>(k)] = nd > 1 ? st[static_cast<std::size_t>(nd - 2)] : 0;
+        }
+        if (nd < 2) {
+            for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                run(count, std::int64_t{1}, off, st, row_stride);
+            });
+            return;
+        }
+        const std::int64_t inner = sizes.back(), outer = sizes[static_cast<std::size_t>(nd - 2)];
+        Strides idx(static_cast<std::size_t>(nd), 0);
+        std::array<std::int64_t, N> off = offsets;
+        std::int64_t rest = lo;
+        for (std::int64_t d = nd - 1; d >= 0; --d) {
+            const auto du = static_cast<std::size_t>(d);
+            idx[du] = rest % sizes[du];
+            rest /= sizes[du];
+            for (int k = 0; k < N; ++k)
+                off[static_cast<std::size_t>(k)] += idx[du] * strides[static_cast<std::size_t>(k)][du];
+        }
+        const auto last = static_cast<std::size_t>(nd - 1), row = static_cast<std::size_t>(nd - 2);
+        std::int64_t i = lo;
+        while (i < hi) {
+            std::size_t moved;  // the dim that advanced
+            if (idx[last] == 0 && hi - i >= inner) {
+                const std::int64_t rows = std::min(outer - idx[row], (hi - i) / inner);
+                run(inner, rows, off, inner_stride, row_stride);
+                i += inner * rows;
+                if (i >= hi) break;
+                for (int k = 0; k < N; ++k)
+                    off[static_cast<std::size_t>(k)] += rows * row_stride[static_cast<std::size_t>(k)];
+                idx[row] += rows;
+                moved = row;
+            } else {
+                const std::int64_t count = std::min(inner - idx[last], hi - i);
+                run(count, std::int64_t{1}, off, inner_stride, row_stride);
+                i += count;
+                if (i >= hi) break;
+                for (int k = 0; k < N; ++k)
+                    off[static_cast<std::size_t>(k)] += count * inner_stride[static_cast<std::size_t>(k)];
+                idx[last] += count;
+                moved = last;
+            }
+            for (auto d = moved; d > 0 && idx[d] == sizes[d]; --d) {  // carry into the dims further out
+                for (int k = 0; k < N; ++k) {
+                    const auto& st = strides[static_cast<std::size_t>(k)];
+                    off[static_cast<std::size_t>(k)] += st[d - 1] - sizes[d] * st[d];
+                }
+                idx[d] = 0;
+                ++idx[d - 1];
+            }
+        }
+    }
+
     /// Calls `run(count, offsets, inner_strides)` for each run of elements [lo, hi) in row-major order.
     template <typename F>
     void for_runs(std::int64_t lo, std::int64_t hi, F&& run) const {

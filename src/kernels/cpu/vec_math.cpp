@@ -179,6 +179,21 @@ void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, 
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream) {
     if (n > 0) kernels<double>().arith[static_cast<int>(op)](a, b, y, n, stream);
 }
+template <typename T>
+void arith_rows(Arith op, RowOperands layout, const T* x, std::int64_t x_row, const T* y, std::int64_t y_row, T* out,
+                std::int64_t n, std::int64_t rows) {
+    const int o = static_cast<int>(op);
+    if (o > static_cast<int>(Arith::kDiv)) throw std::logic_error("varith_rows: only +, -, * and /");
+    if (n > 0 && rows > 0) kernels<T>().arith_rows[o][static_cast<int>(layout)](x, x_row, y, y_row, out, n, rows);
+}
+void varith_rows(Arith op, RowOperands layout, const float* x, std::int64_t x_row, const float* y, std::int64_t y_row,
+                 float* out, std::int64_t n, std::int64_t rows) {
+    arith_rows(op, layout, x, x_row, y, y_row, out, n, rows);
+}
+void varith_rows(Arith op, RowOperands layout, const double* x, std::int64_t x_row, const double* y, std::int64_t y_row,
+                 double* out, std::int64_t n, std::int64_t rows) {
+    arith_rows(op, layout, x, x_row, y, y_row, out, n, rows);
+}
 void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream) {
     if (n > 0) kernels<float>().grad_map[static_cast<int>(op)](g, x, a, b, y, n, stream);
 }

@@ -178,6 +178,21 @@ void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, 
 /// As the float overload.
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
 
+/// Where varith_rows finds its two operands along a row: both run along it, or one of them is a single
+/// value per row (a column broadcast across a row).
+enum class RowOperands { kBoth, kLeftPerRow, kRightPerRow };
+/// out[r·n + k] = a op b for r < rows and k < n, op one of kAdd, kSub, kMul and kDiv (each correctly
+/// rounded, as varith), where a = x[r·x_row + k] and b = y[r·y_row + k], or x[r·x_row] for
+/// kLeftPerRow and y[r·y_row] for kRightPerRow. One call for many short rows of a broadcast (a row
+/// scale x * s with s of shape (n, 1), a channel scale (N, C, H, W) * (1, C, 1, 1), a bias row):
+/// elementwise.cpp's binary() used to make a call per row, whose overhead outweighed rows this short.
+/// Ordinary stores; the bits are varith's.
+void varith_rows(Arith op, RowOperands layout, const float* x, std::int64_t x_row, const float* y, std::int64_t y_row,
+                 float* out, std::int64_t n, std::int64_t rows);
+/// As the float overload.
+void varith_rows(Arith op, RowOperands layout, const double* x, std::int64_t x_row, const double* y, std::int64_t y_row,
+                 double* out, std::int64_t n, std::int64_t rows);
+
 /// The gradients of the piecewise activations that vgrad_map computes from the upstream gradient g,
 /// the input x and scalars a, b (as kernels/scalar_ops.hpp's formulas).
 enum class GradMap {

@@ -1755,6 +1755,49 @@ template <class B, bool kHasW>
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
+// ---- short rows of a broadcast ----------------------------------------------------------------
+
+/// vec_math.hpp's varith_rows for one op (0 to 3: +, -, *, /) and operand layout: the rows one after
+/// another in one loop, a per-row value broadcast once per row, the last elements of a row one by one
+/// (each the same IEEE operation as in a lane).
+template <class B, int kOp, RowOperands kLayout>
+[[gnu::flatten]] void arith_rows_(const typename B::value_type* x, std::int64_t x_row, const typename B::value_type* y,
+                                  std::int64_t y_row, typename B::value_type* out, std::int64_t n, std::int64_t rows) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    auto op = [](const auto& u, const auto& v) {
+        if constexpr (kOp == 0)
+            return u + v;
+        else if constexpr (kOp == 1)
+            return u - v;
+        else if constexpr (kOp == 2)
+            return u * v;
+        else
+            return u / v;
+    };
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * x_row;
+        const T* yr = y + r * y_row;
+        T* o = out + r * n;
+        std::int64_t i = 0;
+        if constexpr (kLayout == RowOperands::kLeftPerRow) {
+            const T a = xr[0];
+            const B av(a);
+            for (; i + kW <= n; i += kW) op(av, B::load_unaligned(yr + i)).store_unaligned(o + i);
+            for (; i < n; ++i) o[i] = op(a, yr[i]);
+        } else if constexpr (kLayout == RowOperands::kRightPerRow) {
+            const T b = yr[0];
+            const B bv(b);
+            for (; i + kW <= n; i += kW) op(B::load_unaligned(xr + i), bv).store_unaligned(o + i);
+            for (; i < n; ++i) o[i] = op(xr[i], b);
+        } else {
+            for (; i + kW <= n; i += kW)
+                op(B::load_unaligned(xr + i), B::load_unaligned(yr + i)).store_unaligned(o + i);
+            for (; i < n; ++i) o[i] = op(xr[i], yr[i]);
+        }
+    }
+}
+
 // ---- sums in PyTorch's order --------------------------------------------------------------------
 
 /// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4> over `rows` rows of 128 bytes (four AVX2
@@ -2531,6 +2574,11 @@ VecMathKernels<T> kernels_for() {
         // where, not max: NaN stays NaN and -0 stays -0, as PyTorch's relu
         map1_streaming<B>(x, y, n, [](const B& v) { return xsimd::select(v < B(T(0)), B(T(0)), v); });
     };
+    each_of<4>([&](auto o) {
+        k.arith_rows[o][0] = arith_rows_<B, o, RowOperands::kBoth>;
+        k.arith_rows[o][1] = arith_rows_<B, o, RowOperands::kLeftPerRow>;
+        k.arith_rows[o][2] = arith_rows_<B, o, RowOperands::kRightPerRow>;
+    });
     k.arith[kArithAdd] = [](const T* a, const T* b, T* y, std::int64_t n, bool stream) {
         map2<B>(
             a, b, y, n, [](const B& u, const B& v) { return u + v; }, stream);

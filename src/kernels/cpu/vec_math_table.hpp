@@ -67,6 +67,9 @@ struct VecMathKernels {
     void (*backward[kBackwardCount])(const T* g, const T* x, T* dx, std::int64_t n);
     void (*arith[kArithCount])(const T* a, const T* b, T* y, std::int64_t n, bool stream);
     void (*scalar_map[kScalarMapCount])(const T* x, T a, T b, T* y, std::int64_t n, bool stream);
+    // vec_math.hpp's varith_rows, by op (kArithAdd to kArithDiv) and RowOperands.
+    void (*arith_rows[4][3])(const T* x, std::int64_t x_row, const T* y, std::int64_t y_row, T* out, std::int64_t n,
+                             std::int64_t rows);
     void (*grad_map[kGradMapCount])(const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
