@@ -335,6 +335,20 @@ TEST_CASE("sum and mean add in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (25 + 9 + 1));
 }
 
+TEST_CASE("rows of -0 sum to +0, as in PyTorch") {
+    // Short rows start their register sums at their first elements rather than at +0; the sum of the
+    // lanes starts at +0 and so still takes a -0 away, as PyTorch's kernel does.
+    for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+        for (std::int64_t width : {5, 8, 16, 48, 64, 100, 600}) {
+            CAPTURE(width);
+            const Tensor s = xgrad::full({3, width}, -0.0, dtype).sum(-1);
+            for (double v : s.to(xgrad::kFloat64).to_vector<double>()) {
+                CHECK(v == 0.0);
+                CHECK_FALSE(std::signbit(v));
+            }
+        }
+}
+
 TEST_CASE("prod multiplies in PyTorch's order: bit-identical results") {
     // PyTorch multiplies a contiguous innermost dim in vector lanes and an outer dim element by
     // element; a long row's product differs in its last bits between the two orders.

@@ -119,11 +119,34 @@ T inner_sum(const T* x, std::int64_t n) {
     // interleaved_sum over registers: four interleaved cascades, the registers after the last group
     // of four added to the first, then the four combined in order.
     const std::int64_t vectors = n / W, quads = vectors / 4;
-    T part[4 * W] = {};
-    if (quads > 0) quad_cascade(x, quads, 4 * W, part);
-    for (std::int64_t i = quads * 4; i < vectors; ++i)
+    T part[4 * W];
+    std::int64_t i = 0;  // registers summed so far
+    int used = 4;        // registers of part that hold sums
+    if (quads >= 16) {
+        std::fill(part, part + 4 * W, T(0));
+        quad_cascade(x, quads, 4 * W, part);
+        i = quads * 4;
+    } else if (quads > 0) {
+        // Fewer groups than the cascade's first step (2^4): they all go to its first level, in order
+        // (its three upper levels stay empty). That level starts at +0; here it starts at the first
+        // group itself. The sums can then differ only in the sign of a zero (while every element so far
+        // is -0), and `total` below starts at +0, which takes that sign away: the same bits. Inline and
+        // without zeroing the array first (GCC's rep stos): the sums of rows of 48 floats took four
+        // times as long through the cascade kernel.
+        std::copy(x, x + 4 * W, part);
+        for (std::int64_t q = 1; q < quads; ++q)
+            for (int k = 0; k < 4 * W; ++k) part[k] += x[q * 4 * W + k];
+        i = quads * 4;
+    } else {
+        // No group: the registers go to the first of four zero sums (the others add nothing, as
+        // above), which starts at the first register.
+        std::copy(x, x + W, part);
+        i = 1;
+        used = 1;
+    }
+    for (; i < vectors; ++i)
         for (int k = 0; k < W; ++k) part[k] += x[i * W + k];
-    for (int r = 1; r < 4; ++r)
+    for (int r = 1; r < used; ++r)
         for (int k = 0; k < W; ++k) part[k] += part[r * W + k];
     T total = 0;
     for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
