@@ -348,3 +348,59 @@ TEST_CASE("short broadcast runs (row and channel scales, bias rows, kron) give t
                                       .mul(b.reshape({1, 7, 1, 9}).expand({20, 7, 30, 9}).contiguous())
                                       .reshape({140, 270})));
 }
+
+TEST_CASE("results of permuted, transposed and sliced operands take PyTorch's layout (tests/golden/layout.txt)") {
+    // TensorIterator's output layout: the dims ordered by the operands' strides. Values are checked
+    // against the same ops on contiguous copies; the strides against PyTorch's.
+    auto ar = [](const xgrad::Shape& shape) {
+        return xgrad::arange(static_cast<double>(shape.numel())).reshape(shape) / 7.0 + 1.0;
+    };
+    const Tensor t = ar({4, 3}).t(), c = ar({3, 4}), p = ar({2, 3, 4}).permute({2, 0, 1}),
+                 s = ar({4, 3}).t().narrow(1, 0, 2), nhwc = ar({2, 4, 5, 3}).permute({0, 3, 1, 2}), col = ar({3, 1}),
+                 one = ar({3, 1}).t();
+    const std::vector<std::pair<std::string, std::function<Tensor(bool)>>> cases = {
+        // each case computed from the operands as they are (false) or from contiguous copies (true)
+        {"t.exp", [&](bool k) { return (k ? t.contiguous() : t).exp(); }},
+        {"t.mul_scalar", [&](bool k) { return (k ? t.contiguous() : t) * 2.0; }},
+        {"t.add_t", [&](bool k) { return k ? t.contiguous() + t.contiguous() : t + t; }},
+        {"t.mul_c", [&](bool k) { return (k ? t.contiguous() : t) * c; }},
+        {"c.mul_t", [&](bool k) { return c * (k ? t.contiguous() : t); }},
+        {"t.add_row", [&](bool k) { return (k ? t.contiguous() : t) + ar({4}); }},
+        {"t.mul_col", [&](bool k) { return (k ? t.contiguous() : t) * col; }},
+        {"col.sub_t", [&](bool k) { return col - (k ? t.contiguous() : t); }},
+        {"p.add_scalar", [&](bool k) { return (k ? p.contiguous() : p) + 1.0; }},
+        {"p.mul_p", [&](bool k) { return k ? p.contiguous() * p.contiguous() : p * p; }},
+        {"p.mul_bcast",
+         [&](bool k) {
+             return (k ? p.contiguous() : p) * ar({4, 1, 1});
+         }},
+        {"p.add_row", [&](bool k) { return (k ? p.contiguous() : p) + ar({3}); }},
+        {"p.neg", [&](bool k) { return (k ? p.contiguous() : p).neg(); }},
+        {"s.mul_scalar", [&](bool k) { return (k ? s.contiguous() : s) * 2.0; }},
+        {"s.add_s", [&](bool k) { return k ? s.contiguous() + s.contiguous() : s + s; }},
+        {"nhwc.mul_channel",
+         [&](bool k) {
+             return (k ? nhwc.contiguous() : nhwc) * ar({1, 3, 1, 1});
+         }},
+        {"nhwc.relu", [&](bool k) { return (k ? nhwc.contiguous() : nhwc).relu(); }},
+        {"nhwc.add_nhwc", [&](bool k) { return k ? nhwc.contiguous() + nhwc.contiguous() : nhwc + nhwc; }},
+        {"nhwc.mul_c",
+         [&](bool k) {
+             return (k ? nhwc.contiguous() : nhwc) * ar({2, 3, 4, 5});
+         }},
+        {"one.exp", [&](bool k) { return (k ? one.contiguous() : one).exp(); }},
+        {"one.add_row", [&](bool k) { return (k ? one.contiguous() : one) + ar({3}); }},
+    };
+    for (const auto& [name, fn] : cases) {
+        CAPTURE(name);
+        const Tensor r = fn(false), expected = fn(true);
+        CHECK(r.equal(expected));
+        const std::vector<std::int64_t> want = golden::get("layout.txt", name + ".strides").to_vector<std::int64_t>();
+        CHECK(std::vector<std::int64_t>(r.strides().begin(), r.strides().end()) == want);
+    }
+    // The gradient of a contiguous leaf stays contiguous (PyTorch's AccumulateGrad layout contract).
+    Tensor x = ar({4, 3}).requires_grad_();
+    (x.t().exp() * ar({3, 4})).sum().backward();
+    CHECK(x.grad().is_contiguous());
+    CHECK(x.grad().allclose(x.detach().exp() * ar({3, 4}).t()));
+}

@@ -2,6 +2,9 @@
 // call the device's kernel. Nothing here records autograd.
 #pragma once
 
+#include <algorithm>
+#include <vector>
+
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 
@@ -17,11 +20,135 @@ inline Tensor broadcast_view(const Tensor& t, const Shape& shape) {
     return make_view(t, shape, strides, t.storage_offset());
 }
 
+/// Whether `strides` lay out `shape` without gaps or overlaps in some order of the dims (PyTorch's
+/// is_non_overlapping_and_dense).
+inline bool dense_layout(const Shape& shape, const Strides& strides) {
+    std::vector<int> dims;
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+        if (shape[d] != 1) dims.push_back(d);
+    std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) {
+        return strides[static_cast<std::size_t>(a)] < strides[static_cast<std::size_t>(b)];
+    });
+    std::int64_t expected = 1;
+    for (int d : dims) {
+        if (strides[static_cast<std::size_t>(d)] != expected) return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+/// The strides PyTorch's TensorIterator gives an elementwise output of `shape` from its operands (each
+/// of `shape` or broadcasting to it), or none where that is row-major order (the output contiguous, as
+/// it always is when the operands are). Operands of the output's shape with one dense layout pass it on
+/// (its fast set-up); otherwise the dims are ordered as reorder_dimensions orders them: each pair by
+/// the first operand whose strides tell them apart (a stride of 0 decides nothing), equal strides
+/// putting the larger dim after the smaller. So x.t().exp() and x.t() * y.t() are transposed like
+/// x.t(), as in PyTorch, and are computed in one pass over memory in that order.
+inline Strides output_strides(const Shape& shape, std::initializer_list<const Tensor*> ops) {
+    const auto nd = static_cast<int>(shape.size());
+    bool same_shape = true, contiguous = true, same_strides = true;
+    for (const Tensor* t : ops) {
+        same_shape = same_shape && t->shape() == shape;
+        contiguous = contiguous && t->is_contiguous();
+        same_strides = same_strides && t->strides() == (*ops.begin())->strides();
+    }
+    if (nd < 2 || (same_shape && contiguous)) return {};
+    if (same_shape && nd == 4) {  // all channels-last: that layout
+        bool channels_last = true;
+        for (const Tensor* t : ops) {
+            std::int64_t expected = 1;
+            for (int d : {1, 3, 2, 0}) {
+                if (shape[d] == 1) continue;
+                channels_last = channels_last && t->strides()[static_cast<std::size_t>(d)] == expected;
+                expected *= shape[d];
+            }
+        }
+        if (channels_last) return {shape[1] * shape[3] * shape[2], 1, shape[1] * shape[3], shape[1]};
+    }
+    const Strides& first = (*ops.begin())->strides();
+    if (same_shape && same_strides && dense_layout(shape, first)) return first;
+    auto stride = [&](const Tensor* t, int d) -> std::int64_t {
+        const auto off = static_cast<int>(nd - t->dim());
+        if (d < off || (t->size(d - off) == 1 && shape[d] != 1)) return 0;
+        return t->strides()[static_cast<std::size_t>(d - off)];
+    };
+    // 1 when dim d0 should come after d1 (vary more slowly), -1 when before, 0 when no operand says.
+    auto should_swap = [&](int d0, int d1) {
+        for (const Tensor* t : ops) {
+            const std::int64_t s0 = stride(t, d0), s1 = stride(t, d1);
+            if (s0 == 0 || s1 == 0) continue;
+            if (s0 != s1) return s0 < s1 ? -1 : 1;
+            if (shape[d0] > shape[d1]) return 1;
+        }
+        return 0;
+    };
+    std::vector<int> perm(static_cast<std::size_t>(nd));  // fastest-varying first
+    for (int i = 0; i < nd; ++i) perm[static_cast<std::size_t>(i)] = nd - 1 - i;
+    // PyTorch's insertion sort, which stops at the first pair in order and passes undecided ones.
+    for (int i = 1; i < nd; ++i) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; --d0) {
+            const int c = should_swap(perm[static_cast<std::size_t>(d0)], perm[static_cast<std::size_t>(d1)]);
+            if (c > 0) {
+                std::swap(perm[static_cast<std::size_t>(d0)], perm[static_cast<std::size_t>(d1)]);
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+    bool moved = false;
+    for (int i = 0; i < nd; ++i) moved = moved || perm[static_cast<std::size_t>(i)] != nd - 1 - i;
+    if (!moved) return {};
+    Strides out(static_cast<std::size_t>(nd), 0);
+    std::int64_t step = 1;
+    for (int d : perm) {
+        out[static_cast<std::size_t>(d)] = step;
+        step *= shape[d];
+    }
+    return out;
+}
+
+/// An elementwise output of `shape` with `strides` (output_strides'), and its operands viewed so that
+/// the kernel writes a contiguous tensor: the dims in the order of the output's strides, slowest
+/// first. `result` is the output as the op returns it.
+struct OrderedOutput {
+    std::vector<int> order;  // the dims, slowest-varying first
+    Tensor dense, result;
+
+    OrderedOutput(const Shape& shape, const Strides& strides, DType dtype, Device device, const char* op) {
+        for (int d = 0; d < static_cast<int>(shape.size()); ++d) order.push_back(d);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+            return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+        });
+        dense = make_empty(in_order(shape), dtype, device, op);
+        result = make_view(dense, shape, strides, 0);
+    }
+    Shape in_order(const Shape& shape) const {
+        Shape s;
+        for (int d : order) s.push_back(shape[d]);
+        return s;
+    }
+    /// Operand `t` (of the output's shape, or broadcasting to it) with its dims in `order`.
+    Tensor operand(const Tensor& t, const Shape& shape) const {
+        const auto off = static_cast<int>(shape.size() - t.dim());
+        Strides st;
+        for (int d : order)
+            st.push_back(d < off || t.size(d - off) != shape[d] ? 0 : t.strides()[static_cast<std::size_t>(d - off)]);
+        return make_view(t, in_order(shape), st, t.storage_offset());
+    }
+};
+
 /// A new tensor of x's shape and dtype holding `op` applied to x.
 /// bool, uint8 and int32 operands are computed in int64 and the result converted back, which gives
 /// PyTorch's values (uint8 and int32 wrap around, a nonzero bool result is true).
 inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
     if (is_narrow(x.dtype())) return map_unary(x.to(kInt64), op, a, b).to(x.dtype());
+    if (const Strides st = output_strides(x.shape(), {&x}); !st.empty()) {
+        const OrderedOutput o(x.shape(), st, x.dtype(), x.device(), "empty");
+        kernels::unary(op, o.operand(x, x.shape()), o.dense, a, b);
+        return o.result;
+    }
     Tensor out = make_empty(x.shape(), x.dtype(), x.device());
     kernels::unary(op, x, out, a, b);
     return out;
@@ -33,12 +160,17 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
                          double b = 0) {
     check_same_device(x, y, name);
     if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b).to(x.dtype());
-    if (x.shape() == y.shape()) {  // no views to make (and no handles to copy)
+    if (x.shape() == y.shape() && x.is_contiguous() && y.is_contiguous()) {  // no views (and no handles to copy)
         Tensor out = make_empty(x.shape(), x.dtype(), x.device(), name);
         kernels::binary(op, x, y, out, a, b);
         return out;
     }
-    const Shape shape = broadcast_shapes(x.shape(), y.shape(), name);
+    const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
+    if (const Strides st = output_strides(shape, {&x, &y}); !st.empty()) {
+        const OrderedOutput o(shape, st, x.dtype(), x.device(), name);
+        kernels::binary(op, o.operand(x, shape), o.operand(y, shape), o.dense, a, b);
+        return o.result;
+    }
     Tensor out = make_empty(shape, x.dtype(), x.device(), name);
     Tensor xv, yv;  // a view only for an operand that is broadcast
     kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
