@@ -240,10 +240,42 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
     }
 }
 
+/// vec_math's varith kernel of op, if it has one: + - * / (correctly rounded), relu's, tanh's and
+/// sigmoid's gradients from the result (threshold_backward: 0 where the result is <= 0, else g, NaN
+/// included; g * (1 - t * t); g * s * (1 - s)), maximum and minimum (NaN propagates, as PyTorch's).
+std::optional<Arith> arith_of(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::kAdd:
+            return Arith::kAdd;
+        case BinaryOp::kSub:
+            return Arith::kSub;
+        case BinaryOp::kMul:
+            return Arith::kMul;
+        case BinaryOp::kDiv:
+            return Arith::kDiv;
+        case BinaryOp::kReluBackward:
+            return Arith::kReluBackward;
+        case BinaryOp::kTanhBackward:
+            return Arith::kTanhBackward;
+        case BinaryOp::kSigmoidBackward:
+            return Arith::kSigmoidBackward;
+        case BinaryOp::kMaximum:
+            return Arith::kMaximum;
+        case BinaryOp::kMinimum:
+            return Arith::kMinimum;
+        default:
+            return std::nullopt;
+    }
+}
+
 /// The binary maps that vec_math computes (non-temporal stores for large outputs where `stream`);
 /// false for the others. Tried before binary_block builds its xtensor views, as vec_unary.
 template <typename T>
 bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T a, T b, bool stream) {
+    if (const auto arith = arith_of(op)) {
+        varith(*arith, px, pq, po, n, stream);
+        return true;
+    }
     switch (op) {
         case BinaryOp::kLeakyReluBackward:
             vgrad_map(GradMap::kLeakyRelu, px, pq, a, b, po, n, stream);
@@ -265,34 +297,6 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
             return true;
         case BinaryOp::kLogSigmoidBackward:
             vlog_sigmoid_backward(px, pq, po, n);
-            return true;
-        case BinaryOp::kAdd:
-            varith(Arith::kAdd, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kSub:
-            varith(Arith::kSub, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kMul:
-            varith(Arith::kMul, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kDiv:
-            varith(Arith::kDiv, px, pq, po, n, stream);
-            return true;
-        // PyTorch's threshold_backward: 0 where the result is <= 0, else g (also where it is NaN).
-        case BinaryOp::kReluBackward:
-            varith(Arith::kReluBackward, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kTanhBackward:  // g * (1 - t * t) from the result t
-            varith(Arith::kTanhBackward, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kSigmoidBackward:  // g * s * (1 - s) from the result s
-            varith(Arith::kSigmoidBackward, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kMaximum:  // NaN propagates, as PyTorch's maximum (xsimd's max alone would drop it)
-            varith(Arith::kMaximum, px, pq, po, n, stream);
-            return true;
-        case BinaryOp::kMinimum:
-            varith(Arith::kMinimum, px, pq, po, n, stream);
             return true;
         case BinaryOp::kGeluBackward:
             vgelu_backward(px, pq, po, n);
@@ -561,22 +565,6 @@ std::optional<ScalarMap> scalar_operand_map(BinaryOp op, bool scalar_on_right) {
     }
 }
 
-/// The Arith kernel of +, -, * and /; none for the other ops.
-std::optional<Arith> arith_of(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::kAdd:
-            return Arith::kAdd;
-        case BinaryOp::kSub:
-            return Arith::kSub;
-        case BinaryOp::kMul:
-            return Arith::kMul;
-        case BinaryOp::kDiv:
-            return Arith::kDiv;
-        default:
-            return std::nullopt;
-    }
-}
-
 /// How a binary op's two operands lie along the innermost dim of their geometry, for varith_rows: both
 /// contiguous, or one of them contiguous and the other one value (stride 0); none otherwise.
 std::optional<RowOperands> row_operands(const StridedGeometry<2>& geo) {
@@ -669,7 +657,7 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         if constexpr (std::is_floating_point_v<T>) {
             const auto layout = row_operands(geo);
             const auto arith = arith_of(op);
-            if (layout && arith && geo.sizes.back() < kScalarRun) {
+            if (layout && arith && *arith <= Arith::kDiv && geo.sizes.back() < kScalarRun) {
                 parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
                     std::int64_t i = lo;
                     geo.for_blocks(

@@ -48,6 +48,21 @@ struct StridedGeometry {
         }
     }
 
+    /// The multi-index of element `lo` (row-major) and each operand's offset there.
+    void start_at(std::int64_t lo, Strides& idx, std::array<std::int64_t, N>& off) const {
+        const auto nd = static_cast<std::int64_t>(sizes.size());
+        idx = Strides(static_cast<std::size_t>(nd), 0);
+        off = offsets;
+        std::int64_t rest = lo;
+        for (std::int64_t d = nd - 1; d >= 0; --d) {
+            const auto du = static_cast<std::size_t>(d);
+            idx[du] = rest % sizes[du];
+            rest /= sizes[du];
+            for (int k = 0; k < N; ++k)
+                off[static_cast<std::size_t>(k)] += idx[du] * strides[static_cast<std::size_t>(k)][du];
+        }
+    }
+
     /// As for_runs, a block of whole runs at a time where it can: `run(count, rows, offsets,
     /// inner_strides, row_strides)` for `rows` runs of `count` elements along the dim next to the
     /// innermost, run r starting r·row_strides after `offsets`. A run cut by lo or hi, and every run
@@ -68,16 +83,9 @@ struct StridedGeometry {
             return;
         }
         const std::int64_t inner = sizes.back(), outer = sizes[static_cast<std::size_t>(nd - 2)];
-        Strides idx(static_cast<std::size_t>(nd), 0);
-        std::array<std::int64_t, N> off = offsets;
-        std::int64_t rest = lo;
-        for (std::int64_t d = nd - 1; d >= 0; --d) {
-            const auto du = static_cast<std::size_t>(d);
-            idx[du] = rest % sizes[du];
-            rest /= sizes[du];
-            for (int k = 0; k < N; ++k)
-                off[static_cast<std::size_t>(k)] += idx[du] * strides[static_cast<std::size_t>(k)][du];
-        }
+        Strides idx;
+        std::array<std::int64_t, N> off;
+        start_at(lo, idx, off);
         const auto last = static_cast<std::size_t>(nd - 1), row = static_cast<std::size_t>(nd - 2);
         std::int64_t i = lo;
         while (i < hi) {
@@ -120,17 +128,9 @@ struct StridedGeometry {
         std::array<std::int64_t, N> inner_stride{};
         for (int k = 0; k < N; ++k)
             inner_stride[static_cast<std::size_t>(k)] = strides[static_cast<std::size_t>(k)].back();
-        // The multi-index of `lo` and each operand's offset there.
-        Strides idx(static_cast<std::size_t>(nd), 0);
-        std::array<std::int64_t, N> off = offsets;
-        std::int64_t rest = lo;
-        for (std::int64_t d = nd - 1; d >= 0; --d) {
-            const auto du = static_cast<std::size_t>(d);
-            idx[du] = rest % sizes[du];
-            rest /= sizes[du];
-            for (int k = 0; k < N; ++k)
-                off[static_cast<std::size_t>(k)] += idx[du] * strides[static_cast<std::size_t>(k)][du];
-        }
+        Strides idx;
+        std::array<std::int64_t, N> off;
+        start_at(lo, idx, off);
         std::int64_t i = lo;
         while (i < hi) {
             const std::int64_t count = std::min(inner - idx[static_cast<std::size_t>(nd - 1)], hi - i);
