@@ -20,17 +20,38 @@ inline Tensor broadcast_view(const Tensor& t, const Shape& shape) {
     return make_view(t, shape, strides, t.storage_offset());
 }
 
+/// Whether `t` is a fresh tensor or a broadcast (expand) view of one: its strides row-major, size-1
+/// dims included, where they are not 0. Operands that all are leave output_strides no pair of dims
+/// to swap (its sort swaps only on equal nonzero strides, which such operands have only across dims of
+/// size 1), unless the output is empty: the common case, decided here without it.
+inline bool row_major(const Tensor& t) {
+    const Shape& shape = t.shape();
+    const Strides& st = t.strides();
+    std::int64_t expected = 1;
+    for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+        const std::int64_t s = st[static_cast<std::size_t>(d)];
+        if (s == 0) continue;
+        if (s != expected) return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
 /// Whether `strides` lay out `shape` without gaps or overlaps in some order of the dims (PyTorch's
 /// is_non_overlapping_and_dense).
 inline bool dense_layout(const Shape& shape, const Strides& strides) {
-    std::vector<int> dims;
-    for (int d = 0; d < static_cast<int>(shape.size()); ++d)
-        if (shape[d] != 1) dims.push_back(d);
-    std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) {
-        return strides[static_cast<std::size_t>(a)] < strides[static_cast<std::size_t>(b)];
-    });
+    // The dims of size > 1 by stride, smallest first (an insertion sort into an inline list: no heap).
+    Strides dims;
+    for (std::int64_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 1) continue;
+        const std::int64_t s = strides[static_cast<std::size_t>(d)];
+        if (s <= 0) return false;
+        dims.push_back(d);
+        for (std::size_t i = dims.size() - 1; i > 0 && strides[static_cast<std::size_t>(dims[i - 1])] > s; --i)
+            std::swap(dims[i - 1], dims[i]);
+    }
     std::int64_t expected = 1;
-    for (int d : dims) {
+    for (std::int64_t d : dims) {
         if (strides[static_cast<std::size_t>(d)] != expected) return false;
         expected *= shape[d];
     }
@@ -144,6 +165,11 @@ struct OrderedOutput {
 /// PyTorch's values (uint8 and int32 wrap around, a nonzero bool result is true).
 inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
     if (is_narrow(x.dtype())) return map_unary(x.to(kInt64), op, a, b).to(x.dtype());
+    if (row_major(x) && x.numel() > 0) {
+        Tensor out = make_empty(x.shape(), x.dtype(), x.device());
+        kernels::unary(op, x, out, a, b);
+        return out;
+    }
     if (const Strides st = output_strides(x.shape(), {&x}); !st.empty()) {
         const OrderedOutput o(x.shape(), st, x.dtype(), x.device(), "empty");
         kernels::unary(op, o.operand(x, x.shape()), o.dense, a, b);
@@ -160,13 +186,14 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
                          double b = 0) {
     check_same_device(x, y, name);
     if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b).to(x.dtype());
-    if (x.shape() == y.shape() && x.is_contiguous() && y.is_contiguous()) {  // no views (and no handles to copy)
+    const bool fresh = row_major(x) && row_major(y);  // then the output is row-major too
+    if (x.shape() == y.shape() && fresh) {            // no views (and no handles to copy)
         Tensor out = make_empty(x.shape(), x.dtype(), x.device(), name);
         kernels::binary(op, x, y, out, a, b);
         return out;
     }
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
-    if (const Strides st = output_strides(shape, {&x, &y}); !st.empty()) {
+    if (const Strides st = fresh && shape.numel() > 0 ? Strides() : output_strides(shape, {&x, &y}); !st.empty()) {
         const OrderedOutput o(shape, st, x.dtype(), x.device(), name);
         kernels::binary(op, o.operand(x, shape), o.operand(y, shape), o.dense, a, b);
         return o.result;

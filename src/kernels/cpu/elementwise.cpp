@@ -243,7 +243,7 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
 /// vec_math's varith kernel of op, if it has one: + - * / (correctly rounded), relu's, tanh's and
 /// sigmoid's gradients from the result (threshold_backward: 0 where the result is <= 0, else g, NaN
 /// included; g * (1 - t * t); g * s * (1 - s)), maximum and minimum (NaN propagates, as PyTorch's).
-std::optional<Arith> arith_of(BinaryOp op) {
+[[gnu::always_inline]] inline std::optional<Arith> arith_of(BinaryOp op) {
     switch (op) {
         case BinaryOp::kAdd:
             return Arith::kAdd;
