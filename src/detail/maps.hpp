@@ -165,7 +165,7 @@ struct OrderedOutput {
 /// PyTorch's values (uint8 and int32 wrap around, a nonzero bool result is true).
 inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
     if (is_narrow(x.dtype())) return map_unary(x.to(kInt64), op, a, b).to(x.dtype());
-    if (row_major(x) && x.numel() > 0) {
+    if (row_major(x)) {  // a contiguous x, or a broadcast view: a contiguous result, as PyTorch's
         Tensor out = make_empty(x.shape(), x.dtype(), x.device());
         kernels::unary(op, x, out, a, b);
         return out;

@@ -22,8 +22,12 @@ template <typename F>
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, F&& body) {
     const std::int64_t n = end - begin;
     if (n <= 0) return;
+    if (n < 2 * grain) {  // before asking the thread count: most calls of a small model's step end here
+        body(begin, end);
+        return;
+    }
     const int threads = num_threads();
-    if (threads == 1 || n < 2 * grain || in_parallel_region()) {
+    if (threads == 1 || in_parallel_region()) {
         body(begin, end);
         return;
     }
