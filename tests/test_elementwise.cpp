@@ -391,9 +391,10 @@ TEST_CASE("results of permuted, transposed and sliced operands take PyTorch's la
         {"one.exp", [&](bool k) { return (k ? one.contiguous() : one).exp(); }},
         {"one.add_row", [&](bool k) { return (k ? one.contiguous() : one) + ar({3}); }},
     };
-    for (const auto& [name, fn] : cases) {
+    for (const auto& c : cases) {
+        const std::string& name = c.first;  // not a structured binding: CAPTURE's lambda takes it (clang)
         CAPTURE(name);
-        const Tensor r = fn(false), expected = fn(true);
+        const Tensor r = c.second(false), expected = c.second(true);
         CHECK(r.equal(expected));
         const std::vector<std::int64_t> want = golden::get("layout.txt", name + ".strides").to_vector<std::int64_t>();
         CHECK(std::vector<std::int64_t>(r.strides().begin(), r.strides().end()) == want);
