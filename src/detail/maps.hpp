@@ -165,12 +165,8 @@ struct OrderedOutput {
 /// PyTorch's values (uint8 and int32 wrap around, a nonzero bool result is true).
 inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, double b = 0) {
     if (is_narrow(x.dtype())) return map_unary(x.to(kInt64), op, a, b).to(x.dtype());
-    if (row_major(x)) {  // a contiguous x, or a broadcast view: a contiguous result, as PyTorch's
-        Tensor out = make_empty(x.shape(), x.dtype(), x.device());
-        kernels::unary(op, x, out, a, b);
-        return out;
-    }
-    if (const Strides st = output_strides(x.shape(), {&x}); !st.empty()) {
+    // A contiguous x, or a broadcast view of one, gives a contiguous result, as PyTorch's.
+    if (const Strides st = row_major(x) ? Strides() : output_strides(x.shape(), {&x}); !st.empty()) {
         const OrderedOutput o(x.shape(), st, x.dtype(), x.device(), "empty");
         kernels::unary(op, o.operand(x, x.shape()), o.dense, a, b);
         return o.result;

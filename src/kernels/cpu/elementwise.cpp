@@ -643,14 +643,6 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         const StridedGeometry<2> geo(out.shape(), {&x, &y});
         const T* px = base_of<T>(x);
         const T* py = base_of<T>(y);
-        // An operand that is one value along a run (a column broadcast across rows, either side of
-        // outer()) makes the run a map with a scalar, as x * 2.0: z * c for a 1000x1 c 0.205 -> about
-        // 0.1 ms, outer() of 1000 and 1000 0.175 -> about 0.05 ms (PyTorch 1.13: 0.076 and 0.042).
-        std::optional<ScalarMap> scalar_right, scalar_left;
-        if constexpr (std::is_floating_point_v<T>) {
-            scalar_right = scalar_operand_map(op, true);
-            scalar_left = scalar_operand_map(op, false);
-        }
         // Short runs of +, -, * or / along which each operand runs or is one value (a row or channel
         // scale, a bias row, kron): many runs to a call (varith_rows), where a call per run cost more
         // than the arithmetic. (64, 64, 7, 7) * (1, 64, 1, 1) at one thread: 111 -> 21 us (PyTorch 21).
@@ -669,6 +661,14 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
                 });
                 return;
             }
+        }
+        // An operand that is one value along a run (a column broadcast across rows, either side of
+        // outer()) makes the run a map with a scalar, as x * 2.0: z * c for a 1000x1 c 0.205 -> about
+        // 0.1 ms, outer() of 1000 and 1000 0.175 -> about 0.05 ms (PyTorch 1.13: 0.076 and 0.042).
+        std::optional<ScalarMap> scalar_right, scalar_left;
+        if constexpr (std::is_floating_point_v<T>) {
+            scalar_right = scalar_operand_map(op, true);
+            scalar_left = scalar_operand_map(op, false);
         }
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T bx[kBlock], by[kBlock];

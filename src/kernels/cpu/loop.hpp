@@ -63,6 +63,19 @@ struct StridedGeometry {
         }
     }
 
+    /// After idx[d] advanced: while a dim is past its end, back to its start and one on in the dim
+    /// further out, each operand's offset following.
+    void carry(Strides& idx, std::array<std::int64_t, N>& off, std::size_t d) const {
+        for (; d > 0 && idx[d] == sizes[d]; --d) {
+            for (int k = 0; k < N; ++k) {
+                const auto& st = strides[static_cast<std::size_t>(k)];
+                off[static_cast<std::size_t>(k)] += st[d - 1] - sizes[d] * st[d];
+            }
+            idx[d] = 0;
+            ++idx[d - 1];
+        }
+    }
+
     /// As for_runs, a block of whole runs at a time where it can: `run(count, rows, offsets,
     /// inner_strides, row_strides)` for `rows` runs of `count` elements along the dim next to the
     /// innermost, run r starting r·row_strides after `offsets`. A run cut by lo or hi, and every run
@@ -109,14 +122,7 @@ struct StridedGeometry {
                 idx[last] += count;
                 moved = last;
             }
-            for (auto d = moved; d > 0 && idx[d] == sizes[d]; --d) {  // carry into the dims further out
-                for (int k = 0; k < N; ++k) {
-                    const auto& st = strides[static_cast<std::size_t>(k)];
-                    off[static_cast<std::size_t>(k)] += st[d - 1] - sizes[d] * st[d];
-                }
-                idx[d] = 0;
-                ++idx[d - 1];
-            }
+            carry(idx, off, moved);
         }
     }
 
@@ -141,16 +147,7 @@ struct StridedGeometry {
             for (int k = 0; k < N; ++k)
                 off[static_cast<std::size_t>(k)] += count * inner_stride[static_cast<std::size_t>(k)];
             idx[static_cast<std::size_t>(nd - 1)] += count;
-            for (std::int64_t d = nd - 1;
-                 d > 0 && idx[static_cast<std::size_t>(d)] == sizes[static_cast<std::size_t>(d)]; --d) {
-                const auto du = static_cast<std::size_t>(d);
-                for (int k = 0; k < N; ++k)
-                    off[static_cast<std::size_t>(k)] -= sizes[du] * strides[static_cast<std::size_t>(k)][du];
-                idx[du] = 0;
-                ++idx[du - 1];
-                for (int k = 0; k < N; ++k)
-                    off[static_cast<std::size_t>(k)] += strides[static_cast<std::size_t>(k)][du - 1];
-            }
+            carry(idx, off, static_cast<std::size_t>(nd - 1));
         }
     }
 };
