@@ -189,20 +189,26 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
             // (width, rows): out[r] is the extreme of column r, read row by row (PyTorch's amax(0) is
             // vectorised across the columns too). A later element replaces the running one only when
             // it is greater (smaller), or NaN where the running one is not: the first extreme and the
-            // first NaN win, as extreme_index's. amax(0) of 1024x1500 floats 0.42 -> 0.31 ms.
+            // first NaN win, as extreme_index's. Floats take varith's maximum (minimum) of (row,
+            // running), vectorised on the CPU's best instruction set: it keeps the running value on
+            // ties, and of two NaNs takes the later one (which NaN it is shows in no value or print).
+            // amax(0) of 1024x1500 floats: 0.42 -> 0.31 ms (the loop) -> 0.2 ms.
             auto columns = [&](auto better) {
                 for_column_blocks(v, [&](std::int64_t b0, std::int64_t b1) {
                     std::copy(in + b0, in + b1, o + b0);
                     for (std::int64_t i = 1; i < v.width; ++i) {
                         const T* x = in + i * v.rows;
-                        for (std::int64_t r = b0; r < b1; ++r) o[r] = better(x[r], o[r]) ? x[r] : o[r];
+                        if constexpr (std::is_floating_point_v<T>)
+                            varith(max ? Arith::kMaximum : Arith::kMinimum, x + b0, o + b0, o + b0, b1 - b0, false);
+                        else
+                            for (std::int64_t r = b0; r < b1; ++r) o[r] = better(x[r], o[r]) ? x[r] : o[r];
                     }
                 });
             };
             if (max)
-                columns([](T b, T a) { return (b > a) | ((b != b) & (a == a)); });
+                columns([](T b, T a) { return b > a; });
             else
-                columns([](T b, T a) { return (b < a) | ((b != b) & (a == a)); });
+                columns([](T b, T a) { return b < a; });
             return;
         }
         parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
