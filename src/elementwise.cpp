@@ -659,6 +659,28 @@ void check_lerp_dtype(const Tensor& self, const Tensor& t, const char* what) {
                              c_name(t.dtype()));
 }
 
+/// PyTorch's lerp of self, end and weight (one floating dtype), broadcast together, in one pass of the
+/// device's lerp kernel (kernels::Backend::lerp: PyTorch's formula and its fused multiply-adds, so its
+/// bits); the result takes its operands' layout, as the elementwise maps' results do.
+Tensor lerp_map(const Tensor& self, const Tensor& end, const Tensor& weight) {
+    detail::check_same_device(self, end, "lerp");
+    detail::check_same_device(self, weight, "lerp");
+    const Shape shape =
+        detail::broadcast_shapes(detail::broadcast_shapes(self.shape(), end.shape(), "lerp"), weight.shape(), "lerp");
+    const bool fresh = detail::row_major(self) && detail::row_major(end) && detail::row_major(weight);
+    if (const Strides st =
+            fresh && shape.numel() > 0 ? Strides() : detail::output_strides(shape, {&self, &end, &weight});
+        !st.empty()) {
+        const detail::OrderedOutput o(shape, st, self.dtype(), self.device(), "lerp");
+        kernels::lerp(o.operand(self, shape), o.operand(end, shape), o.operand(weight, shape), o.dense);
+        return o.result;
+    }
+    Tensor out = detail::make_empty(shape, self.dtype(), self.device(), "lerp");
+    kernels::lerp(detail::broadcast_view(self, shape), detail::broadcast_view(end, shape),
+                  detail::broadcast_view(weight, shape), out);
+    return out;
+}
+
 }  // namespace
 
 Tensor Tensor::lerp(const Tensor& end, double weight) const {
@@ -666,13 +688,8 @@ Tensor Tensor::lerp(const Tensor& end, double weight) const {
     detail::check_defined(end, "lerp");
     check_lerp_dtype(*this, end, "end");
     if (!is_floating_point()) detail::fail("lerp", "needs a floating-point tensor, got " + to_string(dtype()));
-    Tensor out;
-    {
-        // PyTorch's formula: from the nearer end, so that weight 0 gives self and 1 gives end exactly.
-        NoGradGuard no_grad;
-        const Tensor a = detach(), b = end.detach();
-        out = weight < 0.5 ? a + (b - a) * weight : b - (b - a) * (1.0 - weight);
-    }
+    // The weight as a 0-d tensor of self's dtype (PyTorch converts it so too), broadcast.
+    Tensor out = lerp_map(*this, end, scalar_like(*this, weight));
     if (detail::needs_grad({this, &end}))
         detail::record(out, "LerpBackward0", {this, &end},
                        [sa = shape(), sb = end.shape(), weight](const Tensor& g, const NeedsGrad& n) {
@@ -689,14 +706,7 @@ Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
     check_lerp_dtype(*this, end, "end");
     check_lerp_dtype(*this, weight, "weight");
     if (!is_floating_point()) detail::fail("lerp", "needs a floating-point tensor, got " + to_string(dtype()));
-    Tensor out;
-    {
-        // self + weight (end - self) everywhere: PyTorch switches to end - (end - self)(1 - weight)
-        // above 0.5, which only moves the last bit.
-        NoGradGuard no_grad;
-        const Tensor a = detach();
-        out = a + weight.detach() * (end.detach() - a);
-    }
+    Tensor out = lerp_map(*this, end, weight);
     if (detail::needs_grad({this, &end, &weight}))
         detail::record(out, "LerpBackward1", {this, &end, &weight},
                        [a = detail::Saved(*this), b = detail::Saved(end), w = detail::Saved(weight)](

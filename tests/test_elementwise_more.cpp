@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 #include "xgrad/xgrad.hpp"
 
@@ -264,6 +265,69 @@ TEST_CASE("lerp with a scalar and a tensor weight") {
         {"lerp_tensor", [](auto& in) { return xgrad::lerp(in[0], in[1], in[2]); }},
     });
     check_torch_error([] { xgrad::ones({2}).lerp(xgrad::ones({2}, xgrad::kFloat64), 0.5); }, "lerp_dtype", "lerp");
+}
+
+TEST_CASE("lerp gives PyTorch's bits: one fused multiply-add per form where the CPU has FMA") {
+    // PyTorch's AVX2 kernel fuses w * (b - a) + a and -(b - a) * (1 - w) + b; without FMA (SSE2)
+    // xgrad rounds twice, as PyTorch's default kernel: checked against those two roundings here.
+    namespace vm = xgrad::kernels::cpu;
+    const vm::SimdArch saved = vm::simd_arch();
+    auto bits_equal = [](const Tensor& got, const Tensor& want) {
+        const std::vector<double> g = got.to(xgrad::kFloat64).to_vector<double>(),
+                                  w = want.to(xgrad::kFloat64).to_vector<double>();
+        int wrong = g.size() == w.size() ? 0 : 1;
+        for (std::size_t i = 0; i < g.size() && i < w.size(); ++i)
+            wrong += std::isnan(w[i]) ? !std::isnan(g[i]) : std::memcmp(&g[i], &w[i], sizeof(double)) != 0;
+        return wrong;
+    };
+    // The unfused forms, element by element (the build has no contraction): SSE2's results.
+    auto unfused = [](const Tensor& a, const Tensor& b, const Tensor& w) {
+        const Tensor shape_of = a + b + w;  // the broadcast shape, in row-major order
+        const auto ab = a.expand(shape_of.shape()).contiguous(), bb = b.expand(shape_of.shape()).contiguous(),
+                   wb = w.expand(shape_of.shape()).contiguous();
+        if (a.dtype() == xgrad::kFloat32) {
+            std::vector<float> x = ab.to_vector<float>(), y = bb.to_vector<float>(), t = wb.to_vector<float>(), r;
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                const float d = y[i] - x[i];
+                r.push_back(t[i] < 0.5f ? x[i] + t[i] * d : y[i] - d * (1.0f - t[i]));
+            }
+            return xgrad::from_vector(r, shape_of.shape());
+        }
+        std::vector<double> x = ab.to_vector<double>(), y = bb.to_vector<double>(), t = wb.to_vector<double>(), r;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const double d = y[i] - x[i];
+            r.push_back(t[i] < 0.5 ? x[i] + t[i] * d : y[i] - d * (1.0 - t[i]));
+        }
+        return xgrad::from_vector(r, shape_of.shape(), xgrad::kFloat64);
+    };
+    for (vm::SimdArch arch : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2}) {
+        if (!vm::simd_arch_supported(arch)) continue;
+        vm::set_simd_arch(arch);
+        const bool fma = arch != vm::SimdArch::kSse2;
+        for (const std::string dt : {"float32", "float64"}) {
+            auto get = [&](const std::string& key) { return golden::get("lerp.txt", dt + "." + key); };
+            const Tensor a = get("a"), b = get("b"), w = get("w"), row = get("row"), col = get("col");
+            CAPTURE(dt);
+            CAPTURE(static_cast<int>(arch));
+            CHECK(bits_equal(a.lerp(b, w), fma ? get("tensor") : unfused(a, b, w)) == 0);
+            for (double s : {-0.6, 0.0, 0.3, 0.5, 0.7, 1.0, 1.2}) {
+                std::ostringstream key;
+                key << "scalar" << s << (s == static_cast<int>(s) ? ".0" : "");
+                CAPTURE(key.str());
+                const Tensor ws = xgrad::full({}, s, a.dtype());
+                CHECK(bits_equal(xgrad::lerp(a, b, s), fma ? get(key.str()) : unfused(a, b, ws)) == 0);
+            }
+            // a transposed self, a broadcast end row and a weight per row of the result
+            const Tensor at = a.t().contiguous().t();
+            CHECK(bits_equal(at.lerp(row, col), fma ? get("broadcast") : unfused(at, row, col)) == 0);
+        }
+    }
+    vm::set_simd_arch(saved);
+    // The unfused forms differ from PyTorch's in the last bit for about a third of these elements:
+    // the test above can tell them apart.
+    const Tensor a = golden::get("lerp.txt", "float32.a"), b = golden::get("lerp.txt", "float32.b"),
+                 w = golden::get("lerp.txt", "float32.w");
+    CHECK(bits_equal(unfused(a, b, w), golden::get("lerp.txt", "float32.tensor")) > 50);
 }
 
 TEST_CASE("clamp, clamp_min and clamp_max with tensor and scalar bounds") {

@@ -53,6 +53,10 @@ struct SgdTensors {
 struct Backend {
     void (*unary)(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
     void (*binary)(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b);
+    /// out (contiguous, floating) = PyTorch 1.13's lerp of self, end and weight, strided views of out's
+    /// shape and dtype (broadcast dims have stride 0): weight < 0.5 ? self + weight (end - self) :
+    /// end - (end - self)(1 - weight), each a fused multiply-add where the device has FMA.
+    void (*lerp)(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out);
     /// `dst` (any strides, same shape) = `src` converted to dst's dtype. Either may be on the CPU
     /// when the other is on this device: copies between the host and a device are this device's.
     void (*copy)(const Tensor& src, const Tensor& dst);
@@ -193,6 +197,9 @@ inline void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a = 0, 
 }
 inline void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a = 0, double b = 0) {
     backend(out.device()).binary(op, x, y, out, a, b);
+}
+inline void lerp(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
+    backend(out.device()).lerp(self, end, weight, out);
 }
 /// Copies between devices go to the device that is not the CPU (it knows how to reach the host).
 inline void copy(const Tensor& src, const Tensor& dst) {

@@ -7,6 +7,7 @@ const Backend& backend() {
     static const Backend table{
         .unary = unary,
         .binary = binary,
+        .lerp = lerp,
         .copy = copy,
         .fill = fill,
         .axpy = axpy,

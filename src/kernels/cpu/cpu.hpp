@@ -8,6 +8,7 @@ namespace xgrad::kernels::cpu {
 
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b);
 void binary(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& out, double a, double b);
+void lerp(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out);
 void copy(const Tensor& src, const Tensor& dst);
 /// Whether t's last two dims are a transposed matrix (dim -2 of stride 1, dim -1 of a stride at least
 /// dim -2's size), as x.t() is: the layout copy() moves tile by tile.

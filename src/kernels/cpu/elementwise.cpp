@@ -701,4 +701,33 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
     });
 }
 
+void lerp(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
+    const std::int64_t n = out.numel();
+    if (n == 0) return;
+    detail::dispatch_float(out.dtype(), "lerp", [&](auto tag) {
+        using T = decltype(tag);
+        T* po = out.impl()->data<T>();
+        const StridedGeometry<3> geo(out.shape(), {&self, &end, &weight});
+        const T* pa = base_of<T>(self);
+        const T* pb = base_of<T>(end);
+        const T* pw = base_of<T>(weight);
+        // Runs of self and end (gathered when strided) and a run or one value of the weight (a scalar
+        // weight is a 0-d tensor broadcast), vec_math's vlerp a block at a time.
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            T ba[kBlock], bb[kBlock], bw[kBlock];
+            std::int64_t i = lo;
+            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+                const std::int64_t block = st[0] == 1 && st[1] == 1 && st[2] <= 1 ? count : kBlock;
+                for (std::int64_t j = 0; j < count; j += block) {
+                    const std::int64_t c = std::min(block, count - j);
+                    const T* w = st[2] == 0 ? pw + off[2] : contiguous_run(pw, off[2] + j * st[2], st[2], c, bw);
+                    vlerp(contiguous_run(pa, off[0] + j * st[0], st[0], c, ba),
+                          contiguous_run(pb, off[1] + j * st[1], st[1], c, bb), w, st[2] == 0 ? 0 : 1, po + i + j, c);
+                }
+                i += count;
+            });
+        });
+    });
+}
+
 }  // namespace xgrad::kernels::cpu

@@ -352,6 +352,12 @@ void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
     kernels<double>().norm_moments(x, n, mean, m2);
 }
+void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, float* y, std::int64_t n) {
+    if (n > 0) kernels<float>().lerp(a, b, w, w_step, y, n);
+}
+void vlerp(const double* a, const double* b, const double* w, std::int64_t w_step, double* y, std::int64_t n) {
+    if (n > 0) kernels<double>().lerp(a, b, w, w_step, y, n);
+}
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,
              std::int64_t n) {
     if (n > 0) kernels<float>().select(c, a, a_step, b, b_step, y, n);

@@ -235,6 +235,13 @@ enum class ScalarMap {
     kHardswish,    ///< x * min(max(x + 3, 0), 6) / 6
     kSoftplus,     ///< x * a > b ? x : log1p(exp(x * a)) / a (a: beta, b: threshold; never streamed)
 };
+/// y[i] = PyTorch 1.13's lerp of a[i], b[i] and weight w = w[i * w_step] (a step of 0: one weight
+/// for every element): w < 0.5 ? a + w (b - a) : b - (b - a)(1 - w), each a fused multiply-add where
+/// the instruction set has FMA (as PyTorch's AVX2 kernel, whose compiler fuses them), two roundings
+/// elsewhere (as its default kernel). NaN weights take the second form.
+void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, float* y, std::int64_t n);
+/// As the float overload.
+void vlerp(const double* a, const double* b, const double* w, std::int64_t w_step, double* y, std::int64_t n);
 /// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
 /// of 1: a run), as bits: a blend, without a branch on c.
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,

@@ -2201,6 +2201,31 @@ void by_steps(std::int64_t a_step, std::int64_t b_step, F&& run) {
         run(std::false_type{}, std::false_type{});
 }
 
+/// vec_math.hpp's vlerp.
+template <class B>
+[[gnu::flatten]] void lerp_(const typename B::value_type* a, const typename B::value_type* b,
+                            const typename B::value_type* w, std::int64_t w_step, typename B::value_type* y,
+                            std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const B half(T(0.5)), one(T(1));
+    auto at = [&](std::int64_t i, const B& wv) {
+        const B av = B::load_unaligned(a + i), bv = B::load_unaligned(b + i), d = bv - av;
+        return xsimd::select(wv < half, mla(wv, d, av), mla(-d, one - wv, bv));
+    };
+    std::int64_t i = 0;
+    if (w_step == 0) {
+        const B wv(w[0]);
+        for (; i + kW <= n; i += kW) at(i, wv).store_unaligned(y + i);
+    } else {
+        for (; i + kW <= n; i += kW) at(i, B::load_unaligned(w + i)).store_unaligned(y + i);
+    }
+    for (; i < n; ++i) {
+        const T wi = w[i * w_step], d = b[i] - a[i];
+        y[i] = wi < T(0.5) ? mla_s<B>(wi, d, a[i]) : mla_s<B>(-d, T(1) - wi, b[i]);
+    }
+}
+
 /// vec_math.hpp's vselect.
 template <class B>
 void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
@@ -2621,6 +2646,7 @@ VecMathKernels<T> kernels_for() {
     k.row_extreme_index = [](const T* x, std::int64_t n, bool max) {
         return max ? row_extreme_index_<B, true>(x, n) : row_extreme_index_<B, false>(x, n);
     };
+    k.lerp = lerp_<B>;
     k.select = select_<B>;
     set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);

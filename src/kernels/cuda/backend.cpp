@@ -57,6 +57,12 @@ void binary_entry(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& o
                  a, b);
 }
 
+void lerp_entry(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
+    use_device(out, {&self, &end, &weight}, "lerp");
+    cuda::lerp(scalar(out.dtype()), ptr(self), ptr(end), ptr(weight), ptr(out),
+               walk_of<3>(out.shape(), {&self, &end, &weight}, "lerp"));
+}
+
 // ---- copies ---------------------------------------------------------------------------------------------
 
 /// dst = src on one device: the strided copy kernel.
@@ -417,6 +423,7 @@ const Backend& backend() {
     static const Backend table{
         .unary = unary_entry,
         .binary = binary_entry,
+        .lerp = lerp_entry,
         .copy = copy_entry,
         .fill = fill_entry,
         .axpy = axpy_entry,

@@ -180,7 +180,28 @@ __global__ void binary_kernel(BinaryOp op, const T* x, const T* y, T* out, Walk<
     }
 }
 
+/// PyTorch's lerp, each form one fused multiply-add (as PyTorch's CUDA kernel, which nvcc fuses).
+template <typename T>
+__global__ void lerp_kernel(const T* self, const T* end, const T* weight, T* out, Walk<3> walk) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < walk.numel; i += i64{gridDim.x} * blockDim.x) {
+        i64 off[3];
+        walk_offsets(walk, i, off);
+        const T a = self[off[0]], b = end[off[1]], w = weight[off[2]], d = b - a;
+        out[i] = w < T(0.5) ? fma(w, d, a) : fma(-d, T(1) - w, b);
+    }
+}
+
 }  // namespace
+
+void lerp(Scalar t, const void* self, const void* end, const void* weight, void* out, const Walk<3>& walk) {
+    if (walk.numel == 0) return;
+    dispatch_float(t, "lerp", [&](auto tag) {
+        using T = decltype(tag);
+        lerp_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<const T*>(self), static_cast<const T*>(end),
+                                                             static_cast<const T*>(weight), static_cast<T*>(out), walk);
+    });
+    check_launch("lerp kernel");
+}
 
 void unary(UnaryOp op, Scalar t, const void* x, void* out, const Walk<1>& walk, double a, double b) {
     if (walk.numel == 0) return;

@@ -35,6 +35,8 @@ struct Walk {
 // ---- elementwise.cu: out (contiguous) = op(x[, y]) --------------------------------------------------
 void unary(UnaryOp op, Scalar t, const void* x, void* out, const Walk<1>& walk, double a, double b);
 void binary(BinaryOp op, Scalar t, const void* x, const void* y, void* out, const Walk<2>& walk, double a, double b);
+/// out = lerp(self, end, weight) (kernels::Backend::lerp); the walk's operands are (self, end, weight).
+void lerp(Scalar t, const void* self, const void* end, const void* weight, void* out, const Walk<3>& walk);
 
 // ---- copy.cu ------------------------------------------------------------------------------------
 /// dst (operand 0 of the walk) = src (operand 1), converted from `src_t` to `dst_t`.
