@@ -3,7 +3,6 @@
 // count_nonzero, diff, meshgrid, aminmax, var_mean, std_mean and kron.
 #include <cmath>
 #include <limits>
-#include <numbers>
 #include <string>
 #include <vector>
 
@@ -20,9 +19,10 @@ using Grads = detail::GradList;
 
 namespace {
 
-/// PyTorch's logaddexp (base e) or logaddexp2: max(a, b) + log1p(exp(-|a - b|)), or with exp2 and a
-/// factor 1/ln 2; a and b both +inf or both -inf give themselves. The gradient of a is
-/// g / (1 + exp(b - a)) (exp2 for base 2), and b's likewise, each summed to its input's shape.
+/// PyTorch 1.13's logaddexp (base e) or logaddexp2, as its vectorised kernel computes them, so with its
+/// bits: max(a, b) + log(1 + exp(-|a - b|)), or max(a, b) + log2(1 + pow(2, -|a - b|)) (SLEEF's pow, not
+/// exp2); a and b both +inf or both -inf give themselves. The gradient of a is g / (1 + exp(b - a)) (or
+/// pow(2, b - a)), and b's likewise, each summed to its input's shape.
 Tensor log_add_exp(const Tensor& a, const Tensor& b, bool base2) {
     const char* op = base2 ? "logaddexp2" : "logaddexp";
     detail::check_defined(a, op);
@@ -33,7 +33,7 @@ Tensor log_add_exp(const Tensor& a, const Tensor& b, bool base2) {
     {
         NoGradGuard no_grad;
         const Tensor d = (a - b).abs().neg();
-        const Tensor tail = base2 ? d.exp2().log1p() * (1.0 / std::numbers::ln2) : d.exp().log1p();
+        const Tensor tail = base2 ? (pow(2.0, d) + 1.0).log2() : (d.exp() + 1.0).log();
         const Tensor same_inf = a.eq(b).logical_and(a.isinf());
         out = where(same_inf, a.expand_as(tail).to(tail.dtype()), maximum(a, b) + tail);
     }
@@ -42,7 +42,7 @@ Tensor log_add_exp(const Tensor& a, const Tensor& b, bool base2) {
                    [sa = Saved(a), sb = Saved(b), base2](const Tensor& g, const NeedsGrad& need) {
                        const Tensor &x = sa, &y = sb;
                        auto share = [&](const Tensor& self, const Tensor& other) {
-                           const Tensor e = base2 ? (other - self).exp2() : (other - self).exp();
+                           const Tensor e = base2 ? pow(2.0, other - self) : (other - self).exp();
                            return detail::sum_to(g / (e + 1.0), self.shape());
                        };
                        return Grads{need[0] ? share(x, y) : Tensor(), need[1] ? share(y, x) : Tensor()};

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -124,6 +125,17 @@ inline void check_close(const xgrad::Tensor& actual, const xgrad::Tensor& expect
             return;
         }
     }
+}
+
+/// How many elements of `actual` differ from `expected` in their bits (a NaN matching any NaN), or -1
+/// when the shapes or dtypes differ: 0 is PyTorch's result exactly.
+inline long bits_differ(const xgrad::Tensor& actual, const xgrad::Tensor& expected) {
+    if (!actual.defined() || actual.shape() != expected.shape() || actual.dtype() != expected.dtype()) return -1;
+    const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();  // exact for float32 too
+    long differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        differ += std::isnan(e[i]) ? !std::isnan(a[i]) : std::memcmp(&a[i], &e[i], sizeof(double)) != 0;
+    return differ;
 }
 
 /// Checks that `f` throws std::invalid_argument whose message contains every one of `parts`.

@@ -272,14 +272,6 @@ TEST_CASE("lerp gives PyTorch's bits: one fused multiply-add per form where the 
     // xgrad rounds twice, as PyTorch's default kernel: checked against those two roundings here.
     namespace vm = xgrad::kernels::cpu;
     const vm::SimdArch saved = vm::simd_arch();
-    auto bits_equal = [](const Tensor& got, const Tensor& want) {
-        const std::vector<double> g = got.to(xgrad::kFloat64).to_vector<double>(),
-                                  w = want.to(xgrad::kFloat64).to_vector<double>();
-        int wrong = g.size() == w.size() ? 0 : 1;
-        for (std::size_t i = 0; i < g.size() && i < w.size(); ++i)
-            wrong += std::isnan(w[i]) ? !std::isnan(g[i]) : std::memcmp(&g[i], &w[i], sizeof(double)) != 0;
-        return wrong;
-    };
     // The unfused forms, element by element (the build has no contraction): SSE2's results.
     auto unfused = [](const Tensor& a, const Tensor& b, const Tensor& w) {
         const Tensor shape_of = a + b + w;  // the broadcast shape, in row-major order
@@ -309,17 +301,17 @@ TEST_CASE("lerp gives PyTorch's bits: one fused multiply-add per form where the 
             const Tensor a = get("a"), b = get("b"), w = get("w"), row = get("row"), col = get("col");
             CAPTURE(dt);
             CAPTURE(static_cast<int>(arch));
-            CHECK(bits_equal(a.lerp(b, w), fma ? get("tensor") : unfused(a, b, w)) == 0);
+            CHECK(golden::bits_differ(a.lerp(b, w), fma ? get("tensor") : unfused(a, b, w)) == 0);
             for (double s : {-0.6, 0.0, 0.3, 0.5, 0.7, 1.0, 1.2}) {
                 std::ostringstream key;
                 key << "scalar" << s << (s == static_cast<int>(s) ? ".0" : "");
                 CAPTURE(key.str());
                 const Tensor ws = xgrad::full({}, s, a.dtype());
-                CHECK(bits_equal(xgrad::lerp(a, b, s), fma ? get(key.str()) : unfused(a, b, ws)) == 0);
+                CHECK(golden::bits_differ(xgrad::lerp(a, b, s), fma ? get(key.str()) : unfused(a, b, ws)) == 0);
             }
             // a transposed self, a broadcast end row and a weight per row of the result
             const Tensor at = a.t().contiguous().t();
-            CHECK(bits_equal(at.lerp(row, col), fma ? get("broadcast") : unfused(at, row, col)) == 0);
+            CHECK(golden::bits_differ(at.lerp(row, col), fma ? get("broadcast") : unfused(at, row, col)) == 0);
         }
     }
     vm::set_simd_arch(saved);
@@ -327,7 +319,28 @@ TEST_CASE("lerp gives PyTorch's bits: one fused multiply-add per form where the 
     // the test above can tell them apart.
     const Tensor a = golden::get("lerp.txt", "float32.a"), b = golden::get("lerp.txt", "float32.b"),
                  w = golden::get("lerp.txt", "float32.w");
-    CHECK(bits_equal(unfused(a, b, w), golden::get("lerp.txt", "float32.tensor")) > 50);
+    CHECK(golden::bits_differ(unfused(a, b, w), golden::get("lerp.txt", "float32.tensor")) > 50);
+}
+
+TEST_CASE("logaddexp and logaddexp2 give PyTorch's bits, forward and backward") {
+    // PyTorch 1.13's vectorised kernels: max + log(1 + exp(-|a - b|)) and max + log2(1 + pow(2, -|a - b|)),
+    // with SLEEF's functions (vec_math's), whose bits are PyTorch's where the CPU has FMA.
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // SLEEF's results differ without FMA
+    for (const std::string dt : {"float32", "float64"}) {
+        auto get = [&](const std::string& key) { return golden::get("exact.txt", dt + "." + key); };
+        for (bool base2 : {false, true}) {
+            const std::string name = base2 ? "logaddexp2" : "logaddexp";
+            Tensor a = get("lae.a").detach().requires_grad_(), b = get("lae.b").detach().requires_grad_();
+            Tensor y = base2 ? xgrad::logaddexp2(a, b) : a.logaddexp(b);
+            y.backward(get("lae.w"));
+            CAPTURE(dt);
+            CAPTURE(name);
+            CHECK(golden::bits_differ(y, get(name)) == 0);
+            CHECK(golden::bits_differ(a.grad(), get(name + ".ga")) == 0);
+            CHECK(golden::bits_differ(b.grad(), get(name + ".gb")) == 0);
+        }
+    }
 }
 
 TEST_CASE("clamp, clamp_min and clamp_max with tensor and scalar bounds") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 #include "xgrad/xgrad.hpp"
 
@@ -120,6 +121,50 @@ TEST_CASE("losses and softmaxes match PyTorch: values, grad_fn names and gradien
                     return run_case(c, {a[0], a.size() > 1 ? a[1] : target}, weight, pos_weight);
                 },
                 args, c.key + " gradcheck");
+        }
+    }
+}
+
+TEST_CASE("softmax, log_softmax, cross_entropy and nll_loss give PyTorch's bits, forward and backward") {
+    // PyTorch 1.13's kernels: the row sums in its AVX2 registers' order, softmax's multiply by the
+    // reciprocal, the backward's fused multiply-adds, nll_loss's cascade of partial sums. Its exp and
+    // log are SLEEF's, whose bits vec_math gives where the CPU has FMA.
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // SLEEF's results differ without FMA
+    for (const std::string dt : {"float32", "float64"}) {
+        auto get = [&](const std::string& key) { return golden::get("exact.txt", dt + "." + key); };
+        CAPTURE(dt);
+        for (const std::string size : {"3x5", "4x37", "1x300"}) {
+            CAPTURE(size);
+            for (bool log : {false, true}) {
+                const std::string name = size + (log ? ".log_softmax" : ".softmax");
+                Tensor x = get(size + ".x").detach().requires_grad_();
+                Tensor y = log ? F::log_softmax(x, -1) : F::softmax(x, -1);
+                y.backward(get(size + ".w"));
+                CAPTURE(name);
+                CHECK(golden::bits_differ(y, get(name)) == 0);
+                CHECK(golden::bits_differ(x.grad(), get(name + ".grad")) == 0);
+            }
+        }
+        const Tensor target = get("ce.target"), cw = get("ce.cw");
+        const std::map<std::string, std::function<Tensor(const Tensor&)>> cases = {
+            {"ce_mean", [&](const Tensor& z) { return F::cross_entropy(z, target); }},
+            {"ce_sum", [&](const Tensor& z) { return F::cross_entropy(z, target, {.reduction = "sum"}); }},
+            {"ce_weight", [&](const Tensor& z) { return F::cross_entropy(z, target, {.weight = cw}); }},
+            {"ce_smooth", [&](const Tensor& z) { return F::cross_entropy(z, target, {.label_smoothing = 0.1}); }},
+            {"nll_mean", [&](const Tensor& z) { return F::nll_loss(F::log_softmax(z, 1), target); }},
+            {"ce_3d", [&](const Tensor& z) { return F::cross_entropy(z, get("ce.target3")); }},
+        };
+        for (const auto& c : cases) {
+            Tensor z = get(c.first == "ce_3d" ? "ce.logits3" : "ce.logits").detach().requires_grad_();
+            Tensor loss = c.second(z);
+            loss.backward();
+            CAPTURE(c.first);
+            CHECK(golden::bits_differ(loss, get(c.first)) == 0);
+            if (c.first == "ce_3d")  // log_softmax over dim 1 of three: PyTorch sums down the dim, in order
+                golden::check_close(z.grad(), get(c.first + ".grad"), "ce_3d gradient", 1e-6, 1e-9);
+            else
+                CHECK(golden::bits_differ(z.grad(), get(c.first + ".grad")) == 0);
         }
     }
 }

@@ -1,7 +1,8 @@
-// CPU softmax and log_softmax over the last dim of contiguous rows, forward and backward, in the
-// composite's arithmetic: shifted = x - max, then exp and a sum in PyTorch's order; and nll_loss,
-// which picks each target's log-probability (cross_entropy's second half).
-#include <cmath>
+// CPU softmax and log_softmax over the last dim of contiguous rows, forward and backward, in PyTorch
+// 1.13's arithmetic (its _vec_softmax_lastdim, _vec_log_softmax_lastdim and their backward): the row's
+// max, exp(x - max), a sum in its vec::reduce_all order (vec_math's lanes_sum), then a multiply by the
+// sum's reciprocal (softmax) or a subtraction of its log (log_softmax); and nll_loss, which picks each
+// target's log-probability (cross_entropy's second half).
 #include <vector>
 
 #include "detail/kernels.hpp"
@@ -35,11 +36,14 @@ void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
                 const T m = xr[row_extreme_index(xr, width, true)];
                 vscalar_map(ScalarMap::kSub, xr, m, T(0), yr, width, false);
                 vexp(yr, e.data(), width);
-                const T s = inner_sum(e.data(), width);
-                if (log)
-                    vscalar_map(ScalarMap::kSub, yr, std::log(s), T(0), yr, width, false);
-                else
-                    vscalar_map(ScalarMap::kDiv, e.data(), s, T(0), yr, width, false);
+                const T s = lanes_sum(e.data(), width);
+                if (log) {
+                    T log_s;  // vec_math's log, PyTorch's vectorised one
+                    vlog(&s, &log_s, 1);
+                    vscalar_map(ScalarMap::kSub, yr, log_s, T(0), yr, width, false);
+                } else {
+                    vscalar_map(ScalarMap::kMul, e.data(), T(1) / s, T(0), yr, width, false);
+                }
             }
         });
     });
@@ -53,23 +57,17 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
         const T* po = out.impl()->data<T>();
         T* pd = dx.impl()->data<T>();
         parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
-            std::vector<T> t(static_cast<std::size_t>(width));
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* g = pg + r * width;
                 const T* o = po + r * width;
                 T* d = pd + r * width;
                 if (log) {
-                    // g - softmax · Σg
-                    const T s = inner_sum(g, width);
-                    vexp(o, t.data(), width);
-                    vscalar_map(ScalarMap::kMul, t.data(), s, T(0), t.data(), width, false);
-                    varith(Arith::kSub, g, t.data(), d, width, false);
+                    // g - exp(out) · Σg, one fused multiply-add (as PyTorch's AVX2 kernel)
+                    vgrad_map(GradMap::kLogSoftmax, g, o, lanes_sum(g, width), T(0), d, width, false);
                 } else {
                     // out · (g - Σ(g · out))
-                    varith(Arith::kMul, g, o, t.data(), width, false);
-                    const T s = inner_sum(t.data(), width);
-                    vscalar_map(ScalarMap::kSub, g, s, T(0), d, width, false);
-                    varith(Arith::kMul, o, d, d, width, false);
+                    vscalar_map(ScalarMap::kSub, g, lanes_dot(g, o, width), T(0), d, width, false);
+                    varith(Arith::kMul, d, o, d, width, false);
                 }
             }
         });
@@ -95,14 +93,40 @@ std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tenso
                 po[i] = pt[i] == ignore_index ? T(0) : static_cast<T>(-w(i) * static_cast<double>(px[at(i)]));
             return;
         }
-        double sum = 0.0, total = 0.0;
-        for (std::int64_t i = 0; i < n * l; ++i) {
-            if (pt[i] == ignore_index) continue;
-            total += w(i);
-            sum -= w(i) * static_cast<double>(px[at(i)]);
+        // PyTorch 1.13's nll_loss_out_frame (and nll_loss2d's), so its bits: the losses and the weights
+        // summed in T through a cascade of 8 levels, the first passing its sum up after every 2^p
+        // elements (p = max(4, ceil(log2(count)) / 8)), each higher one after 2^p of the one below;
+        // then the levels added in order, and the mean divided by the total weight.
+        constexpr int kLevels = 8;
+        const std::int64_t count = n * l;
+        const std::int64_t power = std::max<std::int64_t>(4, ceil_log2(count) / kLevels);
+        const std::int64_t mask = (std::int64_t{1} << power) - 1;
+        T loss[kLevels] = {}, weights[kLevels] = {};
+        std::int64_t ignored = 0;
+        for (std::int64_t i = 0; i < count; ++i) {
+            if (pt[i] == ignore_index) {
+                ++ignored;
+                continue;
+            }
+            if (pw) {
+                loss[0] -= px[at(i)] * pw[pt[i]];
+                weights[0] += pw[pt[i]];
+            } else {
+                loss[0] -= px[at(i)];
+            }
+            for (int j = 0; j + 1 < kLevels && (i & (mask << (j * power))) == 0; ++j) {
+                loss[j + 1] += loss[j];
+                weights[j + 1] += weights[j];
+                loss[j] = weights[j] = T(0);
+            }
         }
-        po[0] = static_cast<T>(mean ? sum / total : sum);  // 0/0 = NaN, as PyTorch
-        *total_weight.impl()->data<double>() = total;
+        T sum = 0, total = pw ? T(0) : static_cast<T>(count - ignored);
+        for (int j = 0; j < kLevels; ++j) {
+            sum += loss[j];
+            if (pw) total += weights[j];
+        }
+        po[0] = mean ? sum / total : sum;  // 0/0 = NaN, as PyTorch
+        *total_weight.impl()->data<double>() = static_cast<double>(total);
     });
     return -1;
 }

@@ -380,6 +380,18 @@ std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max) {
 std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max) {
     return kernels<double>().row_extreme_index(x, n, max);
 }
+float lanes_sum(const float* x, std::int64_t n) {
+    return kernels<float>().lanes_sum(x, n);
+}
+double lanes_sum(const double* x, std::int64_t n) {
+    return kernels<double>().lanes_sum(x, n);
+}
+float lanes_dot(const float* a, const float* b, std::int64_t n) {
+    return kernels<float>().lanes_dot(a, b, n);
+}
+double lanes_dot(const double* a, const double* b, std::int64_t n) {
+    return kernels<double>().lanes_dot(a, b, n);
+}
 float sum_squares(const float* x, std::int64_t n) {
     return kernels<float>().sum_squares(x, n);
 }

@@ -201,9 +201,10 @@ enum class GradMap {
     kHardsigmoid,  ///< -3 < x < 3 ? g / 6 : 0
     kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
     kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold; never streamed)
+    kLogSoftmax,   ///< g - exp(x) * a, one fused multiply-add with FMA (x: log_softmax's output, a: Σg of its row)
 };
 /// How many GradMap values there are.
-constexpr int kGradMapCount = static_cast<int>(GradMap::kSoftplus) + 1;
+constexpr int kGradMapCount = static_cast<int>(GradMap::kLogSoftmax) + 1;
 /// y = the gradient `op` of g and x, each element the scalar formula's operations (the same bits on
 /// every instruction set); non-temporal stores when `stream`, fenced by the caller (as varith).
 void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream);
@@ -300,6 +301,21 @@ void vatan2(const double* y, const double* x, double* out, std::int64_t n);
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
 /// As the float overload.
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
+/// Σx[i] in the order of PyTorch 1.13's vec::reduce_all over its AVX2 registers (8 floats, 4 doubles),
+/// which its softmax and log_softmax rows use: a register of sums starting from the first one, each
+/// further whole register added lane by lane, the elements after them added to its first lanes, then
+/// the lanes combined (floats as AVX2's shuffles pair them, (l0+l4 + l2+l6) + (l1+l5 + l3+l7); doubles
+/// in order); a row shorter than a register is added in order. No multiply-adds: every instruction
+/// set gives the same bits.
+float lanes_sum(const float* x, std::int64_t n);
+/// As the float overload.
+double lanes_sum(const double* x, std::int64_t n);
+/// Σa[i]·b[i] in the order of PyTorch 1.13's vec::map2_reduce_all over its AVX2 registers (softmax's
+/// backward): lanes_sum's order, each product after the first register added to its lane in one fused
+/// multiply-add where the instruction set has FMA (as GCC fuses PyTorch's), two roundings elsewhere.
+float lanes_dot(const float* a, const float* b, std::int64_t n);
+/// As the float overload.
+double lanes_dot(const double* a, const double* b, std::int64_t n);
 /// Σx².
 float sum_squares(const float* x, std::int64_t n);
 /// Σx².

@@ -2201,6 +2201,41 @@ void by_steps(std::int64_t a_step, std::int64_t b_step, F&& run) {
         run(std::false_type{}, std::false_type{});
 }
 
+/// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
+/// shuffles (lanes 4 apart, then 2, then 1), doubles in order (its generic path).
+template <typename T>
+T combine_lanes(const T* l) {
+    if constexpr (sizeof(T) == 4) {
+        const T s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+        return (s0 + s2) + (s1 + s3);
+    } else {
+        return ((l[0] + l[1]) + l[2]) + l[3];
+    }
+}
+
+/// vec_math.hpp's lanes_sum (kProducts false) and lanes_dot (true): PyTorch's AVX2 lanes, here an
+/// array the compiler keeps in registers.
+template <class B, bool kProducts>
+[[gnu::flatten]] typename B::value_type lanes_reduce_(const typename B::value_type* a, const typename B::value_type* b,
+                                                      std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kL = 32 / static_cast<std::int64_t>(sizeof(T));
+    auto term = [&](std::int64_t i) { return kProducts ? a[i] * b[i] : a[i]; };
+    auto add = [&](std::int64_t i, T acc) { return kProducts ? mla_s<B>(a[i], b[i], acc) : acc + a[i]; };
+    if (n < kL) {  // PyTorch's vec_reduce_all over the `n` lanes of one partly loaded register, in order
+        T s = n > 0 ? term(0) : T(0);
+        for (std::int64_t i = 1; i < n; ++i) s += term(i);
+        return s;
+    }
+    T acc[kL];
+    for (std::int64_t k = 0; k < kL; ++k) acc[k] = term(k);
+    std::int64_t d = kL;
+    for (; d + kL <= n; d += kL)
+        for (std::int64_t k = 0; k < kL; ++k) acc[k] = add(d + k, acc[k]);
+    for (std::int64_t k = 0; d + k < n; ++k) acc[k] = add(d + k, acc[k]);
+    return combine_lanes(acc);
+}
+
 /// vec_math.hpp's vlerp.
 template <class B>
 [[gnu::flatten]] void lerp_(const typename B::value_type* a, const typename B::value_type* b,
@@ -2529,6 +2564,10 @@ void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, c
             return xsimd::select(v * ab > bb, u, u * z / (z + B(T(1))));
         });
     };
+    table[static_cast<int>(GradMap::kLogSoftmax)] = [](const T* g, const T* x, T a, T, T* y, std::int64_t n, bool) {
+        // PyTorch's x - exp(y) * sum, which GCC fuses in its AVX2 build
+        map2<B>(g, x, y, n, [ab = B(a)](const B& u, const B& v) { return mla(-exp_(v), ab, u); });
+    };
     table[static_cast<int>(GradMap::kHardswish)] = [](const T* g, const T* x, T, T, T* y, std::int64_t n, bool stream) {
         map2<B>(
             g, x, y, n,
@@ -2647,6 +2686,8 @@ VecMathKernels<T> kernels_for() {
         return max ? row_extreme_index_<B, true>(x, n) : row_extreme_index_<B, false>(x, n);
     };
     k.lerp = lerp_<B>;
+    k.lanes_sum = [](const T* x, std::int64_t n) { return lanes_reduce_<B, false>(x, nullptr, n); };
+    k.lanes_dot = lanes_reduce_<B, true>;
     k.select = select_<B>;
     set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);

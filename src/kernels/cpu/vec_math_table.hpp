@@ -77,6 +77,9 @@ struct VecMathKernels {
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
     void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
     T (*sum_squares)(const T* x, std::int64_t n);
+    // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
+    T (*lanes_sum)(const T* x, std::int64_t n);
+    T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
     // PyTorch's lerp (vec_math.hpp's vlerp).
     void (*lerp)(const T* a, const T* b, const T* w, std::int64_t w_step, T* y, std::int64_t n);
     void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,

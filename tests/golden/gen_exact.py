@@ -1,0 +1,83 @@
+# Writes exact.txt: PyTorch 1.13's softmax, log_softmax, cross_entropy, nll_loss, logaddexp and
+# logaddexp2, forward and backward, for the bit-for-bit tests in test_nn_loss.cpp and
+# test_elementwise_more.cpp.
+#
+# Run from the repository root with a Python that has torch (1.13):
+#     /usr/bin/python3 tests/golden/gen_exact.py
+#
+# Every line is a golden line (golden_writer.py). Softmax rows are as wide as 5 (less than an AVX2
+# register), 37 (four registers and a rest) and 300; the sums of PyTorch's kernels take its AVX2
+# registers' order and its compiler's fused multiply-adds, which these widths exercise.
+import os
+
+import torch
+import torch.nn.functional as F
+from golden_writer import tensor_line
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exact.txt")
+lines = []
+
+
+def put(name, t):
+    lines.append(tensor_line(name, t))
+
+
+g = torch.Generator().manual_seed(5)
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    for rows, width in ((3, 5), (4, 37), (1, 300)):
+        key = f"{name}.{rows}x{width}"
+        x = (torch.randn(rows, width, generator=g, dtype=torch.float64) * 3).to(dt)
+        w = torch.randn(rows, width, generator=g, dtype=torch.float64).to(dt)
+        put(f"{key}.x", x)
+        put(f"{key}.w", w)
+        for fn_name, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
+            xi = x.clone().requires_grad_(True)
+            y = fn(xi, -1)
+            y.backward(w)
+            put(f"{key}.{fn_name}", y)
+            put(f"{key}.{fn_name}.grad", xi.grad)
+    # logaddexp and logaddexp2 of two (4, 37) tensors, with gradients of (out * w).sum()
+    a = (torch.randn(4, 37, generator=g, dtype=torch.float64) * 3).to(dt)
+    b = (torch.randn(4, 37, generator=g, dtype=torch.float64) * 3).to(dt)
+    w = torch.randn(4, 37, generator=g, dtype=torch.float64).to(dt)
+    put(f"{name}.lae.a", a)
+    put(f"{name}.lae.b", b)
+    put(f"{name}.lae.w", w)
+    for fn_name, fn in (("logaddexp", torch.logaddexp), ("logaddexp2", torch.logaddexp2)):
+        ai, bi = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+        y = fn(ai, bi)
+        y.backward(w)
+        put(f"{name}.{fn_name}", y)
+        put(f"{name}.{fn_name}.ga", ai.grad)
+        put(f"{name}.{fn_name}.gb", bi.grad)
+    # cross_entropy and nll_loss over 40 rows of 37 classes, some targets ignored (-100), and over an
+    # (N, C, L) input
+    logits = (torch.randn(40, 37, generator=g, dtype=torch.float64) * 2).to(dt)
+    target = torch.randint(0, 37, (40,), generator=g)
+    target[::9] = -100
+    cw = torch.rand(37, generator=g, dtype=torch.float64).to(dt) + 0.5
+    logits3 = (torch.randn(4, 37, 7, generator=g, dtype=torch.float64) * 2).to(dt)
+    target3 = torch.randint(0, 37, (4, 7), generator=g)
+    put(f"{name}.ce.logits", logits)
+    put(f"{name}.ce.target", target)
+    put(f"{name}.ce.cw", cw)
+    put(f"{name}.ce.logits3", logits3)
+    put(f"{name}.ce.target3", target3)
+    cases = {
+        "ce_mean": lambda z: F.cross_entropy(z, target),
+        "ce_sum": lambda z: F.cross_entropy(z, target, reduction="sum"),
+        "ce_weight": lambda z: F.cross_entropy(z, target, weight=cw),
+        "ce_smooth": lambda z: F.cross_entropy(z, target, label_smoothing=0.1),
+        "nll_mean": lambda z: F.nll_loss(z.log_softmax(1), target),
+        "ce_3d": None,
+    }
+    for case, fn in cases.items():
+        z = (logits3 if case == "ce_3d" else logits).clone().requires_grad_(True)
+        loss = F.cross_entropy(z, target3) if case == "ce_3d" else fn(z)
+        loss.backward()
+        put(f"{name}.{case}", loss)
+        put(f"{name}.{case}.grad", z.grad)
+
+with open(OUT, "w") as f:
+    f.write("\n".join(lines) + "\n")
