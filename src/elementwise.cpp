@@ -8,6 +8,7 @@
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
+#include "xgrad/ops.hpp"
 #include "xgrad/tensor.hpp"
 
 namespace xgrad {
@@ -148,7 +149,8 @@ Tensor Tensor::div(const Tensor& other) const {
         detail::record(out, "DivBackward0", {this, &other},
                        [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
                            return Grads{n[0] ? sum_to(g / b, a->shape()) : Tensor(),
-                                        n[1] ? sum_to(g.neg() * a / (b * b), b->shape()) : Tensor()};
+                                        // PyTorch's -grad * ((self / other) / other), so its bits
+                                        n[1] ? sum_to(g.neg() * (a->div(b) / b), b->shape()) : Tensor()};
                        });
     return out;
 }
@@ -206,9 +208,17 @@ Tensor operator-(double s, const Tensor& x) {
     return out;
 }
 
-/// `s / x`: PyTorch computes `x.reciprocal() * s`, so the result's grad_fn is MulBackward0.
+/// `s / x`: PyTorch computes `x.reciprocal() * s`, so the result's grad_fn is MulBackward0, and the
+/// reciprocal's gradient is its -grad * (1/x)², not pow's.
 Tensor operator/(double s, const Tensor& x) {
-    return x.pow(-1.0) * s;
+    const Floating fx(x);
+    Tensor r = map_unary(fx, UnaryOp::kReciprocal);
+    if (detail::needs_grad({&x}))
+        detail::record(r, "ReciprocalBackward0", {&x}, [o = detail::Saved(r)](const Tensor& g, const NeedsGrad&) {
+            const Tensor& r = o;
+            return Grads{g.neg() * (r * r)};
+        });
+    return r * s;
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) {
@@ -402,11 +412,11 @@ namespace {
 /// Gradient of maximum/minimum: the winner takes g, ties split it evenly. Written as PyTorch's
 /// `where(p == q, g / 2, g).masked_fill_(p < q, 0)` (p > q for minimum), so NaN lets g through.
 Grads select_grads(const Tensor& g, const Tensor& a, const Tensor& b, const NeedsGrad& n, bool max) {
-    Tensor x = a.to(g.dtype()), y = b.to(g.dtype());
-    const BinaryOp share = max ? BinaryOp::kMaxShare : BinaryOp::kMinShare;
-    const char* op = max ? "maximum" : "minimum";
-    return Grads{n[0] ? sum_to(g * map_binary(x, y, op, share), a.shape()) : Tensor(),
-                 n[1] ? sum_to(g * map_binary(y, x, op, share), b.shape()) : Tensor()};
+    // Masked, not multiplied by 0, so that a lost negative gradient is +0 as PyTorch's (its bits).
+    const Tensor x = a.to(g.dtype()), y = b.to(g.dtype()), lt = x.lt(y), gt = x.gt(y);
+    const Tensor half = xgrad::where(x.eq(y), g * 0.5, g);
+    return Grads{n[0] ? sum_to(half.masked_fill(max ? lt : gt, 0.0), a.shape()) : Tensor(),
+                 n[1] ? sum_to(half.masked_fill(max ? gt : lt, 0.0), b.shape()) : Tensor()};
 }
 
 }  // namespace
@@ -475,6 +485,12 @@ Tensor mask(const Tensor& g, const Tensor& x, const Tensor& y, bool strict) {
     return map_binary(x.to(g.dtype()), y.to(g.dtype()), "clamp", strict ? BinaryOp::kGtMask : BinaryOp::kGeMask);
 }
 
+/// g where the mask m is 1, else +0: PyTorch's where(mask, grad, 0), whose zeros are +0 where g * m
+/// would give -0 for a negative g (its bits).
+Tensor keep(const Tensor& g, const Tensor& m) {
+    return xgrad::where(m.ne(0.0), g, 0.0);
+}
+
 }  // namespace
 
 Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const {
@@ -499,17 +515,17 @@ Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const {
                            if (n[0]) {  // x >= lo && x <= hi
                                Tensor m = lo.defined() ? mask(g, x, lo, false) : Tensor();
                                if (hi.defined()) m = m.defined() ? m * mask(g, hi, x, false) : mask(g, hi, x, false);
-                               r[0] = sum_to(g * m, x->shape());
+                               r[0] = sum_to(keep(g, m), x->shape());
                            }
                            if (n[1]) {  // x < lo && lo < hi
                                Tensor m = mask(g, lo, x, true);
                                if (hi.defined()) m = m * mask(g, hi, lo, true);
-                               r[1] = sum_to(g * m, lo.shape());
+                               r[1] = sum_to(keep(g, m), lo.shape());
                            }
                            if (n[2]) {  // x > hi || hi < lo
                                Tensor m = mask(g, x, hi, true);
                                if (lo.defined()) m = m.maximum(mask(g, lo, hi, true));
-                               r[2] = sum_to(g * m, hi.shape());
+                               r[2] = sum_to(keep(g, m), hi.shape());
                            }
                            return r;
                        });
@@ -522,8 +538,8 @@ Tensor Tensor::clamp_min(const Tensor& min) const {
     if (detail::needs_grad({this, &min}))
         detail::record(out, "ClampMinBackward1", {this, &min},
                        [x = detail::Saved(*this), m = detail::Saved(min)](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g * mask(g, x, m, false), x->shape()) : Tensor(),
-                                        n[1] ? sum_to(g * mask(g, m, x, true), m->shape()) : Tensor()};
+                           return Grads{n[0] ? sum_to(keep(g, mask(g, x, m, false)), x->shape()) : Tensor(),
+                                        n[1] ? sum_to(keep(g, mask(g, m, x, true)), m->shape()) : Tensor()};
                        });
     return out;
 }
@@ -534,8 +550,8 @@ Tensor Tensor::clamp_max(const Tensor& max) const {
     if (detail::needs_grad({this, &max}))
         detail::record(out, "ClampMaxBackward1", {this, &max},
                        [x = detail::Saved(*this), m = detail::Saved(max)](const Tensor& g, const NeedsGrad& n) {
-                           return Grads{n[0] ? sum_to(g * mask(g, m, x, false), x->shape()) : Tensor(),
-                                        n[1] ? sum_to(g * mask(g, x, m, true), m->shape()) : Tensor()};
+                           return Grads{n[0] ? sum_to(keep(g, mask(g, m, x, false)), x->shape()) : Tensor(),
+                                        n[1] ? sum_to(keep(g, mask(g, x, m, true)), m->shape()) : Tensor()};
                        });
     return out;
 }
@@ -641,10 +657,10 @@ Tensor Tensor::atan2(const Tensor& other) const {
     if (detail::needs_grad({this, &other}))
         detail::record(out, "Atan2Backward0", {this, &other},
                        [y = detail::Saved(*this), x = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
-                           // d/dy = x / r², d/dx = -y / r²
-                           const Tensor &xs = x, &ys = y, r2 = ys * ys + xs * xs;
-                           return Grads{n[0] ? sum_to(g * xs / r2, ys.shape()) : Tensor(),
-                                        n[1] ? sum_to(g * ys.neg() / r2, xs.shape()) : Tensor()};
+                           // d/dy = x / r², d/dx = -y / r², as PyTorch's atan2_backward: times 1/r²
+                           const Tensor &xs = x, &ys = y, recip = 1.0 / (ys * ys + xs * xs);
+                           return Grads{n[0] ? sum_to(g * xs * recip, ys.shape()) : Tensor(),
+                                        n[1] ? sum_to(g * ys.neg() * recip, xs.shape()) : Tensor()};
                        });
     return out;
 }
@@ -748,7 +764,8 @@ Tensor rounding(const Tensor& self, const char* op, UnaryOp k, const char* name)
     return out;
 }
 
-constexpr double kLn2 = std::numbers::ln2, kLn10 = std::numbers::ln10;
+// PyTorch's constants in log2's and log10's gradients (its 2.3025850929940456 is an ulp below ln 10).
+constexpr double kLn2 = 0.6931471805599453, kLn10 = 2.3025850929940456;
 
 }  // namespace
 

@@ -328,12 +328,24 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
     {
         NoGradGuard no_grad;
         const Tensor r = pl.rows_view.reshape({pl.rows, pl.width});  // each output's elements in a row
-        const Tensor n = p == 2.0        ? (r * r).sum(1, true).sqrt()
-                         : std::isinf(p) ? (p > 0 ? r.abs().amax(1, true) : r.abs().amin(1, true))
-                         : p == 0.0      ? r.ne(0.0).to(x.dtype()).sum(1, true)
-                         : p == 1.0      ? r.abs().sum(1, true)
-                                         : r.abs().pow(p).sum(1, true).pow(1.0 / p);
-        out = n.reshape(pl.out_shape);
+        if (std::isinf(p) || p == 0.0) {
+            const Tensor n = std::isinf(p) ? (p > 0 ? r.abs().amax(1, true) : r.abs().amin(1, true))
+                                           : r.ne(0.0).to(x.dtype()).sum(1, true);
+            out = n.reshape(pl.out_shape);
+        } else {
+            // PyTorch's order (kernels::Backend::norm_rows), and its float fast path where the reduced
+            // dims are the innermost of a contiguous tensor (dims of size 1 aside): its bits.
+            bool lanes = p == 2.0 && x.dtype() == kFloat32 && x.is_contiguous(), seen_reduced = false;
+            for (std::int64_t d = 0; d < x.dim(); ++d) {
+                if (x.size(d) == 1) continue;
+                const bool reduced = pl.reduced[static_cast<std::size_t>(d)] != 0;
+                lanes = lanes && (reduced || !seen_reduced);
+                seen_reduced = seen_reduced || reduced;
+            }
+            out = make_empty(Shape{pl.rows}, x.dtype(), x.device(), op);
+            kernels::norm_rows({r, pl.rows, pl.width, false}, out, p, lanes);
+            out = out.reshape(pl.out_shape);
+        }
     }
     if (!needs_grad({&x})) return out;
     std::vector<std::int64_t> reduced;  // the reduced dims, for the ±∞ norm's share of its ties
@@ -361,7 +373,8 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
                // makes it exactly 0 where x (or all the reduced elements) is 0.
                const double tiny = x.dtype() == kFloat64 ? std::numeric_limits<double>::min()
                                                          : static_cast<double>(std::numeric_limits<float>::min());
-               if (p == 2.0) return Grads{x * (g / n.clamp(tiny))};
+               // PyTorch's norm_backward for p = 2: grad * (self / norm), 0 where the norm is 0.
+               if (p == 2.0) return Grads{g * (x / n).masked_fill(n.eq(0.0), 0.0)};
                const Tensor scale = x.abs().clamp(tiny).pow(p - 2.0);
                return Grads{x * scale * (g / n.clamp(tiny).pow(p - 1.0))};
            });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 #include "xgrad/xgrad.hpp"
 
@@ -752,4 +753,49 @@ TEST_CASE("aminmax, var_mean, std_mean and kron: PyTorch's values and gradients"
         {"aminmax", "Expected reduction dim 1 to have non-zero size", "(2, 0)"});
     CHECK(xgrad::kron(xgrad::tensor({1.0, 2.0}, xgrad::kInt64), xgrad::tensor({{1.0}, {10.0}}, xgrad::kInt64))
               .equal(xgrad::tensor({{1.0, 2.0}, {10.0, 20.0}}, xgrad::kInt64)));
+}
+
+TEST_CASE("vector norms, normalize, pairwise_distance and clip_grad_norm_ give PyTorch's bits") {
+    // PyTorch 1.13 adds |x|^p along the reduced dim in order, in the dtype (x·x + s as one fused
+    // multiply-add for p = 2, as its compiler fuses it), and for float32 p = 2 over the innermost dims
+    // of a contiguous tensor first in eight lanes. SSE2 rounds twice, as PyTorch's default kernel.
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;
+    namespace F = xgrad::nn::functional;
+    const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> cases = {
+        {"p2_last", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 2, {-1}); }},
+        {"p2_all", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 2); }},
+        {"p2_dim0", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 2, {0}); }},
+        {"p2_t", [](const Tensor& t) { return xgrad::linalg::vector_norm(t.t(), 2, {-1}); }},
+        {"p1_last", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 1, {-1}); }},
+        {"p3_last", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 3, {-1}); }},
+        {"p0.5_dim0", [](const Tensor& t) { return xgrad::linalg::vector_norm(t, 0.5, {0}); }},
+        {"normalize", [](const Tensor& t) { return F::normalize(t, 2.0, 1); }},
+        {"pdist", [](const Tensor& t) { return F::pairwise_distance(t, t.flip({0})); }},
+    };
+    for (const std::string dt : {"float32", "float64"}) {
+        auto get = [&](const std::string& key) { return golden::get("exact.txt", dt + "." + key); };
+        CAPTURE(dt);
+        for (const auto& c : cases) {
+            Tensor v = get("norm.v").detach().requires_grad_();
+            Tensor out = c.second(v);
+            out.backward(xgrad::ones_like(out));
+            CAPTURE(c.first);
+            CHECK(golden::bits_differ(out, get("norm." + c.first)) == 0);
+            CHECK(golden::bits_differ(v.grad(), get("norm." + c.first + ".grad")) == 0);
+        }
+        // clip_grad_norm_: the total norm of the gradients' norms, and the gradients scaled by it
+        std::vector<Tensor> params;
+        for (int i = 0; i < 2; ++i) {
+            Tensor g = get("clip.g" + std::to_string(i)).clone();
+            Tensor q = xgrad::zeros(g.shape(), g.dtype()).requires_grad_();
+            q.mutable_grad() = g;
+            params.push_back(q);
+        }
+        const Tensor total = xgrad::nn::utils::clip_grad_norm_(params, 0.5);
+        CHECK(golden::bits_differ(total, get("clip.total")) == 0);
+        for (int i = 0; i < 2; ++i)
+            CHECK(golden::bits_differ(params[static_cast<std::size_t>(i)].grad(),
+                                      get("clip.clipped" + std::to_string(i))) == 0);
+    }
 }

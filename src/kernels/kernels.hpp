@@ -69,6 +69,11 @@ struct Backend {
     void (*sum_rows)(const RowsView& v, const Tensor& out, bool mean);
     /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`.
     void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+    /// The p-norm of each row (rows × width, not `outer`) for a finite p other than 0, in PyTorch 1.13's
+    /// order: along the row in the dtype, Σ|x|^p then its 1/p-th power (|x| for p = 1, a fused x·x + s
+    /// and a square root for p = 2). `lanes` (float32, p = 2): PyTorch's fast path for the innermost
+    /// dims, eight running sums of every eighth element, added in order, then the rest.
+    void (*norm_rows)(const RowsView& v, const Tensor& out, double p, bool lanes);
     /// Largest (or smallest) element of each row (of each column of an `outer` view); NaN propagates.
     void (*extreme_rows)(const RowsView& v, const Tensor& out, bool max);
     /// Largest (or smallest) element of each row and the int64 index of its first occurrence, as
@@ -216,6 +221,9 @@ inline void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
 }
 inline void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
     backend(out.device()).var_rows(v, out, correction, take_sqrt);
+}
+inline void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes) {
+    backend(out.device()).norm_rows(v, out, p, lanes);
 }
 inline void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
     backend(out.device()).extreme_rows(v, out, max);

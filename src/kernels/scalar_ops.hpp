@@ -228,7 +228,7 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
         case BinaryOp::kHardtanhBackward:  // NaN gets 0, as PyTorch's vectorised kernel
             return x > a && x < b ? g : T(0);
         case BinaryOp::kHardsigmoidBackward:
-            return x > T(-3) && x < T(3) ? g / T(6) : T(0);
+            return x > T(-3) && x < T(3) ? g * T(1.0f / 6.0f) : T(0);  // PyTorch's float 1/6
         case BinaryOp::kHardswishBackward:
             // PyTorch's vectorised kernel: g at 3 itself, NaN where x is NaN.
             return x < T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));

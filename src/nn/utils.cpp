@@ -15,12 +15,10 @@ namespace xgrad::nn::utils {
 
 namespace {
 
-/// torch.norm(g, p) of one tensor: max |g| for p = inf, else (Σ|g|^p)^(1/p) (sqrt of Σg² for p = 2).
+/// torch.norm(g, p) of one tensor: max |g| for p = inf, else (Σ|g|^p)^(1/p), in PyTorch's order (norm()).
 Tensor norm_of(const Tensor& g, double p) {
     if (std::isinf(p)) return g.abs().max();
-    if (p == 2.0) return (g * g).sum().sqrt();
-    if (p == 1.0) return g.abs().sum();
-    return g.abs().pow(p).sum().pow(1.0 / p);
+    return g.norm(p);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-# Writes exact.txt: PyTorch 1.13's softmax, log_softmax, cross_entropy, nll_loss, logaddexp and
-# logaddexp2, forward and backward, for the bit-for-bit tests in test_nn_loss.cpp and
-# test_elementwise_more.cpp.
+# Writes exact.txt: PyTorch 1.13's softmax, log_softmax, cross_entropy, nll_loss, logaddexp,
+# logaddexp2, vector norms, normalize, pairwise_distance and clip_grad_norm_, forward and backward, for
+# the bit-for-bit tests in test_nn_loss.cpp, test_elementwise_more.cpp and test_reduction_more.cpp.
 #
 # Run from the repository root with a Python that has torch (1.13):
 #     /usr/bin/python3 tests/golden/gen_exact.py
@@ -78,6 +78,36 @@ for dt in (torch.float32, torch.float64):
         loss.backward()
         put(f"{name}.{case}", loss)
         put(f"{name}.{case}.grad", z.grad)
+
+    # vector norms (p = 2 along the innermost dims takes PyTorch's float fast path; other dims and
+    # orders add along the dim in order), normalize, pairwise_distance, and clip_grad_norm_'s total
+    v = (torch.randn(6, 37, generator=g, dtype=torch.float64) * 2).to(dt)
+    put(f"{name}.norm.v", v)
+    norms = {
+        "p2_last": lambda t: torch.linalg.vector_norm(t, 2, -1),
+        "p2_all": lambda t: torch.linalg.vector_norm(t, 2),
+        "p2_dim0": lambda t: torch.linalg.vector_norm(t, 2, 0),
+        "p2_t": lambda t: torch.linalg.vector_norm(t.t(), 2, -1),
+        "p1_last": lambda t: torch.linalg.vector_norm(t, 1, -1),
+        "p3_last": lambda t: torch.linalg.vector_norm(t, 3, -1),
+        "p0.5_dim0": lambda t: torch.linalg.vector_norm(t, 0.5, 0),
+        "normalize": lambda t: F.normalize(t, dim=1),
+        "pdist": lambda t: F.pairwise_distance(t, t.flip(0)),
+    }
+    for case, fn in norms.items():
+        vi = v.clone().requires_grad_(True)
+        out = fn(vi)
+        out.backward(torch.ones_like(out))
+        put(f"{name}.norm.{case}", out)
+        put(f"{name}.norm.{case}.grad", vi.grad)
+    params = [torch.nn.Parameter(torch.zeros(5, 7, dtype=dt)), torch.nn.Parameter(torch.zeros(300, dtype=dt))]
+    for i, q in enumerate(params):
+        q.grad = (torch.randn(q.shape, generator=g, dtype=torch.float64)).to(dt)
+        put(f"{name}.clip.g{i}", q.grad)
+    total = torch.nn.utils.clip_grad_norm_(params, 0.5)
+    put(f"{name}.clip.total", total)
+    for i, q in enumerate(params):
+        put(f"{name}.clip.clipped{i}", q.grad)
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

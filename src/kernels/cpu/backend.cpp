@@ -13,6 +13,7 @@ const Backend& backend() {
         .axpy = axpy,
         .sum_rows = sum_rows,
         .var_rows = var_rows,
+        .norm_rows = norm_rows,
         .extreme_rows = extreme_rows,
         .arg_extreme_rows = arg_extreme_rows,
         .prod_rows = prod_rows,

@@ -17,6 +17,7 @@ void fill(const Tensor& dst, double value);
 void axpy(const Tensor& dst, const Tensor& src, double alpha);
 void sum_rows(const RowsView& v, const Tensor& out, bool mean);
 void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes);
 void extreme_rows(const RowsView& v, const Tensor& out, bool max);
 void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
 void prod_rows(const RowsView& v, const Tensor& out, bool lanes);

@@ -149,6 +149,17 @@ void var_rows(const RowsView& v, const Tensor& out, double correction, bool take
     });
 }
 
+void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes) {
+    detail::dispatch_float(out.dtype(), "norm", [&](auto tag) {
+        using T = decltype(tag);
+        const T* in = v.input.impl()->data<T>();
+        T* o = out.impl()->data<T>();
+        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t r = lo; r < hi; ++r) o[r] = norm_row(in + r * v.width, v.width, static_cast<T>(p), lanes);
+        });
+    });
+}
+
 namespace {
 
 /// The index of a row's max (or min): its first NaN if it has one (NaN propagates, as PyTorch), else

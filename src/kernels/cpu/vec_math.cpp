@@ -392,6 +392,12 @@ float lanes_dot(const float* a, const float* b, std::int64_t n) {
 double lanes_dot(const double* a, const double* b, std::int64_t n) {
     return kernels<double>().lanes_dot(a, b, n);
 }
+float norm_row(const float* x, std::int64_t n, float p, bool lanes) {
+    return kernels<float>().norm_row(x, n, p, lanes);
+}
+double norm_row(const double* x, std::int64_t n, double p, bool lanes) {
+    return kernels<double>().norm_row(x, n, p, lanes);
+}
 float sum_squares(const float* x, std::int64_t n) {
     return kernels<float>().sum_squares(x, n);
 }

@@ -167,13 +167,14 @@ std::int64_t rows_ahead(bool large, std::int64_t r, std::int64_t rows, std::int6
 enum class Arith { kAdd, kSub, kMul, kDiv, kReluBackward, kTanhBackward, kSigmoidBackward, kMaximum, kMinimum };
 
 /// y = a + b, a - b, a * b, a / b (each correctly rounded, as PyTorch), relu's backward (0 where
-/// b <= 0, else a), tanh's backward from its result b (a * (1 - b * b)) or sigmoid's (a * b * (1 - b)),
-/// maximum(a, b) or minimum(a, b) (a where a is NaN, else b where b is NaN, else a > b ? a : b, or
-/// a < b ? a : b: of two equal zeros, b),
+/// b <= 0, else a), tanh's backward from its result b (a * (1 - b * b), 1 - b * b one fused
+/// multiply-add where the instruction set has FMA, as PyTorch's compiler fuses it) or sigmoid's
+/// (a * (1 - b) * b, PyTorch's order), maximum(a, b) or minimum(a, b) (a where a is NaN, else b where b
+/// is NaN, else a > b ? a : b, or a < b ? a : b: of two equal zeros, b),
 /// with non-temporal stores when `stream`, which the caller then fences (stream_fence) before another
 /// thread may read y: elementwise.cpp's binary() fences once per thread's share, after all of that
-/// share's calls. Every operation is rounded on its own (no fused multiply-add), so every instruction
-/// set gives the same bits.
+/// share's calls. Every other operation is rounded on its own, so they give the same bits on every
+/// instruction set.
 void varith(Arith op, const float* a, const float* b, float* y, std::int64_t n, bool stream);
 /// As the float overload.
 void varith(Arith op, const double* a, const double* b, double* y, std::int64_t n, bool stream);
@@ -198,7 +199,7 @@ void varith_rows(Arith op, RowOperands layout, const double* x, std::int64_t x_r
 enum class GradMap {
     kLeakyRelu,    ///< x > 0 ? g : g * a
     kHardtanh,     ///< a < x < b ? g : 0 (NaN gets 0)
-    kHardsigmoid,  ///< -3 < x < 3 ? g / 6 : 0
+    kHardsigmoid,  ///< -3 < x < 3 ? g * (1/6 rounded to float, as PyTorch) : 0
     kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
     kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold; never streamed)
     kLogSoftmax,   ///< g - exp(x) * a, one fused multiply-add with FMA (x: log_softmax's output, a: Σg of its row)
@@ -316,6 +317,13 @@ double lanes_sum(const double* x, std::int64_t n);
 float lanes_dot(const float* a, const float* b, std::int64_t n);
 /// As the float overload.
 double lanes_dot(const double* a, const double* b, std::int64_t n);
+/// The p-norm of a row for a finite p other than 0 (kernels::Backend::norm_rows): Σ|x|^p in the dtype
+/// in order, then its 1/p-th power (C's powf or pow); |x| for p = 1; x·x + s fused (where the
+/// instruction set has FMA, as PyTorch's compiler fuses its reduction) and a square root for p = 2,
+/// with `lanes` (float32) eight such sums of every eighth element first, then added in order.
+float norm_row(const float* x, std::int64_t n, float p, bool lanes);
+/// As the float overload.
+double norm_row(const double* x, std::int64_t n, double p, bool lanes);
 /// Σx².
 float sum_squares(const float* x, std::int64_t n);
 /// Σx².

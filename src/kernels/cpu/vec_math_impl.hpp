@@ -2236,6 +2236,33 @@ template <class B, bool kProducts>
     return combine_lanes(acc);
 }
 
+/// vec_math.hpp's norm_row: PyTorch 1.13's NormOneOps, NormTwoOps and NormOps (binary_kernel_reduce,
+/// along the row), and for `lanes` its float fast path over the innermost dims (norm_two_reduce_step).
+template <class B>
+typename B::value_type norm_row_(const typename B::value_type* x, std::int64_t n, typename B::value_type p,
+                                 bool lanes) {
+    using T = typename B::value_type;
+    T s = 0;
+    std::int64_t i = 0;
+    if (p == T(2)) {
+        if (lanes) {
+            T acc[8] = {};
+            for (; i + 8 <= n; i += 8)
+                for (int k = 0; k < 8; ++k) acc[k] = mla_s<B>(x[i + k], x[i + k], acc[k]);
+            s = acc[0];
+            for (int k = 1; k < 8; ++k) s += acc[k];
+        }
+        for (; i < n; ++i) s = mla_s<B>(x[i], x[i], s);
+        return std::sqrt(s);
+    }
+    if (p == T(1)) {
+        for (; i < n; ++i) s += std::abs(x[i]);
+        return s;
+    }
+    for (; i < n; ++i) s += std::pow(std::abs(x[i]), p);
+    return std::pow(s, T(1) / p);
+}
+
 /// vec_math.hpp's vlerp.
 template <class B>
 [[gnu::flatten]] void lerp_(const typename B::value_type* a, const typename B::value_type* b,
@@ -2554,7 +2581,10 @@ void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, c
                                                         bool stream) {
         map2<B>(
             g, x, y, n,
-            [](const B& u, const B& v) { return xsimd::select(v > B(T(-3)) && v < B(T(3)), u / B(T(6)), B(T(0))); },
+            [](const B& u, const B& v) {
+                // PyTorch's grad * (1/6 as a float), for doubles too
+                return xsimd::select(v > B(T(-3)) && v < B(T(3)), u * B(T(1.0f / 6.0f)), B(T(0)));
+            },
             stream);
     };
     table[static_cast<int>(GradMap::kSoftplus)] = [](const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool) {
@@ -2666,11 +2696,11 @@ VecMathKernels<T> kernels_for() {
     };
     k.arith[kArithTanhBackward] = [](const T* g, const T* t, T* y, std::int64_t n, bool stream) {
         map2<B>(
-            g, t, y, n, [](const B& u, const B& v) { return u * (B(T(1)) - v * v); }, stream);
+            g, t, y, n, [](const B& u, const B& v) { return u * mla(-v, v, B(T(1))); }, stream);
     };
     k.arith[kArithSigmoidBackward] = [](const T* g, const T* s, T* y, std::int64_t n, bool stream) {
         map2<B>(
-            g, s, y, n, [](const B& u, const B& v) { return u * v * (B(T(1)) - v); }, stream);
+            g, s, y, n, [](const B& u, const B& v) { return u * (B(T(1)) - v) * v; }, stream);
     };
     // xsimd's max and min are x86's maxps/minps (a > b ? a : b), NaN taken first from a, then from b,
     // as the scalar formula of vec_math.hpp's varith
@@ -2688,6 +2718,7 @@ VecMathKernels<T> kernels_for() {
     k.lerp = lerp_<B>;
     k.lanes_sum = [](const T* x, std::int64_t n) { return lanes_reduce_<B, false>(x, nullptr, n); };
     k.lanes_dot = lanes_reduce_<B, true>;
+    k.norm_row = norm_row_<B>;
     k.select = select_<B>;
     set_compares<B>(k.compare);
     set_scalar_maps<B>(k.scalar_map);

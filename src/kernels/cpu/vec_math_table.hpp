@@ -80,6 +80,7 @@ struct VecMathKernels {
     // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
     T (*lanes_sum)(const T* x, std::int64_t n);
     T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
+    T (*norm_row)(const T* x, std::int64_t n, T p, bool lanes);  // vec_math.hpp's norm_row
     // PyTorch's lerp (vec_math.hpp's vlerp).
     void (*lerp)(const T* a, const T* b, const T* w, std::int64_t w_step, T* y, std::int64_t n);
     void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,

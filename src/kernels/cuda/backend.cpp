@@ -152,6 +152,12 @@ void var_rows_entry(const RowsView& v, const Tensor& out, double correction, boo
     cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, correction, take_sqrt);
 }
 
+void norm_rows_entry(const RowsView& v, const Tensor& out, double p, bool lanes) {
+    use_device(out, {&v.input}, "norm");
+    check_floating(out, "norm");
+    cuda::norm_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, p, lanes);
+}
+
 /// An outer (width, rows) view as rows (rows × width), through a transposed copy: the CUDA kernels
 /// for extremes, products and scans read rows only.
 RowsView as_rows(const RowsView& v) {
@@ -429,6 +435,7 @@ const Backend& backend() {
         .axpy = axpy_entry,
         .sum_rows = sum_rows_entry,
         .var_rows = var_rows_entry,
+        .norm_rows = norm_rows_entry,
         .extreme_rows = extreme_rows_entry,
         .arg_extreme_rows = arg_extreme_rows_entry,
         .prod_rows = prod_rows_entry,

@@ -130,9 +130,9 @@ __device__ T binary_op(BinaryOp op, T x, T y, T a, T b) {
             case BinaryOp::kAbsBackward:
                 return x * (y > T(0) ? T(1) : y < T(0) ? T(-1) : T(0));
             case BinaryOp::kTanhBackward:
-                return x * (T(1) - y * y);
+                return x * fma(-y, y, T(1));  // PyTorch's x * (1 - y * y), fused as its compiler does
             case BinaryOp::kSigmoidBackward:
-                return x * y * (T(1) - y);
+                return x * (T(1) - y) * y;  // PyTorch's order
             case BinaryOp::kReluBackward:
                 return y <= T(0) ? T(0) : x;
             case BinaryOp::kGeluBackward:

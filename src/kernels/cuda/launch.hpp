@@ -54,6 +54,8 @@ void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t row
               bool mean);
 void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
               bool take_sqrt);
+/// out[r] = the p-norm of row r (kernels::Backend::norm_rows), a thread per row in the CPU's order.
+void norm_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double p, bool lanes);
 void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool max);
 /// values[r], indices[r] = the extreme of row r and its first index (the first NaN wins).
 void arg_extreme_rows(Scalar t, const void* in, void* values, void* indices, std::int64_t rows, std::int64_t width,

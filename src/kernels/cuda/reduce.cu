@@ -76,6 +76,33 @@ __global__ void arg_extreme_kernel(const T* in, T* values, i64* indices, i64 row
     }
 }
 
+/// The p-norm of each row, a thread per row in the CPU kernel's order (kernels::Backend::norm_rows).
+template <typename T>
+__global__ void norm_rows_kernel(const T* in, T* out, i64 rows, i64 width, T p, bool lanes) {
+    for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
+        const T* x = in + r * width;
+        T s = 0;
+        i64 i = 0;
+        if (p == T(2) && lanes) {
+            T acc[8] = {};
+            for (; i + 8 <= width; i += 8)
+                for (int k = 0; k < 8; ++k) acc[k] = fma(x[i + k], x[i + k], acc[k]);
+            s = acc[0];
+            for (int k = 1; k < 8; ++k) s += acc[k];
+        }
+        if (p == T(2)) {
+            for (; i < width; ++i) s = fma(x[i], x[i], s);
+            out[r] = sqrt(s);
+        } else if (p == T(1)) {
+            for (; i < width; ++i) s += fabs(x[i]);
+            out[r] = s;
+        } else {
+            for (; i < width; ++i) s += pow(fabs(x[i]), p);
+            out[r] = pow(s, T(1) / p);
+        }
+    }
+}
+
 template <typename T>
 __global__ void prod_kernel(const T* in, T* out, i64 rows, i64 width) {
     for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
@@ -162,6 +189,16 @@ void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64
                                                                      rows, width, correction, take_sqrt);
     });
     check_launch("var kernel");
+}
+
+void norm_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double p, bool lanes) {
+    if (rows == 0) return;
+    dispatch_float(t, "norm", [&](auto tag) {
+        using T = decltype(tag);
+        norm_rows_kernel<T><<<blocks_for(rows), kThreads>>>(static_cast<const T*>(in), static_cast<T*>(out), rows,
+                                                            width, static_cast<T>(p), lanes);
+    });
+    check_launch("norm kernel");
 }
 
 void extreme_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool max) {
