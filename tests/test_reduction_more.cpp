@@ -784,6 +784,7 @@ TEST_CASE("vector norms, normalize, pairwise_distance and clip_grad_norm_ give P
             CHECK(golden::bits_differ(out, get("norm." + c.first)) == 0);
             CHECK(golden::bits_differ(v.grad(), get("norm." + c.first + ".grad")) == 0);
         }
+        CHECK(golden::bits_differ(xgrad::linalg::vector_norm(get("norm.v13"), 2, {-1}), get("norm.p2_last13")) == 0);
         // clip_grad_norm_: the total norm of the gradients' norms, and the gradients scaled by it
         std::vector<Tensor> params;
         for (int i = 0; i < 2; ++i) {

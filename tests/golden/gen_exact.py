@@ -100,6 +100,11 @@ for dt in (torch.float32, torch.float64):
         out.backward(torch.ones_like(out))
         put(f"{name}.norm.{case}", out)
         put(f"{name}.norm.{case}.grad", vi.grad)
+    # 200 rows of 13: PyTorch's float fast path rounds the squares after its 8 lanes four at a time,
+    # then fuses the rest, which only many rows tell apart
+    v13 = torch.randn(200, 13, generator=g, dtype=torch.float64).to(dt)
+    put(f"{name}.norm.v13", v13)
+    put(f"{name}.norm.p2_last13", torch.linalg.vector_norm(v13, 2, -1))
     params = [torch.nn.Parameter(torch.zeros(5, 7, dtype=dt)), torch.nn.Parameter(torch.zeros(300, dtype=dt))]
     for i, q in enumerate(params):
         q.grad = (torch.randn(q.shape, generator=g, dtype=torch.float64)).to(dt)

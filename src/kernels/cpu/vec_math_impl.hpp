@@ -2251,6 +2251,10 @@ typename B::value_type norm_row_(const typename B::value_type* x, std::int64_t n
                 for (int k = 0; k < 8; ++k) acc[k] = mla_s<B>(x[i + k], x[i + k], acc[k]);
             s = acc[0];
             for (int k = 1; k < 8; ++k) s += acc[k];
+            // The rest as PyTorch's build computes its scalar loop: four at a time with each square
+            // rounded (the loop its compiler unrolled), the last one to three fused.
+            for (; i + 4 <= n; i += 4)
+                for (int k = 0; k < 4; ++k) s += x[i + k] * x[i + k];
         }
         for (; i < n; ++i) s = mla_s<B>(x[i], x[i], s);
         return std::sqrt(s);

@@ -89,6 +89,13 @@ __global__ void norm_rows_kernel(const T* in, T* out, i64 rows, i64 width, T p, 
                 for (int k = 0; k < 8; ++k) acc[k] = fma(x[i + k], x[i + k], acc[k]);
             s = acc[0];
             for (int k = 1; k < 8; ++k) s += acc[k];
+            for (; i + 4 <= width; i += 4)  // the CPU's rest: four squares rounded on their own, then fused
+                for (int k = 0; k < 4; ++k) {
+                    if constexpr (sizeof(T) == 4)
+                        s = __fadd_rn(s, __fmul_rn(x[i + k], x[i + k]));
+                    else
+                        s = __dadd_rn(s, __dmul_rn(x[i + k], x[i + k]));
+                }
         }
         if (p == T(2)) {
             for (; i < width; ++i) s = fma(x[i], x[i], s);
