@@ -413,10 +413,12 @@ namespace {
 /// `where(p == q, g / 2, g).masked_fill_(p < q, 0)` (p > q for minimum), so NaN lets g through.
 Grads select_grads(const Tensor& g, const Tensor& a, const Tensor& b, const NeedsGrad& n, bool max) {
     // Masked, not multiplied by 0, so that a lost negative gradient is +0 as PyTorch's (its bits).
-    const Tensor x = a.to(g.dtype()), y = b.to(g.dtype()), lt = x.lt(y), gt = x.gt(y);
+    const Tensor x = a.to(g.dtype()), y = b.to(g.dtype());
     const Tensor half = xgrad::where(x.eq(y), g * 0.5, g);
-    return Grads{n[0] ? sum_to(half.masked_fill(max ? lt : gt, 0.0), a.shape()) : Tensor(),
-                 n[1] ? sum_to(half.masked_fill(max ? gt : lt, 0.0), b.shape()) : Tensor()};
+    // a's share is lost where a < b (a > b for minimum), b's where a > b (a < b)
+    auto lost = [&](bool below) { return below ? x.lt(y) : x.gt(y); };
+    return Grads{n[0] ? sum_to(half.masked_fill(lost(max), 0.0), a.shape()) : Tensor(),
+                 n[1] ? sum_to(half.masked_fill(lost(!max), 0.0), b.shape()) : Tensor()};
 }
 
 }  // namespace
@@ -480,15 +482,16 @@ Tensor Tensor::clamp_max(double max) const {
 
 namespace {
 
-/// 1 where x >= y (x > y when `strict`), else 0, in g's dtype: the masks of clamp's gradients.
+/// x >= y (x > y when `strict`), compared in g's dtype: the masks of clamp's gradients (bool).
 Tensor mask(const Tensor& g, const Tensor& x, const Tensor& y, bool strict) {
-    return map_binary(x.to(g.dtype()), y.to(g.dtype()), "clamp", strict ? BinaryOp::kGtMask : BinaryOp::kGeMask);
+    const Tensor a = x.to(g.dtype()), b = y.to(g.dtype());
+    return strict ? a.gt(b) : a.ge(b);
 }
 
-/// g where the mask m is 1, else +0: PyTorch's where(mask, grad, 0), whose zeros are +0 where g * m
-/// would give -0 for a negative g (its bits).
+/// g where the mask m holds, else +0: PyTorch's where(mask, grad, 0), whose zeros are +0 where a
+/// product with a 0/1 mask would give -0 for a negative g (its bits).
 Tensor keep(const Tensor& g, const Tensor& m) {
-    return xgrad::where(m.ne(0.0), g, 0.0);
+    return xgrad::where(m, g, 0.0);
 }
 
 }  // namespace
@@ -514,17 +517,18 @@ Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const {
                            Grads r(3);
                            if (n[0]) {  // x >= lo && x <= hi
                                Tensor m = lo.defined() ? mask(g, x, lo, false) : Tensor();
-                               if (hi.defined()) m = m.defined() ? m * mask(g, hi, x, false) : mask(g, hi, x, false);
+                               if (hi.defined())
+                                   m = m.defined() ? m.logical_and(mask(g, hi, x, false)) : mask(g, hi, x, false);
                                r[0] = sum_to(keep(g, m), x->shape());
                            }
                            if (n[1]) {  // x < lo && lo < hi
                                Tensor m = mask(g, lo, x, true);
-                               if (hi.defined()) m = m * mask(g, hi, lo, true);
+                               if (hi.defined()) m = m.logical_and(mask(g, hi, lo, true));
                                r[1] = sum_to(keep(g, m), lo.shape());
                            }
                            if (n[2]) {  // x > hi || hi < lo
                                Tensor m = mask(g, x, hi, true);
-                               if (lo.defined()) m = m.maximum(mask(g, lo, hi, true));
+                               if (lo.defined()) m = m.logical_or(mask(g, lo, hi, true));
                                r[2] = sum_to(keep(g, m), hi.shape());
                            }
                            return r;

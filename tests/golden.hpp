@@ -144,6 +144,13 @@ inline void check_close(const xgrad::Tensor& actual, const xgrad::Tensor& expect
     }
 }
 
+/// check_close, and with `exact` also PyTorch's bits.
+inline void check_close_or_exact(const xgrad::Tensor& actual, const xgrad::Tensor& expected, const std::string& what,
+                                 bool exact) {
+    check_close(actual, expected, what);
+    if (exact) CHECK_MESSAGE(bits_differ(actual, expected) == 0, what << ": bits");
+}
+
 /// Checks that `f` throws std::invalid_argument whose message contains every one of `parts`.
 inline void check_throws(const std::function<void()>& f, const std::vector<std::string>& parts) {
     std::string msg;

@@ -89,8 +89,6 @@ enum class BinaryOp : std::uint8_t {
     kFmod,              // C's fmod, sign of x
     kDivTrunc,          // trunc(x / y)
     kDivFloor,          // floor(x / y), Python's //
-    kGeMask,            // x >= y ? 1 : 0
-    kGtMask,            // x > y ? 1 : 0
     kSoftplusBackward,  // beta a, threshold b
     kSiluBackward,
     kMishBackward,

@@ -202,10 +202,6 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
             if (div - floordiv > T(0.5)) floordiv += T(1);
             return floordiv;
         }
-        case BinaryOp::kGeMask:
-            return g >= x ? T(1) : T(0);
-        case BinaryOp::kGtMask:
-            return g > x ? T(1) : T(0);
         case BinaryOp::kSoftplusBackward: {
             const T z = std::exp(x * a);
             return x * a > b ? g : g * z / (z + T(1));
