@@ -1,48 +1,23 @@
 // CPU LayerNorm and RMSNorm kernels: rows split into chunks run on the pool's threads, and
 // per-chunk partial sums for the weight and bias gradients, added in chunk order at the end.
 //
-// Rows of at least one AVX2 register run vec_math's row kernels (the best instruction set this CPU
-// has, picked at run time); narrower rows keep the scalar/xsimd code below, PyTorch's bits.
+// Every row runs vec_math's row kernels (the best instruction set this CPU has, picked at run time).
+// LayerNorm's forward and backward give PyTorch 1.13's bits, and so does RMSNorm's forward (PyTorch's
+// composite x * rsqrt(mean(x.pow(2)) + eps) * w); the weight and bias gradients where the rows are one
+// chunk (fewer than 2^16 elements), as PyTorch sums them on one thread.
 #include <algorithm>
 #include <cmath>
 #include <vector>
-#include <xsimd/xsimd.hpp>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/sum_order.hpp"
 #include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
 namespace {
-
-// ---- row primitives (xsimd) ----------------------------------------------------------------------
-
-template <typename T>
-T row_sum(const T* x, std::int64_t n) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0));
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) acc += B::load_unaligned(x + i);
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += x[i];
-    return s;
-}
-
-/// Σ a·b
-template <typename T>
-T row_dot(const T* a, const T* b, std::int64_t n) {
-    using B = xsimd::batch<T>;
-    constexpr auto w = static_cast<std::int64_t>(B::size);
-    B acc(T(0));
-    std::int64_t i = 0;
-    for (; i + w <= n; i += w) acc += B::load_unaligned(a + i) * B::load_unaligned(b + i);
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
 
 /// Runs `body(lo, hi, chunk)` over row ranges; `chunks` ranges when the work is large enough.
 template <typename F>
@@ -67,10 +42,6 @@ bool streams(std::int64_t n) {
     return n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
 }
 
-/// Rows narrower than this take the narrow-row code (one AVX2 register of T).
-template <typename T>
-constexpr std::int64_t kNarrow = 32 / static_cast<std::int64_t>(sizeof(T));
-
 /// `n` zeros of T (x's dtype) for per-chunk partial sums, kept alive by `holder`: a tensor's storage, so
 /// that a large block comes back from the storage's block cache. A std::vector of a few hundred KiB is
 /// handed back to the system when freed (unmapped, or trimmed off the top of the heap), and every
@@ -81,6 +52,17 @@ T* zeroed(Tensor& holder, DType dtype, std::int64_t n) {
     T* p = holder.impl()->data<T>();
     std::fill(p, p + n, T(0));
     return p;
+}
+
+/// dst = the per-chunk partial sums (`chunks` rows of `width` at part) added in chunk order, starting
+/// from 0 (as PyTorch adds its per-thread buffers); nothing when part is null.
+template <typename T>
+void add_chunks(const T* part, int chunks, std::int64_t width, const Tensor& dst) {
+    if (!part) return;
+    T* d = dst.impl()->data<T>();
+    std::fill(d, d + width, T(0));
+    for (int c = 0; c < chunks; ++c)
+        for (std::int64_t j = 0; j < width; ++j) d[j] += part[c * width + j];
 }
 
 }  // namespace
@@ -98,37 +80,22 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
         T* pm = mean.impl()->data<T>();
         T* pr = rstd.impl()->data<T>();
         for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                T* yr = py + r * width;
-                // (x - mean) * rstd, written as PyTorch's CPU kernel does: x * rstd + (-rstd * mean).
-                if (width < kNarrow<T>) {
-                    // Rows narrower than one AVX2 register take PyTorch's scalar path, bit for bit:
-                    // Welford moments, then one fused multiply-add per element.
-                    T m = 0, m2 = 0;
-                    for (std::int64_t j = 0; j < width; ++j) {
-                        const T d = xr[j] - m;
-                        m += d / static_cast<T>(j + 1);
-                        m2 += d * (xr[j] - m);
-                    }
-                    const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
-                    const T shift = -rs * m;
-                    pm[r] = m;
+            // Four rows at a time (the last one again where fewer are left).
+            for (std::int64_t r0 = lo; r0 < hi; r0 += 4) {
+                const std::int64_t r1 = std::min(r0 + 3, hi - 1);
+                const T* rows4[4];
+                for (std::int64_t k = 0; k < 4; ++k) rows4[k] = px + std::min(r0 + k, r1) * width;
+                T m[4], m2[4];
+                norm_moments4(rows4, width, m, m2);
+                for (std::int64_t r = r0, k = 0; r <= r1; ++r, ++k) {
+                    // As PyTorch's CPU kernel: its moments, rstd = 1 / sqrt(var + eps), then
+                    // (x * rstd + (-rstd * mean)) * w + b.
+                    const T rs = T(1) / std::sqrt(m2[k] / static_cast<T>(width) + static_cast<T>(eps));
+                    pm[r] = m[k];
                     pr[r] = rs;
-                    for (std::int64_t j = 0; j < width; ++j) {
-                        T v = std::fma(xr[j], rs, shift);
-                        if (pw) v = v * pw[j];
-                        if (pb) v = v + pb[j];
-                        yr[j] = v;
-                    }
-                    continue;
+                    norm_apply(px + r * width, rs, -rs * m[k], pw, pb, py + r * width, width, stream,
+                               rows_ahead<T>(stream, r, rows, width), true);
                 }
-                T m, m2;
-                norm_moments(xr, width, &m, &m2);
-                const T rs = T(1) / std::sqrt(m2 / static_cast<T>(width) + static_cast<T>(eps));
-                pm[r] = m;
-                pr[r] = rs;
-                norm_apply(xr, rs, -rs * m, pw, pb, yr, width, stream, rows_ahead<T>(stream, r, rows, width));
             }
             if (stream) stream_fence();
         });
@@ -150,6 +117,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         const T* pm = mean.impl()->data<T>();
         const T* pr = rstd.impl()->data<T>();
+        T* pdx = dx.defined() ? dx.impl()->data<T>() : nullptr;
         const int chunks = row_chunks(rows, width);
         // Per-chunk partial sums of dweight and dbias, added in chunk order at the end.
         const std::int64_t part = chunks * width;
@@ -157,49 +125,16 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
         T* part_w = dw.defined() ? zeroed<T>(hold_w, x.dtype(), part) : nullptr;
         T* part_b = db.defined() ? zeroed<T>(hold_b, x.dtype(), part) : nullptr;
         for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
-            // Scratch rows for the narrow-row path only.
-            const auto scratch = static_cast<std::size_t>(width < kNarrow<T> ? width : 0);
-            std::vector<T> xhat(scratch), dxhat(scratch);
             T* acc_w = part_w ? part_w + c * width : nullptr;
             T* acc_b = part_b ? part_b + c * width : nullptr;
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                const T* gr = pg + r * width;
-                const T rs = pr[r], shift = -pr[r] * pm[r];
-                if (width >= kNarrow<T>) {
-                    norm_backward(gr, xr, pw, rs, shift, true,
-                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, acc_b, width,
-                                  stream, rows_ahead<T>(stream, r, rows, width));
-                    continue;
-                }
-                for (std::int64_t j = 0; j < width; ++j) {
-                    xhat[static_cast<std::size_t>(j)] = xr[j] * rs + shift;
-                    dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                }
-                if (acc_w)
-                    for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                if (acc_b)
-                    for (std::int64_t j = 0; j < width; ++j) acc_b[j] += gr[j];
-                if (!dx.defined()) continue;
-                // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-                const T n = static_cast<T>(width);
-                const T mean_d = row_sum(dxhat.data(), width) / n;
-                const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / n;
-                T* dr = dx.impl()->data<T>() + r * width;
-                for (std::int64_t j = 0; j < width; ++j) {
-                    auto ju = static_cast<std::size_t>(j);
-                    dr[j] = rs * (dxhat[ju] - mean_d - xhat[ju] * mean_dx);
-                }
-            }
+            for (std::int64_t r = lo; r < hi; ++r)
+                layer_norm_row_backward(pg + r * width, px + r * width, pw, pr[r], pm[r],
+                                        pdx ? pdx + r * width : nullptr, acc_w, acc_b, width, stream,
+                                        rows_ahead<T>(stream, r, rows, width));
             if (stream) stream_fence();
         });
-        for (const auto& [part_sums, dst] : {std::pair{part_w, &dw}, std::pair{part_b, &db}}) {
-            if (!part_sums) continue;
-            T* d = dst->impl()->template data<T>();
-            std::fill(d, d + width, T(0));
-            for (int c = 0; c < chunks; ++c)
-                for (std::int64_t j = 0; j < width; ++j) d[j] += part_sums[c * width + j];
-        }
+        add_chunks(part_w, chunks, width, dw);
+        add_chunks(part_b, chunks, width, db);
     });
 }
 
@@ -208,33 +143,23 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
     detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
         using T = decltype(tag);
         const bool stream = streams<T>(x.numel());
-        using B = xsimd::batch<T>;
-        constexpr auto vw = static_cast<std::int64_t>(B::size);
         const T* px = x.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         T* py = out.impl()->data<T>();
         T* pr = rstd.impl()->data<T>();
         for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
+            std::vector<T> squares(static_cast<std::size_t>(width));
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* xr = px + r * width;
-                T* yr = py + r * width;
-                // As PyTorch's composite: x * rsqrt(mean(x²) + eps), then * weight.
-                if (width >= kNarrow<T>) {
-                    const T rs = T(1) / std::sqrt(sum_squares(xr, width) / static_cast<T>(width) + static_cast<T>(eps));
-                    pr[r] = rs;
-                    norm_apply(xr, rs, T(0), pw, nullptr, yr, width, stream, rows_ahead<T>(stream, r, rows, width));
-                    continue;
-                }
-                const T ms = row_dot(xr, xr, width) / static_cast<T>(width);
+                // As PyTorch's composite, bit for bit: x * rsqrt(mean(x.pow(2)) + eps) * weight, the
+                // squares rounded and summed in its order (inner_sum), the mean a division.
+                varith(Arith::kMul, xr, xr, squares.data(), width, false);
+                const T ms = inner_sum(squares.data(), width) / static_cast<T>(width);
                 const T rs = T(1) / std::sqrt(ms + static_cast<T>(eps));
                 pr[r] = rs;
-                std::int64_t j = 0;
-                for (; j + vw <= width; j += vw) {
-                    B v = B::load_unaligned(xr + j) * B(rs);
-                    if (pw) v = v * B::load_unaligned(pw + j);
-                    v.store_unaligned(yr + j);
-                }
-                for (; j < width; ++j) yr[j] = pw ? (xr[j] * rs) * pw[j] : xr[j] * rs;
+                // x * rs + (-0) is x * rs, -0 included.
+                norm_apply(xr, rs, T(-0.0), pw, nullptr, py + r * width, width, stream,
+                           rows_ahead<T>(stream, r, rows, width));
             }
             if (stream) stream_fence();
         });
@@ -251,46 +176,18 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
         const T* pg = g.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         const T* pr = rstd.impl()->data<T>();
+        T* pdx = dx.defined() ? dx.impl()->data<T>() : nullptr;
         const int chunks = row_chunks(rows, width);
         Tensor hold_w;
         T* part_w = dw.defined() ? zeroed<T>(hold_w, x.dtype(), chunks * width) : nullptr;
         for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
-            const auto scratch = static_cast<std::size_t>(width < kNarrow<T> ? width : 0);
-            std::vector<T> xhat(scratch), dxhat(scratch);
             T* acc_w = part_w ? part_w + c * width : nullptr;
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                const T* gr = pg + r * width;
-                const T rs = pr[r];
-                if (width >= kNarrow<T>) {
-                    norm_backward(gr, xr, pw, rs, T(0), false,
-                                  dx.defined() ? dx.impl()->data<T>() + r * width : nullptr, acc_w, nullptr, width,
-                                  stream, rows_ahead<T>(stream, r, rows, width));
-                    continue;
-                }
-                for (std::int64_t j = 0; j < width; ++j) {
-                    xhat[static_cast<std::size_t>(j)] = xr[j] * rs;
-                    dxhat[static_cast<std::size_t>(j)] = pw ? gr[j] * pw[j] : gr[j];
-                }
-                if (acc_w)
-                    for (std::int64_t j = 0; j < width; ++j) acc_w[j] += gr[j] * xhat[static_cast<std::size_t>(j)];
-                if (!dx.defined()) continue;
-                // dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
-                const T mean_dx = row_dot(dxhat.data(), xhat.data(), width) / static_cast<T>(width);
-                T* dr = dx.impl()->data<T>() + r * width;
-                for (std::int64_t j = 0; j < width; ++j) {
-                    auto ju = static_cast<std::size_t>(j);
-                    dr[j] = rs * (dxhat[ju] - xhat[ju] * mean_dx);
-                }
-            }
+            for (std::int64_t r = lo; r < hi; ++r)
+                rms_norm_row_backward(pg + r * width, px + r * width, pw, pr[r], pdx ? pdx + r * width : nullptr, acc_w,
+                                      width, stream, rows_ahead<T>(stream, r, rows, width));
             if (stream) stream_fence();
         });
-        if (part_w) {
-            T* d = dw.impl()->data<T>();
-            std::fill(d, d + width, T(0));
-            for (int c = 0; c < chunks; ++c)
-                for (std::int64_t j = 0; j < width; ++j) d[j] += part_w[c * width + j];
-        }
+        add_chunks(part_w, chunks, width, dw);
     });
 }
 

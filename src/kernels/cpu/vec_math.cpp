@@ -346,11 +346,25 @@ void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n
     backward(detail::kSiluBackward, g, x, dx, n);
 }
 
+void norm_moments4(const float* const* x, std::int64_t n, float* mean, float* m2) {
+    kernels<float>().norm_moments4(x, n, mean, m2);
+}
+void norm_moments4(const double* const* x, std::int64_t n, double* mean, double* m2) {
+    kernels<double>().norm_moments4(x, n, mean, m2);
+}
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
-    kernels<float>().norm_moments(x, n, mean, m2);
+    const float* rows[4] = {x, x, x, x};
+    float means[4], m2s[4];
+    norm_moments4(rows, n, means, m2s);
+    *mean = means[0];
+    *m2 = m2s[0];
 }
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
-    kernels<double>().norm_moments(x, n, mean, m2);
+    const double* rows[4] = {x, x, x, x};
+    double means[4], m2s[4];
+    norm_moments4(rows, n, means, m2s);
+    *mean = means[0];
+    *m2 = m2s[0];
 }
 void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, float* y, std::int64_t n) {
     if (n > 0) kernels<float>().lerp(a, b, w, w_step, y, n);
@@ -398,22 +412,16 @@ float norm_row(const float* x, std::int64_t n, float p, bool lanes) {
 double norm_row(const double* x, std::int64_t n, double p, bool lanes) {
     return kernels<double>().norm_row(x, n, p, lanes);
 }
-float sum_squares(const float* x, std::int64_t n) {
-    return kernels<float>().sum_squares(x, n);
-}
-double sum_squares(const double* x, std::int64_t n) {
-    return kernels<double>().sum_squares(x, n);
-}
 void stream_fence() {
     _mm_sfence();
 }
 void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
-                bool stream, std::int64_t ahead) {
-    kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead);
+                bool stream, std::int64_t ahead, bool plus_zero) {
+    kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead, plus_zero);
 }
 void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n, bool stream, std::int64_t ahead) {
-    kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead);
+                std::int64_t n, bool stream, std::int64_t ahead, bool plus_zero) {
+    kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead, plus_zero);
 }
 void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out) {
     kernels<float>().sum_cascade(x, rows, stride, power, out);
@@ -452,13 +460,21 @@ void adam_update(double* p, const double* g, double* m, double* v, double* vmax,
                  std::int64_t n) {
     if (n > 0) kernels<double>().adam(p, g, m, v, vmax, c, n);
 }
-void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
-    kernels<float>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
+void layer_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float mean, float* dx,
+                             float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<float>().layer_norm_row_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
 }
-void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
-    kernels<double>().norm_backward(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
+void layer_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double mean, double* dx,
+                             double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<double>().layer_norm_row_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
+}
+void rms_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float* dx, float* acc_w,
+                           std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<float>().rms_norm_row_backward(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+}
+void rms_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double* dx, double* acc_w,
+                           std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<double>().rms_norm_row_backward(g, x, w, rstd, dx, acc_w, n, stream, ahead);
 }
 
 const char* simd_arch_name() {

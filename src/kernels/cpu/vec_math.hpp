@@ -297,11 +297,19 @@ void vatan2(const double* y, const double* x, double* out, std::int64_t n);
 // One row of n contiguous elements each; rows that stay in cache between the passes (a few thousand
 // elements), so that each call reads its inputs from memory once.
 
-/// mean = Σx / n and m2 = Σ(x - mean)²: in one pass over the row, about a shift near the mean, where
-/// that loses at most two bits to cancellation; in two passes otherwise (vec_math_impl.hpp).
+/// mean = Σx / n and m2 = Σ(x - mean)² of a row, bit for bit as PyTorch 1.13's RowwiseMoments
+/// computes them (its LayerNorm's moments, on its AVX2 build): Welford passes over chunks of 16 AVX2
+/// registers, lane by lane, the chunks' moments merged in a cascade, the elements after the last
+/// register in a scalar Welford pass that then takes in the lanes. Any n >= 0.
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
 /// As the float overload.
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
+/// norm_moments of the rows x[0] to x[3] (some may be the same row) into mean[r] and m2[r]: the rows'
+/// chains of dependent operations run between each other's, so four rows take about the time of two
+/// single calls.
+void norm_moments4(const float* const* x, std::int64_t n, float* mean, float* m2);
+/// As the float overload.
+void norm_moments4(const double* const* x, std::int64_t n, double* mean, double* m2);
 /// Σx[i] in the order of PyTorch 1.13's vec::reduce_all over its AVX2 registers (8 floats, 4 doubles),
 /// which its softmax and log_softmax rows use: a register of sums starting from the first one, each
 /// further whole register added lane by lane, the elements after them added to its first lanes, then
@@ -326,33 +334,42 @@ double lanes_dot(const double* a, const double* b, std::int64_t n);
 float norm_row(const float* x, std::int64_t n, float p, bool lanes);
 /// As the float overload.
 double norm_row(const double* x, std::int64_t n, double p, bool lanes);
-/// Σx².
-float sum_squares(const float* x, std::int64_t n);
-/// Σx².
-double sum_squares(const double* x, std::int64_t n);
 /// Orders the non-temporal stores made so far by this thread before its later stores: norm_apply and
 /// norm_backward leave it to their caller, which calls it once after its last row, before the
 /// rows are handed to another thread (an sfence per row would wait for each row's lines).
 void stream_fence();
-/// y = (x * scale + shift) * w + b; w and b may be null (then left out). With `stream`, y is written
-/// with non-temporal stores (kStreamBytes), which the caller then fences (stream_fence). With
-/// ahead > 0, x[ahead, ahead + n) exists (a later row) and is prefetched while y is written: the
-/// hardware's prefetchers stop at page boundaries, and a row's second pass reads from the cache.
+/// y = (x * scale + shift) * w + b; w and b may be null (then left out). With both, the last multiply
+/// and add are one fused multiply-add where the instruction set has FMA, as in PyTorch's LayerNorm;
+/// without b and with `plus_zero`, 0 is added last (PyTorch's scalar path, whose -0 becomes +0). With
+/// `stream`, y is written with non-temporal stores (kStreamBytes), which the caller then fences
+/// (stream_fence). With ahead > 0, x[ahead, ahead + n) exists (a later row) and is prefetched while y
+/// is written: the hardware's prefetchers stop at page boundaries, and a row's second pass reads from
+/// the cache.
 void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
-                bool stream, std::int64_t ahead);
-/// y = (x * scale + shift) * w + b; w and b may be null (then left out).
-void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
-                std::int64_t n, bool stream, std::int64_t ahead);
-/// One row of LayerNorm's (centre) or RMSNorm's backward, with xhat = x * scale + shift and d = g * w (g without
-/// w): acc_w += g * xhat, acc_b += g (each when not null), then, when dx is not null,
-/// dx = scale * (d - mean(d) - xhat * mean(d * xhat)), without the mean(d) term unless centre; with
-/// `stream`, dx is written with non-temporal stores, which the caller then fences (stream_fence); with
-/// ahead > 0, g and x are prefetched `ahead` elements on as dx is written (norm_apply's `ahead`).
-void norm_backward(const float* g, const float* x, const float* w, float scale, float shift, bool centre, float* dx,
-                   float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
+                bool stream, std::int64_t ahead, bool plus_zero = false);
 /// As the float overload.
-void norm_backward(const double* g, const double* x, const double* w, double scale, double shift, bool centre,
-                   double* dx, double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
+void norm_apply(const double* x, double scale, double shift, const double* w, const double* b, double* y,
+                std::int64_t n, bool stream, std::int64_t ahead, bool plus_zero = false);
+/// One row of LayerNorm's backward, bit for bit as PyTorch 1.13's CPU kernel (its AVX2 build, with the
+/// multiply-adds its compiler fuses): acc_w += g * (rstd * x - rstd * mean) and acc_b += g (each when
+/// not null); then, when dx is not null, ds = Σ g·x·w and db = Σ g·w (lanes_dot's order; without w,
+/// Σ g·x and Σ g), b = (db·mean - ds)·rstd³/n, c = -b·mean - db·rstd/n, and dx = rstd·g·w + b·x + c.
+/// w may be null. With `stream`, dx is written with non-temporal stores, which the caller then fences
+/// (stream_fence); with ahead > 0, g and x are prefetched `ahead` elements on as dx is written
+/// (norm_apply's `ahead`).
+void layer_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float mean, float* dx,
+                             float* acc_w, float* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
+/// As the float overload.
+void layer_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double mean, double* dx,
+                             double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
+/// One row of RMSNorm's backward, with xhat = x * rstd and d = g * w (g without w): acc_w += g * xhat
+/// (when not null), then, when dx is not null, dx = rstd * (d - xhat * mean(d * xhat)); `stream` and
+/// `ahead` as layer_norm_row_backward's.
+void rms_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float* dx, float* acc_w,
+                           std::int64_t n, bool stream, std::int64_t ahead);
+/// As the float overload.
+void rms_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double* dx, double* acc_w,
+                           std::int64_t n, bool stream, std::int64_t ahead);
 
 // ---- sums in PyTorch's order (kernels/cpu/sum_order.hpp) ----
 

@@ -1,4 +1,4 @@
-// vec_math's kernels for avx512bw, compiled with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vl
+// vec_math's kernels for avx512bw, compiled with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vl -mfma
 // (Skylake-X, Zen 4 and later). This file must hold nothing but this one instantiation (vec_math_impl.hpp).
 
 // GCC 12's avx512fintrin.h builds its "undefined" operands from self-initialised variables, which

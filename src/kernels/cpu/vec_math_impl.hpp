@@ -1530,95 +1530,238 @@ template <int N, class F>
     (std::make_integer_sequence<int, N>{});
 }
 
-/// Σ term over a row: `vec(i)` is the batch of terms at i, `one(i)` the scalar term.
-template <class B, class V, class S>
-[[gnu::flatten]] typename B::value_type reduce_row(std::int64_t n, V vec, S one) {
+// ---- PyTorch's AVX2 registers ---------------------------------------------------------------------
+// PyTorch 1.13's LayerNorm kernels (its AVX2 build) keep moments and sums lane by lane in registers of
+// 8 floats or 4 doubles. A Reg is one such register on this arch: one batch on AVX2, two on SSE2, and
+// AVX2's batch on AVX-512 (whose file is also built with -mfma), so that every lane gets the same
+// operations in the same order on every instruction set.
+
+template <class B>
+auto reg_batch() {
+#if defined(__AVX512F__)
+    if constexpr (sizeof(B) > 32)
+        return xsimd::batch<typename B::value_type, xsimd::fma3<xsimd::avx2>>{};
+    else
+#endif
+        return B{};
+}
+
+template <class B>
+struct Reg {
     using T = typename B::value_type;
-    constexpr std::int64_t kW = B::size;
-    B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+    using V = decltype(reg_batch<B>());
+    static constexpr int kR = static_cast<int>(32 / sizeof(V));  ///< batches per register
+    static constexpr std::int64_t kLanes = 32 / static_cast<std::int64_t>(sizeof(T));
+    V v[kR];
+
+    Reg() = default;
+    explicit Reg(T s) {
+        each_of<kR>([&](auto r) { v[r] = V(s); });
+    }
+    static Reg load(const T* p) {
+        Reg o;
+        each_of<kR>([&](auto r) { o.v[r] = V::load_unaligned(p + r * V::size); });
+        return o;
+    }
+    void store(T* p) const {
+        each_of<kR>([&](auto r) { v[r].store_unaligned(p + r * V::size); });
+    }
+    friend Reg operator+(Reg a, const Reg& b) {
+        each_of<kR>([&](auto r) { a.v[r] = a.v[r] + b.v[r]; });
+        return a;
+    }
+    friend Reg operator-(Reg a, const Reg& b) {
+        each_of<kR>([&](auto r) { a.v[r] = a.v[r] - b.v[r]; });
+        return a;
+    }
+    friend Reg operator*(Reg a, const Reg& b) {
+        each_of<kR>([&](auto r) { a.v[r] = a.v[r] * b.v[r]; });
+        return a;
+    }
+    /// a * b + c, fused exactly where mla is.
+    friend Reg reg_mla(Reg a, const Reg& b, const Reg& c) {
+        each_of<kR>([&](auto r) { a.v[r] = mla(a.v[r], b.v[r], c.v[r]); });
+        return a;
+    }
+};
+
+/// PyTorch's AddMoments (scalars) and AddMomentsVec (R a Reg): the moments (n, m1, m2) of a part take
+/// in those of the next part, (add_n, add_m1, add_m2). Two roundings per multiply-add, as PyTorch's
+/// build computes them.
+template <class T, class R>
+void add_moments(std::int64_t add_n, const R& add_m1, const R& add_m2, std::int64_t& n, R& m1, R& m2) {
+    const std::int64_t total = n + add_n;
+    const T c = total == 0 ? T(0) : static_cast<T>(add_n) / static_cast<T>(total);
+    const R delta = add_m1 - m1;
+    m1 = m1 + R(c) * delta;
+    m2 = m2 + (add_m2 + delta * delta * R(c) * R(static_cast<T>(n)));
+    n = total;
+}
+
+/// One of PyTorch's AVX2 registers for each of kRows rows, as the widest batches of this arch: on
+/// AVX-512 two rows per batch (the first row's lanes in the lower half), on AVX2 one, on SSE2 half of
+/// one. Rows go through norm_moments_ side by side: their chains of dependent operations interleave.
+template <class B, int kRows>
+struct RowSet {
+    using T = typename B::value_type;
+    static constexpr std::int64_t kLanes = 32 / static_cast<std::int64_t>(sizeof(T));
+    static constexpr int kN = static_cast<int>(kRows * 32 / static_cast<int>(sizeof(B)));  // batches
+    B v[kN];
+
+    RowSet() = default;
+    explicit RowSet(T s) {
+        each_of<kN>([&](auto k) { v[k] = B(s); });
+    }
+    /// The registers at x[r] + at, for each row r.
+    static RowSet load(const T* const* x, std::int64_t at) {
+        RowSet o;
+#if defined(__AVX512F__)
+        if constexpr (sizeof(B) == 64) {
+            each_of<kN>([&](auto k) {
+                const T* p = x[2 * k] + at;
+                const T* q = x[2 * k + 1] + at;
+                if constexpr (sizeof(T) == 4)
+                    o.v[k] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(p)), _mm256_loadu_ps(q), 1);
+                else
+                    o.v[k] = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(p)), _mm256_loadu_pd(q), 1);
+            });
+            return o;
+        } else
+#endif
+        {
+            constexpr int kPer = kN / kRows;  // batches per row
+            each_of<kN>([&](auto k) { o.v[k] = B::load_unaligned(x[k / kPer] + at + (k % kPer) * B::size); });
+            return o;
+        }
+    }
+    /// Row r's lanes to out[r].
+    void store(T (*out)[kLanes]) const {
+        alignas(64) T all[kRows * kLanes];
+        each_of<kN>([&](auto k) { v[k].store_aligned(all + k * B::size); });
+        for (int r = 0; r < kRows; ++r) std::copy(all + r * kLanes, all + (r + 1) * kLanes, out[r]);
+    }
+    friend RowSet operator+(RowSet a, const RowSet& b) {
+        each_of<kN>([&](auto k) { a.v[k] = a.v[k] + b.v[k]; });
+        return a;
+    }
+    friend RowSet operator-(RowSet a, const RowSet& b) {
+        each_of<kN>([&](auto k) { a.v[k] = a.v[k] - b.v[k]; });
+        return a;
+    }
+    friend RowSet operator*(RowSet a, const RowSet& b) {
+        each_of<kN>([&](auto k) { a.v[k] = a.v[k] * b.v[k]; });
+        return a;
+    }
+};
+
+/// vec_math.hpp's norm_moments4: PyTorch 1.13's RowwiseMoments, bit for bit, for four rows of n side
+/// by side (some may be the same row), kRows at a time. A row's registers go in chunks of 16, each a
+/// Welford pass per lane; the chunks' moments meet in a cascade (a stack of levels, a level taking in
+/// the one below every other time); the elements after the last register get a scalar Welford pass,
+/// which then takes in the lanes one by one. Each chunk's pass is a chain of dependent operations, so
+/// up to kG chunks run side by side (the partial one, if any, last in the last group).
+template <class B, int kRows>
+[[gnu::flatten]] void norm_moments_rows_(const typename B::value_type* const* x, std::int64_t n,
+                                         typename B::value_type* mean, typename B::value_type* m2) {
+    using T = typename B::value_type;
+    using RS = RowSet<B, kRows>;
+    constexpr std::int64_t kL = RS::kLanes, kChunk = 16;
+    constexpr int kG = std::max(1, (sizeof(B) == 64 ? 16 : 12) / (2 * RS::kN));  // accumulators in registers
+    constexpr std::array<T, kChunk> kInv = [] {
+        std::array<T, kChunk> a{};
+        for (std::size_t j = 0; j < a.size(); ++j) a[j] = T(1) / static_cast<T>(j + 1);
+        return a;
+    }();
+    const std::int64_t regs = n / kL, chunks = (regs + kChunk - 1) / kChunk;
+    std::int64_t depth = 1;  // PyTorch's CeilLog2(chunks), at least 1
+    while ((std::int64_t{1} << depth) < chunks) ++depth;
+    constexpr int kMaxDepth = 64;
+    std::int64_t sn[kMaxDepth];
+    RS s1[kMaxDepth], s2[kMaxDepth];
+    for (std::int64_t d = 0; d < depth; ++d) {
+        sn[d] = 0;
+        s1[d] = s2[d] = RS(T(0));
+    }
+    auto push = [&](std::int64_t i, std::int64_t count, const RS& a1, const RS& a2) {
+        add_moments<T>(count, a1, a2, sn[0], s1[0], s2[0]);
+        std::int64_t mask = i + 1;
+        for (std::int64_t j = 1; j < depth && (mask & 1) == 0; ++j, mask >>= 1) {
+            add_moments<T>(sn[j - 1], s1[j - 1], s2[j - 1], sn[j], s1[j], s2[j]);
+            sn[j - 1] = 0;
+            s1[j - 1] = s2[j - 1] = RS(T(0));
+        }
+    };
+    // K chunks from chunk i0 on, the last of `last` registers (the others 16).
+    auto group = [&]<int K>(std::int64_t i0, std::int64_t last, std::integral_constant<int, K>) {
+        RS a1[K > 0 ? K : 1], a2[K > 0 ? K : 1];
+        each_of<K>([&](auto k) { a1[k] = a2[k] = RS(T(0)); });
+        const std::int64_t steps = K == 1 ? last : kChunk;
+        for (std::int64_t j = 0; j < steps; ++j) {
+            const RS c(kInv[static_cast<std::size_t>(j)]);
+            each_of<K>([&](auto k) {
+                if (k + 1 < K || j < last) {
+                    const RS v = RS::load(x, ((i0 + k) * kChunk + j) * kL);
+                    const RS d = v - a1[k];
+                    a1[k] = a1[k] + d * c;
+                    a2[k] = a2[k] + d * (v - a1[k]);
+                }
+            });
+        }
+        each_of<K>([&](auto k) { push(i0 + k, k + 1 < K ? kChunk : last, a1[k], a2[k]); });
+    };
+    auto group_of = [&](std::int64_t k, std::int64_t i0, std::int64_t last) {
+        [&]<int... K>(std::integer_sequence<int, K...>) {
+            ((k == K ? group(i0, last, std::integral_constant<int, K>{}) : void()), ...);
+        }
+        (std::make_integer_sequence<int, kG + 1>{});
+    };
+    const std::int64_t full = regs / kChunk, partial = regs - full * kChunk;
+    // Groups of about the same size, at most kG chunks each, the partial chunk last in the last group.
+    const std::int64_t groups = (chunks + kG - 1) / kG, size = groups > 0 ? (chunks + groups - 1) / groups : 0;
     std::int64_t i = 0;
-    for (; i + 4 * kW <= n; i += 4 * kW) {
-        a0 += vec(i);
-        a1 += vec(i + kW);
-        a2 += vec(i + 2 * kW);
-        a3 += vec(i + 3 * kW);
+    for (; chunks - i > size; i += size) group_of(size, i, kChunk);
+    group_of(chunks - i, i, partial > 0 ? partial : kChunk);
+    for (std::int64_t d = 1; d < depth; ++d) add_moments<T>(sn[d], s1[d], s2[d], sn[0], s1[0], s2[0]);
+    T l1[kRows][kL], l2[kRows][kL];
+    s1[0].store(l1);
+    s2[0].store(l2);
+    T m[kRows] = {}, q[kRows] = {};
+    const std::int64_t tail = n - regs * kL;
+    for (std::int64_t j = 0; j < tail; ++j)
+        for (int r = 0; r < kRows; ++r) {
+            const T v = x[r][regs * kL + j], d = v - m[r];
+            m[r] += d / static_cast<T>(j + 1);
+            q[r] += d * (v - m[r]);
+        }
+    // The lanes taken in one by one (add_moments, its counts, the same for every row, worked out once).
+    T lane_c[kL], lane_n[kL];
+    for (std::int64_t k = 0; k < kL; ++k) {
+        const std::int64_t before = tail + k * regs, total = before + regs;
+        lane_c[k] = total == 0 ? T(0) : static_cast<T>(regs) / static_cast<T>(total);
+        lane_n[k] = static_cast<T>(before);
     }
-    for (; i + kW <= n; i += kW) a0 += vec(i);
-    T s = xsimd::hadd((a0 + a1) + (a2 + a3));
-    for (; i < n; ++i) s += one(i);
-    return s;
+    for (std::int64_t k = 0; k < kL; ++k)
+        for (int r = 0; r < kRows; ++r) {
+            const T delta = l1[r][k] - m[r];
+            m[r] = m[r] + lane_c[k] * delta;
+            q[r] = q[r] + (l2[r][k] + delta * delta * lane_c[k] * lane_n[k]);
+        }
+    for (int r = 0; r < kRows; ++r) {
+        mean[r] = m[r];
+        m2[r] = q[r];
+    }
 }
 
-/// mean and m2 = Σ(x - mean)² in two passes: the mean, then the squares about it (no cancellation).
+/// vec_math.hpp's norm_moments4: four rows at once on AVX-512, two and two elsewhere (registers).
 template <class B>
-void norm_moments_two_pass(const typename B::value_type* x, std::int64_t n, typename B::value_type* mean,
-                           typename B::value_type* m2) {
-    using T = typename B::value_type;
-    const T m = reduce_row<B>(
-                    n, [x](std::int64_t i) { return B::load_unaligned(x + i); }, [x](std::int64_t i) { return x[i]; }) /
-                static_cast<T>(n);
-    const B mb(m);
-    *mean = m;
-    *m2 = reduce_row<B>(
-        n,
-        [x, mb](std::int64_t i) {
-            B d = B::load_unaligned(x + i) - mb;
-            return d * d;
-        },
-        [x, m](std::int64_t i) { return (x[i] - m) * (x[i] - m); });
-}
-
-/// mean and m2 = Σ(x - mean)² of a row of at least one batch, in one pass where that is accurate: the
-/// sums s1 = Σd and s2 = Σd² of d = x - c, for c the mean of the first batch, give mean = c + s1/n and
-/// m2 = s2 - s1²/n. The cancellation in m2 costs about s2/m2 = 1 + n(mean - c)²/m2 roundings; the
-/// pass is kept when that is at most 4, (mean - c)² ≤ 3·m2/n, as it is for any row whose first
-/// elements are not far out of its spread. Otherwise (and for rows holding inf or NaN) the row is
-/// summed again in two passes (norm_moments_two_pass). One pass reads a row that comes from memory or
-/// a far cache once instead of twice: 1.3x the LayerNorm forward of 1024x1500 floats.
-template <class B>
-[[gnu::flatten]] void norm_moments_(const typename B::value_type* x, std::int64_t n, typename B::value_type* mean,
-                                    typename B::value_type* m2) {
-    using T = typename B::value_type;
-    constexpr std::int64_t kW = B::size;
-    if (n < kW) return norm_moments_two_pass<B>(x, n, mean, m2);
-    const T c = xsimd::hadd(B::load_unaligned(x)) / static_cast<T>(kW);
-    const B cb(c);
-    B s[4], q[4];
-    each_of<4>([&](auto r) { s[r] = q[r] = B(T(0)); });
-    std::int64_t i = 0;
-    for (; i + 4 * kW <= n; i += 4 * kW)
-        each_of<4>([&](auto r) {
-            const B d = B::load_unaligned(x + i + r * kW) - cb;
-            s[r] += d;
-            q[r] = mla(d, d, q[r]);
-        });
-    for (; i + kW <= n; i += kW) {
-        const B d = B::load_unaligned(x + i) - cb;
-        s[0] += d;
-        q[0] = mla(d, d, q[0]);
+void norm_moments4_(const typename B::value_type* const* x, std::int64_t n, typename B::value_type* mean,
+                    typename B::value_type* m2) {
+    if constexpr (sizeof(B) == 64) {
+        norm_moments_rows_<B, 4>(x, n, mean, m2);
+    } else {
+        norm_moments_rows_<B, 2>(x, n, mean, m2);
+        norm_moments_rows_<B, 2>(x + 2, n, mean + 2, m2 + 2);
     }
-    T s1 = xsimd::hadd((s[0] + s[1]) + (s[2] + s[3])), s2 = xsimd::hadd((q[0] + q[1]) + (q[2] + q[3]));
-    for (; i < n; ++i) {
-        const T d = x[i] - c;
-        s1 += d;
-        s2 = mla_s<B>(d, d, s2);
-    }
-    const T nt = static_cast<T>(n), sq = s1 * s1 / nt, r = s2 - sq;
-    // Written so that NaN (inf - inf, or NaN in the row) fails the test.
-    if (!(std::isfinite(r) && sq <= T(3) * r)) return norm_moments_two_pass<B>(x, n, mean, m2);
-    *mean = c + s1 / nt;
-    *m2 = r;
-}
-
-template <class B>
-typename B::value_type sum_squares_(const typename B::value_type* x, std::int64_t n) {
-    return reduce_row<B>(
-        n,
-        [x](std::int64_t i) {
-            B v = B::load_unaligned(x + i);
-            return v * v;
-        },
-        [x](std::int64_t i) { return x[i] * x[i]; });
 }
 
 /// Asks for the cache line at p, without waiting for it (a hint: it never faults).
@@ -1626,9 +1769,12 @@ inline void prefetch(const void* p) {
     _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
 }
 
-/// y = (x * scale + shift) * w + b, with the weight and bias each compiled in or out. With ahead > 0,
-/// the lines of x + ahead are prefetched as y is written (a later row, while this one is in cache).
-template <class B, bool kHasW, bool kHasB>
+/// y = (x * scale + shift) * w + b, with the weight and bias each compiled in or out: with both, the
+/// last multiply and add fused where mla is (PyTorch's vectorised path); without a bias, and with
+/// kZero, + 0 at the end (PyTorch's scalar path adds a bias of 0, which turns -0 into +0). With
+/// ahead > 0, the lines of x + ahead are prefetched as y is written (a later row, while this one is
+/// in cache).
+template <class B, bool kHasW, bool kHasB, bool kZero>
 [[gnu::flatten]] void norm_apply_(const typename B::value_type* x, typename B::value_type scale,
                                   typename B::value_type shift, const typename B::value_type* w,
                                   const typename B::value_type* b, typename B::value_type* y, std::int64_t n,
@@ -1638,14 +1784,24 @@ template <class B, bool kHasW, bool kHasB>
     auto at = [&](std::int64_t i) {
         if (ahead > 0) prefetch(x + ahead + i);
         B v = mla(B::load_unaligned(x + i), sb, hb);
-        if constexpr (kHasW) v = v * B::load_unaligned(w + i);
-        if constexpr (kHasB) v = v + B::load_unaligned(b + i);
+        if constexpr (kHasW && kHasB) {
+            v = mla(v, B::load_unaligned(w + i), B::load_unaligned(b + i));
+        } else {
+            if constexpr (kHasW) v = v * B::load_unaligned(w + i);
+            if constexpr (kHasB) v = v + B::load_unaligned(b + i);
+            if constexpr (kZero && !kHasB) v = v + B(T(0));
+        }
         return v;
     };
     auto one = [&](std::int64_t i) {
         T v = mla_s<B>(x[i], scale, shift);
-        if constexpr (kHasW) v = v * w[i];
-        if constexpr (kHasB) v = v + b[i];
+        if constexpr (kHasW && kHasB) {
+            v = mla_s<B>(v, w[i], b[i]);
+        } else {
+            if constexpr (kHasW) v = v * w[i];
+            if constexpr (kHasB) v = v + b[i];
+            if constexpr (kZero && !kHasB) v = v + T(0);
+        }
         y[i] = v;
     };
     // Aligned without a weight and a bias: their loads would straddle cache lines instead of x's.
@@ -1697,61 +1853,172 @@ template <class B, bool kAmsgrad>
     }
 }
 
-/// One row of the norms' backward (vec_math.hpp's norm_backward), the weight compiled in or out:
-/// the first pass reads g and x and accumulates, the second finds them in cache and writes dx (and
-/// prefetches g and x `ahead` elements on, with ahead > 0).
+/// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
+/// shuffles (lanes 4 apart, then 2, then 1), doubles in order (its generic path).
+template <typename T>
+T combine_lanes(const T* l) {
+    if constexpr (sizeof(T) == 4) {
+        const T s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+        return (s0 + s2) + (s1 + s3);
+    } else {
+        return ((l[0] + l[1]) + l[2]) + l[3];
+    }
+}
+
+/// vec_math.hpp's layer_norm_row_backward, the weight compiled in or out: PyTorch 1.13's
+/// LayerNormBackwardKernelImplInternal for one row, with its build's fused multiply-adds. The first
+/// pass reads g and x once for the weight and bias gradients and the two sums, in Regs (PyTorch's
+/// lanes); the second finds them in cache and writes dx (and prefetches g and x `ahead` elements on).
 template <class B, bool kHasW>
-[[gnu::flatten]] void norm_backward_(const typename B::value_type* g, const typename B::value_type* x,
-                                     const typename B::value_type* w, typename B::value_type scale,
-                                     typename B::value_type shift, bool centre, typename B::value_type* dx,
-                                     typename B::value_type* acc_w, typename B::value_type* acc_b, std::int64_t n,
-                                     bool stream, std::int64_t ahead) {
+[[gnu::flatten]] void layer_norm_row_backward_(const typename B::value_type* g, const typename B::value_type* x,
+                                               const typename B::value_type* w, typename B::value_type rstd,
+                                               typename B::value_type mean, typename B::value_type* dx,
+                                               typename B::value_type* acc_w, typename B::value_type* acc_b,
+                                               std::int64_t n, bool stream, std::int64_t ahead) {
+    using T = typename B::value_type;
+    using R = Reg<B>;
+    constexpr std::int64_t kL = R::kLanes;
+    const T shift = -rstd * mean;
+    const R ar(rstd), hr(shift);
+    // dweight += g * (rstd * x - rstd * mean), dbias += g (PyTorch's map3 and map2).
+    auto grads = [&](std::int64_t i, const R& gv, const R& xv) {
+        if (acc_w) reg_mla(gv, reg_mla(ar, xv, hr), R::load(acc_w + i)).store(acc_w + i);
+        if (acc_b) (R::load(acc_b + i) + gv).store(acc_b + i);
+    };
+    auto grads_one = [&](std::int64_t i) {
+        if (acc_w) acc_w[i] = mla_s<B>(g[i], mla_s<B>(rstd, x[i], shift), acc_w[i]);
+        if (acc_b) acc_b[i] = acc_b[i] + g[i];
+    };
+    std::int64_t i = 0;
+    if (!dx) {
+        for (; i + kL <= n; i += kL) grads(i, R::load(g + i), R::load(x + i));
+        for (; i < n; ++i) grads_one(i);
+        return;
+    }
+    // ds = Σ g·x·w and db = Σ g·w (without a weight: Σ g·x and Σ g), in vec::map3_reduce_all's and
+    // map2_reduce_all's order: a register of the first terms, each later term added to its lane (fused
+    // where mla is), the last partial register's terms to the first lanes, then the lanes combined; a
+    // row shorter than a register in order.
+    T ds = 0, db = 0;
+    if (n < kL) {
+        for (; i < n; ++i) {
+            const T p = kHasW ? g[i] * x[i] * w[i] : g[i] * x[i], q = kHasW ? g[i] * w[i] : g[i];
+            ds = i == 0 ? p : ds + p;
+            db = i == 0 ? q : db + q;
+            grads_one(i);
+        }
+    } else {
+        R sd, sb;
+        {
+            const R gv = R::load(g), xv = R::load(x);
+            if constexpr (kHasW) {
+                const R wv = R::load(w);
+                sd = gv * xv * wv;
+                sb = gv * wv;
+            } else {
+                sd = gv * xv;
+                sb = gv;
+            }
+            grads(0, gv, xv);
+        }
+        for (i = kL; i + kL <= n; i += kL) {
+            const R gv = R::load(g + i), xv = R::load(x + i);
+            if constexpr (kHasW) {
+                const R wv = R::load(w + i);
+                sd = reg_mla(gv * xv, wv, sd);
+                sb = reg_mla(gv, wv, sb);
+            } else {
+                sd = reg_mla(gv, xv, sd);
+                sb = sb + gv;
+            }
+            grads(i, gv, xv);
+        }
+        alignas(32) T ld[kL], lb[kL];
+        sd.store(ld);
+        sb.store(lb);
+        for (std::int64_t k = 0; i < n; ++i, ++k) {
+            if constexpr (kHasW) {
+                ld[k] = mla_s<B>(g[i] * x[i], w[i], ld[k]);
+                lb[k] = mla_s<B>(g[i], w[i], lb[k]);
+            } else {
+                ld[k] = mla_s<B>(g[i], x[i], ld[k]);
+                lb[k] = lb[k] + g[i];
+            }
+            grads_one(i);
+        }
+        ds = combine_lanes(ld);
+        db = combine_lanes(lb);
+    }
+    // dx = rstd * g * w + b * x + c
+    const T scale = T(1) / static_cast<T>(n);
+    const T b = mla_s<B>(db, mean, -ds) * rstd * rstd * rstd * scale;
+    const T c = mla_s<B>(-b, mean, -(db * rstd * scale));
+    const B rb(rstd), bb(b), cb(c);
+    auto dx_at = [&](std::int64_t j) {
+        if (ahead > 0) {
+            prefetch(g + ahead + j);
+            prefetch(x + ahead + j);
+        }
+        B t = rb * B::load_unaligned(g + j);
+        if constexpr (kHasW) t = t * B::load_unaligned(w + j);
+        return mla(bb, B::load_unaligned(x + j), t) + cb;
+    };
+    auto dx_one = [&](std::int64_t j) {
+        T t = rstd * g[j];
+        if constexpr (kHasW) t = t * w[j];
+        dx[j] = mla_s<B>(b, x[j], t) + c;
+    };
+    write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
+}
+
+/// vec_math.hpp's rms_norm_row_backward, the weight compiled in or out: the first pass reads g and x
+/// and accumulates, the second finds them in cache and writes dx (and prefetches g and x `ahead`
+/// elements on, with ahead > 0).
+template <class B, bool kHasW>
+[[gnu::flatten]] void rms_norm_row_backward_(const typename B::value_type* g, const typename B::value_type* x,
+                                             const typename B::value_type* w, typename B::value_type rstd,
+                                             typename B::value_type* dx, typename B::value_type* acc_w, std::int64_t n,
+                                             bool stream, std::int64_t ahead) {
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
-    const B sb(scale), hb(shift);
-    // d = g * w and xhat = x * scale + shift, at i.
+    const B rb(rstd);
+    // d = g * w and xhat = x * rstd, at i.
     auto d_at = [&](std::int64_t i) {
         B gv = B::load_unaligned(g + i);
         if constexpr (kHasW) gv = gv * B::load_unaligned(w + i);
         return gv;
     };
     auto d_one = [&](std::int64_t i) { return kHasW ? g[i] * w[i] : g[i]; };
-    auto xhat_at = [&](std::int64_t i) { return mla(B::load_unaligned(x + i), sb, hb); };
-    auto xhat_one = [&](std::int64_t i) { return mla_s<B>(x[i], scale, shift); };
-    B sd0(T(0)), sd1(T(0)), sdx0(T(0)), sdx1(T(0));
+    B sdx0(T(0)), sdx1(T(0));
     std::int64_t i = 0;
-    auto step = [&](std::int64_t j, B& sd, B& sdx) {
-        const B xh = xhat_at(j), d = d_at(j), gv = B::load_unaligned(g + j);
-        sd += d;
-        sdx += d * xh;
+    auto step = [&](std::int64_t j, B& sdx) {
+        const B xh = B::load_unaligned(x + j) * rb, gv = B::load_unaligned(g + j);
+        sdx = sdx + d_at(j) * xh;
         if (acc_w) (B::load_unaligned(acc_w + j) + gv * xh).store_unaligned(acc_w + j);
-        if (acc_b) (B::load_unaligned(acc_b + j) + gv).store_unaligned(acc_b + j);
     };
     for (; i + 2 * kW <= n; i += 2 * kW) {
-        step(i, sd0, sdx0);
-        step(i + kW, sd1, sdx1);
+        step(i, sdx0);
+        step(i + kW, sdx1);
     }
-    for (; i + kW <= n; i += kW) step(i, sd0, sdx0);
-    T sd = xsimd::hadd(sd0 + sd1), sdx = xsimd::hadd(sdx0 + sdx1);
+    for (; i + kW <= n; i += kW) step(i, sdx0);
+    T sdx = xsimd::hadd(sdx0 + sdx1);
     for (; i < n; ++i) {
-        const T xh = xhat_one(i), d = d_one(i);
-        sd += d;
-        sdx += d * xh;
+        const T xh = x[i] * rstd;
+        sdx += d_one(i) * xh;
         if (acc_w) acc_w[i] += g[i] * xh;
-        if (acc_b) acc_b[i] += g[i];
     }
     if (!dx) return;
-    // dx = scale * (d - mean(d) - xhat * mean(d * xhat))
-    const T mean_d = centre ? sd / static_cast<T>(n) : T(0), mean_dx = sdx / static_cast<T>(n);
-    const B md(mean_d), mdx(mean_dx);
+    // dx = rstd * (d - xhat * mean(d * xhat))
+    const T mean_dx = sdx / static_cast<T>(n);
+    const B mdx(mean_dx);
     auto dx_at = [&](std::int64_t j) {
         if (ahead > 0) {
             prefetch(g + ahead + j);
             prefetch(x + ahead + j);
         }
-        return sb * ((d_at(j) - md) - xhat_at(j) * mdx);
+        return rb * (d_at(j) - (B::load_unaligned(x + j) * rb) * mdx);
     };
-    auto dx_one = [&](std::int64_t j) { dx[j] = scale * ((d_one(j) - mean_d) - xhat_one(j) * mean_dx); };
+    auto dx_one = [&](std::int64_t j) { dx[j] = rstd * (d_one(j) - (x[j] * rstd) * mean_dx); };
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
@@ -2199,18 +2466,6 @@ void by_steps(std::int64_t a_step, std::int64_t b_step, F&& run) {
         run(std::false_type{}, std::true_type{});
     else
         run(std::false_type{}, std::false_type{});
-}
-
-/// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
-/// shuffles (lanes 4 apart, then 2, then 1), doubles in order (its generic path).
-template <typename T>
-T combine_lanes(const T* l) {
-    if constexpr (sizeof(T) == 4) {
-        const T s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
-        return (s0 + s2) + (s1 + s3);
-    } else {
-        return ((l[0] + l[1]) + l[2]) + l[3];
-    }
 }
 
 /// vec_math.hpp's lanes_sum (kProducts false) and lanes_dot (true): PyTorch's AVX2 lanes, here an
@@ -2740,8 +2995,7 @@ VecMathKernels<T> kernels_for() {
     k.pow_tensor = [](const T* x, const T* e, T* y, std::int64_t n) {
         map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });
     };
-    k.norm_moments = norm_moments_<B>;
-    k.sum_squares = sum_squares_<B>;
+    k.norm_moments4 = norm_moments4_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
 #if defined(__FMA__) || defined(__AVX512F__)
@@ -2750,22 +3004,33 @@ VecMathKernels<T> kernels_for() {
     k.small_gemm = nullptr;  // without FMA, OpenBLAS's own kernels sum differently: matmul.cpp calls them
 #endif
     k.norm_apply = [](const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream,
-                      std::int64_t ahead) {
+                      std::int64_t ahead, bool plus_zero) {
         if (w && b)
-            norm_apply_<B, true, true>(x, scale, shift, w, b, y, n, stream, ahead);
-        else if (w)
-            norm_apply_<B, true, false>(x, scale, shift, w, b, y, n, stream, ahead);
+            norm_apply_<B, true, true, false>(x, scale, shift, w, b, y, n, stream, ahead);
         else if (b)
-            norm_apply_<B, false, true>(x, scale, shift, w, b, y, n, stream, ahead);
+            norm_apply_<B, false, true, false>(x, scale, shift, w, b, y, n, stream, ahead);
+        else if (w && plus_zero)
+            norm_apply_<B, true, false, true>(x, scale, shift, w, b, y, n, stream, ahead);
+        else if (w)
+            norm_apply_<B, true, false, false>(x, scale, shift, w, b, y, n, stream, ahead);
+        else if (plus_zero)
+            norm_apply_<B, false, false, true>(x, scale, shift, w, b, y, n, stream, ahead);
         else
-            norm_apply_<B, false, false>(x, scale, shift, w, b, y, n, stream, ahead);
+            norm_apply_<B, false, false, false>(x, scale, shift, w, b, y, n, stream, ahead);
     };
-    k.norm_backward = [](const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
-                         std::int64_t n, bool stream, std::int64_t ahead) {
+    k.layer_norm_row_backward = [](const T* g, const T* x, const T* w, T rstd, T mean, T* dx, T* acc_w, T* acc_b,
+                                   std::int64_t n, bool stream, std::int64_t ahead) {
         if (w)
-            norm_backward_<B, true>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
+            layer_norm_row_backward_<B, true>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
         else
-            norm_backward_<B, false>(g, x, w, scale, shift, centre, dx, acc_w, acc_b, n, stream, ahead);
+            layer_norm_row_backward_<B, false>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
+    };
+    k.rms_norm_row_backward = [](const T* g, const T* x, const T* w, T rstd, T* dx, T* acc_w, std::int64_t n,
+                                 bool stream, std::int64_t ahead) {
+        if (w)
+            rms_norm_row_backward_<B, true>(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+        else
+            rms_norm_row_backward_<B, false>(g, x, w, rstd, dx, acc_w, n, stream, ahead);
     };
     k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {
         if (vmax)

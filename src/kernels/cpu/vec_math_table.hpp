@@ -74,9 +74,8 @@ struct VecMathKernels {
     void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
     void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
-    // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* functions; n >= 1, w and b may be null).
-    void (*norm_moments)(const T* x, std::int64_t n, T* mean, T* m2);
-    T (*sum_squares)(const T* x, std::int64_t n);
+    // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* and *_norm_row_backward functions; w and b may be null).
+    void (*norm_moments4)(const T* const* x, std::int64_t n, T* mean, T* m2);  // four rows
     // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
     T (*lanes_sum)(const T* x, std::int64_t n);
     T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
@@ -97,9 +96,11 @@ struct VecMathKernels {
     void (*small_gemm)(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std::int64_t brs, std::int64_t bcs,
                        T* c, std::int64_t n, std::int64_t m, std::int64_t k, bool accumulate);
     void (*norm_apply)(const T* x, T scale, T shift, const T* w, const T* b, T* y, std::int64_t n, bool stream,
-                       std::int64_t ahead);
-    void (*norm_backward)(const T* g, const T* x, const T* w, T scale, T shift, bool centre, T* dx, T* acc_w, T* acc_b,
-                          std::int64_t n, bool stream, std::int64_t ahead);
+                       std::int64_t ahead, bool plus_zero);
+    void (*layer_norm_row_backward)(const T* g, const T* x, const T* w, T rstd, T mean, T* dx, T* acc_w, T* acc_b,
+                                    std::int64_t n, bool stream, std::int64_t ahead);
+    void (*rms_norm_row_backward)(const T* g, const T* x, const T* w, T rstd, T* dx, T* acc_w, std::int64_t n,
+                                  bool stream, std::int64_t ahead);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
 };
