@@ -69,9 +69,9 @@ TEST_CASE("layer_norm and rms_norm match PyTorch's values and gradients") {
                 Tensor b = c.affine && !rms ? leaf(key + ".b") : Tensor();
                 Tensor y = rms ? F::rms_norm(x, c.nshape, w) : F::layer_norm(x, c.nshape, w, b);
                 golden::check_close(y, golden::get("nn.txt", key + ".y"), key + " y", rtol, atol);
-                // LayerNorm and RMSNorm's forward give PyTorch's bits where its AVX2 kernels define them
-                // (below); RMSNorm's backward (PyTorch's autograd through its composite) is close only.
-                CHECK((!exact || bits_differ(y, golden::get("nn.txt", key + ".y")) == 0));
+                // LayerNorm gives PyTorch's bits where its AVX2 kernels define them (below); RMSNorm
+                // (PyTorch 1.13's composite of primitive ops) is close only.
+                CHECK((!exact || rms || bits_differ(y, golden::get("nn.txt", key + ".y")) == 0));
                 CHECK(y.grad_fn_name() == (rms ? "MulBackward0" : "NativeLayerNormBackward0"));
                 (y * golden::get("nn.txt", key + ".up")).sum().backward();
                 // PyTorch's CPU backward writes dx as a·dy + b·x + c, whose terms cancel only to
@@ -123,7 +123,7 @@ NormInputs norm_inputs(xgrad::DType dtype, std::int64_t width, std::int64_t rows
 
 }  // namespace
 
-TEST_CASE("LayerNorm and RMSNorm give PyTorch's bits on rows that run every part of its kernels") {
+TEST_CASE("LayerNorm gives PyTorch's bits on rows that run every part of its kernels") {
     // Widths from below one AVX2 register to a cascade of 17 chunks of 16 registers (gen_norm_exact.py),
     // on every instruction set: PyTorch's bits with FMA (its AVX2 build fuses some multiply-adds),
     // close without (SSE2, where xgrad keeps them unfused, as PyTorch's default build would).
@@ -145,9 +145,9 @@ TEST_CASE("LayerNorm and RMSNorm give PyTorch's bits on rows that run every part
             const std::string arch_name = vm::simd_arch_name();
             CAPTURE(key);
             CAPTURE(arch_name);
-            auto check = [&](const Tensor& got, const std::string& name) {
+            auto check = [&](const Tensor& got, const std::string& name, bool bits = true) {
                 const Tensor want = golden::get("norm_exact.txt", key + "." + name);
-                if (exact)
+                if (exact && bits)
                     CHECK_MESSAGE(bits_differ(got, want) == 0, name);
                 else
                     golden::check_close(got, want, name, 1e-5, 1e-4);
@@ -173,7 +173,7 @@ TEST_CASE("LayerNorm and RMSNorm give PyTorch's bits on rows that run every part
                 check(F::layer_norm(in.x, shape, in.w, Tensor(), 1e-5), "y_w");
                 check(F::layer_norm(in.x, shape, Tensor(), in.b, 1e-5), "y_b");
             }
-            check(F::rms_norm(in.x, shape, in.w, 1e-6), "rms");
+            check(F::rms_norm(in.x, shape, in.w, 1e-6), "rms", false);  // xgrad's own order of Σx²
         }
     }
     vm::set_simd_arch(saved);

@@ -412,6 +412,12 @@ float norm_row(const float* x, std::int64_t n, float p, bool lanes) {
 double norm_row(const double* x, std::int64_t n, double p, bool lanes) {
     return kernels<double>().norm_row(x, n, p, lanes);
 }
+float sum_squares(const float* x, std::int64_t n) {
+    return kernels<float>().sum_squares(x, n);
+}
+double sum_squares(const double* x, std::int64_t n) {
+    return kernels<double>().sum_squares(x, n);
+}
 void stream_fence() {
     _mm_sfence();
 }

@@ -334,6 +334,10 @@ double lanes_dot(const double* a, const double* b, std::int64_t n);
 float norm_row(const float* x, std::int64_t n, float p, bool lanes);
 /// As the float overload.
 double norm_row(const double* x, std::int64_t n, double p, bool lanes);
+/// Σx² (four accumulators per lane: not PyTorch's order).
+float sum_squares(const float* x, std::int64_t n);
+/// As the float overload.
+double sum_squares(const double* x, std::int64_t n);
 /// Orders the non-temporal stores made so far by this thread before its later stores: norm_apply and
 /// norm_backward leave it to their caller, which calls it once after its last row, before the
 /// rows are handed to another thread (an sfence per row would wait for each row's lines).

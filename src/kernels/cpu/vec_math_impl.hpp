@@ -1530,6 +1530,37 @@ template <int N, class F>
     (std::make_integer_sequence<int, N>{});
 }
 
+/// Σ term over a row: `vec(i)` is the batch of terms at i, `one(i)` the scalar term.
+template <class B, class V, class S>
+[[gnu::flatten]] typename B::value_type reduce_row(std::int64_t n, V vec, S one) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+    std::int64_t i = 0;
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+        a0 += vec(i);
+        a1 += vec(i + kW);
+        a2 += vec(i + 2 * kW);
+        a3 += vec(i + 3 * kW);
+    }
+    for (; i + kW <= n; i += kW) a0 += vec(i);
+    T s = xsimd::hadd((a0 + a1) + (a2 + a3));
+    for (; i < n; ++i) s += one(i);
+    return s;
+}
+
+/// vec_math.hpp's sum_squares.
+template <class B>
+typename B::value_type sum_squares_(const typename B::value_type* x, std::int64_t n) {
+    return reduce_row<B>(
+        n,
+        [x](std::int64_t i) {
+            B v = B::load_unaligned(x + i);
+            return v * v;
+        },
+        [x](std::int64_t i) { return x[i] * x[i]; });
+}
+
 // ---- PyTorch's AVX2 registers ---------------------------------------------------------------------
 // PyTorch 1.13's LayerNorm kernels (its AVX2 build) keep moments and sums lane by lane in registers of
 // 8 floats or 4 doubles. A Reg is one such register on this arch: one batch on AVX2, two on SSE2, and
@@ -2996,6 +3027,7 @@ VecMathKernels<T> kernels_for() {
         map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });
     };
     k.norm_moments4 = norm_moments4_<B>;
+    k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
 #if defined(__FMA__) || defined(__AVX512F__)

@@ -76,6 +76,7 @@ struct VecMathKernels {
     void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* and *_norm_row_backward functions; w and b may be null).
     void (*norm_moments4)(const T* const* x, std::int64_t n, T* mean, T* m2);  // four rows
+    T (*sum_squares)(const T* x, std::int64_t n);
     // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
     T (*lanes_sum)(const T* x, std::int64_t n);
     T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
