@@ -449,6 +449,28 @@ TEST_CASE("sum_cascade gives the scalar cascade's bits on every instruction set"
     check_cascade<float>(supported_archs().front(), (1 << 19) + 5, 32, 5);  // power 5 (64 MiB)
 }
 
+TEST_CASE("vmla fuses its multiply-add where the instruction set has FMA, and only there") {
+    // (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 exactly; the product rounded first loses it (a tie to even).
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        CAPTURE(arch_name(arch));
+        for (std::size_t n : {1, 7, 37}) {  // tails alone, and batches with a tail
+            const std::vector<float> a(n, 1.0f + 0x1p-12f), c(n, -(1.0f + 0x1p-11f));
+            const std::vector<double> ad(n, 1.0 + 0x1p-27), cd(n, -(1.0 + 0x1p-26));
+            std::vector<float> y(n);
+            std::vector<double> yd(n);
+            vm::vmla(a.data(), a.data(), c.data(), y.data(), static_cast<std::int64_t>(n));
+            vm::vmla(ad.data(), ad.data(), cd.data(), yd.data(), static_cast<std::int64_t>(n));
+            const bool fused = arch != SimdArch::kSse2;
+            for (std::size_t i = 0; i < n; ++i) {
+                CHECK(y[i] == (fused ? 0x1p-24f : 0.0f));
+                CHECK(yd[i] == (fused ? 0x1p-54 : 0.0));
+            }
+        }
+    }
+}
+
 TEST_CASE("quad_cascade splits between threads without changing a bit") {
     constexpr int W = vm::kLanes<float>;
     using L = vm::Lanes<float, W>;

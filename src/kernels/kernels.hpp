@@ -127,6 +127,13 @@ struct Backend {
     void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
     /// Its backward from the forward's output: dx = out · (g - Σ g·out), or g - exp(out) Σ g for log.
     void (*softmax_backward_rows)(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
+    /// Softmax (or log_softmax) over the middle dim of contiguous x seen as (outer, dim, inner), in
+    /// place of a transpose to rows and softmax_rows: the CPU's gives PyTorch's bits, whose kernel for a
+    /// dim that is not last sums in another order. Null on a device without one (the op then transposes).
+    void (*softmax_inner)(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log);
+    /// Its backward, as softmax_backward_rows's formulas over (outer, dim, inner); null with softmax_inner.
+    void (*softmax_backward_inner)(const Tensor& grad, const Tensor& out, const Tensor& dx, std::int64_t dim,
+                                   std::int64_t inner, bool log);
     /// nll_loss over log-probabilities x (n, c, l), contiguous, and int64 targets (n·l), contiguous,
     /// with per-class weights (c, x's dtype) or undefined (all 1): loss_i = -w[t_i]·x[n_i, t_i, l_i],
     /// 0 where t_i is ignore_index. Not `reduce`: out (n·l) holds each loss_i. `reduce`: out () holds
@@ -280,6 +287,17 @@ inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
 }
 inline void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log) {
     backend(dx.device()).softmax_backward_rows(grad, out, dx, log);
+}
+/// Whether `device` has softmax_inner (and softmax_backward_inner).
+inline bool has_softmax_inner(Device device) {
+    return backend(device).softmax_inner != nullptr;
+}
+inline void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log) {
+    backend(out.device()).softmax_inner(x, out, dim, inner, log);
+}
+inline void softmax_backward_inner(const Tensor& grad, const Tensor& out, const Tensor& dx, std::int64_t dim,
+                                   std::int64_t inner, bool log) {
+    backend(dx.device()).softmax_backward_inner(grad, out, dx, dim, inner, log);
 }
 inline std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tensor& weight,
                                      std::int64_t ignore_index, bool reduce, bool mean, const Tensor& out,

@@ -208,12 +208,37 @@ namespace {
 
 /// Softmax or log_softmax along `dim` through the fused row kernels: the dim is moved last (a
 /// copy only when it is not already last and contiguous), and the result comes back in `input`'s shape.
+/// softmax_impl over dim d of input, not its last, where the device has a kernel for that layout:
+/// input seen as (outer, size(d), inner), without a transpose (the CPU's: PyTorch's bits).
+Tensor softmax_inner(const Tensor& input, std::int64_t d, bool log) {
+    const std::int64_t size = input.size(d);
+    std::int64_t inner = 1;
+    for (std::int64_t k = d + 1; k < input.dim(); ++k) inner *= input.size(k);
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        const Tensor x = input.detach().contiguous();
+        out = detail::make_empty(x.shape(), x.dtype(), x.device());
+        kernels::softmax_inner(x, out, size, inner, log);
+    }
+    if (detail::needs_grad({&input}))
+        detail::record(out, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&input},
+                       [out_ = detail::Saved(out), size, inner, log](const Tensor& g, const NeedsGrad&) {
+                           const Tensor o = out_, gc = g.contiguous();
+                           Tensor dx = detail::make_empty(o.shape(), o.dtype(), o.device());
+                           kernels::softmax_backward_inner(gc, o, dx, size, inner, log);
+                           return Grads{dx};
+                       });
+    return out;
+}
+
 Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
     const char* op = log ? "log_softmax" : "softmax";
     detail::check_defined(input, op);
     if (!input.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(input.dtype()));
     const std::int64_t d = detail::wrap_dim(dim, std::max<std::int64_t>(input.dim(), 1), op);
     const bool last = input.dim() == 0 || d == input.dim() - 1;
+    if (!last && kernels::has_softmax_inner(input.device())) return softmax_inner(input, d, log);
     // (..., width) rows with the softmax dim last.
     auto to_rows = [d, last](const Tensor& t) { return last ? t.contiguous() : t.transpose(d, -1).contiguous(); };
     auto from_rows = [d, last](const Tensor& t) { return last ? t : t.transpose(d, -1).contiguous(); };

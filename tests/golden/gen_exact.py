@@ -6,7 +6,7 @@
 #     /usr/bin/python3 tests/golden/gen_exact.py
 #
 # Every line is a golden line (golden_writer.py). Softmax rows are as wide as 5 (less than an AVX2
-# register), 37 (four registers and a rest) and 300; the sums of PyTorch's kernels take its AVX2
+# register), 37 (four registers and a rest) and 300 (other dims: at the end); the sums of PyTorch's kernels take its AVX2
 # registers' order and its compiler's fused multiply-adds, which these widths exercise.
 import os
 
@@ -113,6 +113,27 @@ for dt in (torch.float32, torch.float64):
     put(f"{name}.clip.total", total)
     for i, q in enumerate(params):
         put(f"{name}.clip.clipped{i}", q.grad)
+
+# softmax and log_softmax over a dim that is not last (PyTorch's _vec_softmax and _vec_log_softmax: the
+# lanes of each row along the dim summed in order, exp vectorised for whole AVX2 registers of a row of
+# `inner` and C's exp in its tail) and their gradients: inner 11 (one float register and a tail of 3, two
+# double registers and 3), inner 1 (all tail) and a 2-D input over dim 0. Their own generator, so
+# that the cases above keep their inputs.
+g2 = torch.Generator().manual_seed(7)
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    for shape, dim in (((2, 13, 11), 1), ((6, 9, 1), 1), ((20, 6), 0)):
+        key = f"{name}.dim{dim}." + "x".join(str(s) for s in shape)
+        x = (torch.randn(shape, generator=g2, dtype=torch.float64) * 3).to(dt)
+        w = torch.randn(shape, generator=g2, dtype=torch.float64).to(dt)
+        put(f"{key}.x", x)
+        put(f"{key}.w", w)
+        for fn_name, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
+            xi = x.clone().requires_grad_(True)
+            y = fn(xi, dim)
+            y.backward(w)
+            put(f"{key}.{fn_name}", y)
+            put(f"{key}.{fn_name}.grad", xi.grad)
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -31,6 +31,8 @@ const Backend& backend() {
         .rms_norm_backward = rms_norm_backward,
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
+        .softmax_inner = softmax_inner,
+        .softmax_backward_inner = softmax_backward_inner,
         .nll_loss_forward = nll_loss_forward,
         .nll_loss_backward = nll_loss_backward,
         .adam_step = adam_step,

@@ -35,6 +35,9 @@ void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight
                        const Tensor& dweight);
 void softmax_rows(const Tensor& x, const Tensor& out, bool log);
 void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
+void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log);
+void softmax_backward_inner(const Tensor& grad, const Tensor& out, const Tensor& dx, std::int64_t dim,
+                            std::int64_t inner, bool log);
 std::int64_t nll_loss_forward(const Tensor& x, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,
                               bool reduce, bool mean, const Tensor& out, const Tensor& total_weight);
 void nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& weight, std::int64_t ignore_index,

@@ -3,6 +3,11 @@
 // max, exp(x - max), a sum in its vec::reduce_all order (vec_math's lanes_sum), then a multiply by the
 // sum's reciprocal (softmax) or a subtraction of its log (log_softmax); and nll_loss, which picks each
 // target's log-probability (cross_entropy's second half).
+//
+// Over another dim (softmax_inner), PyTorch 1.13's _vec_softmax, _vec_log_softmax and
+// _vec_softmax_backward at one thread: the rows of `inner` elements that lie along the dim are
+// combined lane by lane, every sum in order along the dim.
+#include <cmath>
 #include <vector>
 
 #include "detail/kernels.hpp"
@@ -17,6 +22,40 @@ namespace {
 
 std::int64_t rows_per_chunk(std::int64_t width) {
     return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(width, 1));
+}
+
+/// The lanes of PyTorch 1.13's AVX2 vectors (8 floats, 4 doubles). Its kernels over a dim that is not
+/// last run the lanes of a row of `inner` elements up to the last multiple of this through its
+/// vectorised exp and the rest, the tail, through C's std::exp (glibc's here as there).
+template <typename T>
+constexpr std::int64_t kTorchLanes = 32 / static_cast<std::int64_t>(sizeof(T));
+
+/// Splits the lanes of a kernel over the middle dim of (outer, dim, inner) into blocks of one outer
+/// index: body(o, j0, n, vector) for lanes j0 .. j0 + n, all before the row's tail (`vector`, blocks
+/// of up to 512 lanes) or all in it (fewer than kTorchLanes). On the pool's threads; lanes are
+/// independent, so the split changes no bit.
+template <typename T, typename F>
+void for_lane_blocks(std::int64_t outer, std::int64_t dim, std::int64_t inner, F&& body) {
+    constexpr std::int64_t kBlock = 512;
+    const std::int64_t head = inner / kTorchLanes<T> * kTorchLanes<T>;
+    const std::int64_t blocks = (head + kBlock - 1) / kBlock + (head < inner ? 1 : 0);
+    const std::int64_t grain =
+        std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(dim * std::min(inner, kBlock), 1));
+    parallel_for(0, outer * blocks, grain, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+            const std::int64_t o = i / blocks, j0 = (i % blocks) * kBlock;
+            if (j0 < head)
+                body(o, j0, std::min(kBlock, head - j0), true);
+            else
+                body(o, head, inner - head, false);
+        }
+    });
+}
+
+/// max(a, b) as varith's kMaximum: a NaN wins (the first), of two equal values b.
+template <typename T>
+T nan_max(T a, T b) {
+    return std::isnan(a) ? a : std::isnan(b) ? b : a > b ? a : b;
 }
 
 }  // namespace
@@ -43,6 +82,113 @@ void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
                     vscalar_map(ScalarMap::kSub, yr, log_s, T(0), yr, width, false);
                 } else {
                     vscalar_map(ScalarMap::kMul, e.data(), T(1) / s, T(0), yr, width, false);
+                }
+            }
+        });
+    });
+}
+
+void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log) {
+    const std::int64_t outer = dim * inner == 0 ? 0 : x.numel() / (dim * inner);
+    detail::dispatch_float(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = x.impl()->data<T>();
+        T* po = out.impl()->data<T>();
+        for_lane_blocks<T>(outer, dim, inner, [&](std::int64_t o, std::int64_t j0, std::int64_t n, bool vector) {
+            const T* xo = px + o * dim * inner + j0;  // lane k of row d: xo[d * inner + k]
+            T* yo = po + o * dim * inner + j0;
+            std::vector<T> buf(static_cast<std::size_t>(3 * n));
+            T *m = buf.data(), *s = m + n, *e = s + n;
+            if (vector) {
+                // Row by row: the lanes' max (a NaN wins, as vec::maximum), exp(x - max) and its sum in
+                // order along the dim.
+                std::copy(xo, xo + n, m);
+                for (std::int64_t d = 1; d < dim; ++d) varith(Arith::kMaximum, m, xo + d * inner, m, n, false);
+                std::fill(s, s + n, T(0));
+                for (std::int64_t d = 0; d < dim; ++d) {
+                    T* ed = log ? e : yo + d * inner;  // softmax keeps exp(x - max) in y for the division
+                    varith(Arith::kSub, xo + d * inner, m, ed, n, false);
+                    vexp(ed, ed, n);
+                    varith(Arith::kAdd, s, ed, s, n, false);
+                }
+            } else {
+                // The tail, lane by lane (a few lanes: calls row by row would cost more than they do).
+                for (std::int64_t k = 0; k < n; ++k) {
+                    T mk = xo[k], sk = 0;
+                    for (std::int64_t d = 1; d < dim; ++d) mk = nan_max(mk, xo[d * inner + k]);
+                    for (std::int64_t d = 0; d < dim; ++d) {
+                        const T ek = std::exp(xo[d * inner + k] - mk);
+                        if (!log) yo[d * inner + k] = ek;
+                        sk += ek;
+                    }
+                    m[k] = mk;
+                    s[k] = sk;
+                }
+                if (log) vlog(s, s, n);  // every lane through the vectorised log (PyTorch maps it over the sums)
+                for (std::int64_t k = 0; k < n; ++k)
+                    for (std::int64_t d = 0; d < dim; ++d) {
+                        T& y = yo[d * inner + k];
+                        y = log ? (xo[d * inner + k] - m[k]) - s[k] : y / s[k];
+                    }
+                return;
+            }
+            if (log) {
+                vlog(s, s, n);  // every lane through the vectorised log (PyTorch maps it over the sums)
+                for (std::int64_t d = 0; d < dim; ++d) {
+                    varith(Arith::kSub, xo + d * inner, m, yo + d * inner, n, false);  // (x - max) - log(sum)
+                    varith(Arith::kSub, yo + d * inner, s, yo + d * inner, n, false);
+                }
+            } else {
+                for (std::int64_t d = 0; d < dim; ++d) varith(Arith::kDiv, yo + d * inner, s, yo + d * inner, n, false);
+            }
+        });
+    });
+}
+
+void softmax_backward_inner(const Tensor& grad, const Tensor& out, const Tensor& dx, std::int64_t dim,
+                            std::int64_t inner, bool log) {
+    const std::int64_t outer = dim * inner == 0 ? 0 : out.numel() / (dim * inner);
+    // a * b + c as vmla: fused where the instruction set has FMA, as PyTorch's compiler fuses its loops.
+    const bool fused = simd_arch() != SimdArch::kSse2;
+    detail::dispatch_float(out.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = grad.impl()->data<T>();
+        const T* po = out.impl()->data<T>();
+        T* pd = dx.impl()->data<T>();
+        auto mla = [fused](T a, T b, T c) { return fused ? std::fma(a, b, c) : a * b + c; };
+        for_lane_blocks<T>(outer, dim, inner, [&](std::int64_t o, std::int64_t j0, std::int64_t n, bool vector) {
+            const std::int64_t base = o * dim * inner + j0;  // lane k of row d: base + d * inner + k
+            if (!vector) {                                   // the tail, lane by lane
+                for (std::int64_t k = 0; k < n; ++k) {
+                    T sk = 0;
+                    for (std::int64_t d = 0; d < dim; ++d) {
+                        const std::int64_t at = base + d * inner + k;
+                        sk = log ? sk + pg[at] : mla(pg[at], po[at], sk);
+                    }
+                    for (std::int64_t d = 0; d < dim; ++d) {
+                        const std::int64_t at = base + d * inner + k;
+                        pd[at] = log ? mla(-std::exp(po[at]), sk, pg[at]) : po[at] * (pg[at] - sk);
+                    }
+                }
+                return;
+            }
+            std::vector<T> s(static_cast<std::size_t>(n), T(0));
+            for (std::int64_t d = 0; d < dim; ++d) {
+                const std::int64_t at = base + d * inner;
+                if (log)
+                    varith(Arith::kAdd, s.data(), pg + at, s.data(), n, false);  // Σ g
+                else
+                    vmla(pg + at, po + at, s.data(), s.data(), n);  // Σ g · out, fused
+            }
+            for (std::int64_t d = 0; d < dim; ++d) {
+                const std::int64_t at = base + d * inner;
+                if (log) {  // g - exp(out) · Σ g, one fused multiply-add
+                    vexp(po + at, pd + at, n);
+                    vscalar_map(ScalarMap::kNeg, pd + at, T(0), T(0), pd + at, n, false);
+                    vmla(pd + at, s.data(), pg + at, pd + at, n);
+                } else {  // out · (g - Σ g · out)
+                    varith(Arith::kSub, pg + at, s.data(), pd + at, n, false);
+                    varith(Arith::kMul, po + at, pd + at, pd + at, n, false);
                 }
             }
         });

@@ -372,6 +372,12 @@ void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, 
 void vlerp(const double* a, const double* b, const double* w, std::int64_t w_step, double* y, std::int64_t n) {
     if (n > 0) kernels<double>().lerp(a, b, w, w_step, y, n);
 }
+void vmla(const float* a, const float* b, const float* c, float* y, std::int64_t n) {
+    if (n > 0) kernels<float>().mla(a, b, c, y, n);
+}
+void vmla(const double* a, const double* b, const double* c, double* y, std::int64_t n) {
+    if (n > 0) kernels<double>().mla(a, b, c, y, n);
+}
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,
              std::int64_t n) {
     if (n > 0) kernels<float>().select(c, a, a_step, b, b_step, y, n);

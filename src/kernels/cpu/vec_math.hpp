@@ -244,6 +244,11 @@ enum class ScalarMap {
 void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, float* y, std::int64_t n);
 /// As the float overload.
 void vlerp(const double* a, const double* b, const double* w, std::int64_t w_step, double* y, std::int64_t n);
+/// y[i] = a[i] * b[i] + c[i]: one fused multiply-add where the instruction set has FMA (as the loops
+/// of PyTorch's AVX2 kernels, whose compiler fuses them), two roundings elsewhere. y may be a, b or c.
+void vmla(const float* a, const float* b, const float* c, float* y, std::int64_t n);
+/// As the float overload.
+void vmla(const double* a, const double* b, const double* c, double* y, std::int64_t n);
 /// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
 /// of 1: a run), as bits: a blend, without a branch on c.
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,

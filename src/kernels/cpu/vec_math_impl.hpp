@@ -2578,6 +2578,17 @@ template <class B>
     }
 }
 
+/// vec_math.hpp's vmla.
+template <class B>
+void mla_(const typename B::value_type* a, const typename B::value_type* b, const typename B::value_type* c,
+          typename B::value_type* y, std::int64_t n) {
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW)
+        mla(B::load_unaligned(a + i), B::load_unaligned(b + i), B::load_unaligned(c + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = mla_s<B>(a[i], b[i], c[i]);
+}
+
 /// vec_math.hpp's vselect.
 template <class B>
 void select_(const bool* c, const typename B::value_type* a, std::int64_t a_step, const typename B::value_type* b,
@@ -3006,6 +3017,7 @@ VecMathKernels<T> kernels_for() {
         return max ? row_extreme_index_<B, true>(x, n) : row_extreme_index_<B, false>(x, n);
     };
     k.lerp = lerp_<B>;
+    k.mla = mla_<B>;
     k.lanes_sum = [](const T* x, std::int64_t n) { return lanes_reduce_<B, false>(x, nullptr, n); };
     k.lanes_dot = lanes_reduce_<B, true>;
     k.norm_row = norm_row_<B>;

@@ -81,8 +81,9 @@ struct VecMathKernels {
     T (*lanes_sum)(const T* x, std::int64_t n);
     T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
     T (*norm_row)(const T* x, std::int64_t n, T p, bool lanes);  // vec_math.hpp's norm_row
-    // PyTorch's lerp (vec_math.hpp's vlerp).
+    // PyTorch's lerp (vec_math.hpp's vlerp); a * b + c (vec_math.hpp's vmla).
     void (*lerp)(const T* a, const T* b, const T* w, std::int64_t w_step, T* y, std::int64_t n);
+    void (*mla)(const T* a, const T* b, const T* c, T* y, std::int64_t n);
     void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,
                    std::int64_t n);  // vec_math.hpp's vselect
     void (*compare[6])(const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, bool* y,

@@ -453,6 +453,9 @@ const Backend& backend() {
         .rms_norm_backward = rms_norm_backward_entry,
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
+        // None over a middle dim: the op transposes it last (PyTorch's CUDA softmax has its own numbers).
+        .softmax_inner = nullptr,
+        .softmax_backward_inner = nullptr,
         .nll_loss_forward = nll_loss_forward_entry,
         .nll_loss_backward = nll_loss_backward_entry,
         .adam_step = adam_step_entry,
