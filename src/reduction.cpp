@@ -135,12 +135,12 @@ Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool ke
                            Tensor centred = x - x->mean(d, true);
                            double denom = static_cast<double>(n) - correction;
                            Tensor gk = g.reshape(k);
-                           if (!take_sqrt) return Grads{centred * (gk * (2.0 / denom))};
-                           // d std = d var / (2 std), taken as 0 where std == 0 (a constant row) instead of
-                           // 0/0, as PyTorch.
-                           Tensor scale = detail::map_binary(gk, o->reshape(k).to(gk.dtype()), "std",
-                                                             kernels::BinaryOp::kStdBackward, denom);
-                           return Grads{centred * scale};
+                           // PyTorch's var_backward, (2 / dof) * grad * (x - mean), and std_backward, which
+                           // gives it grad / (2 std), taken as 0 where std == 0 (a constant row) instead of 0/0.
+                           if (take_sqrt)
+                               gk = detail::map_binary(gk, o->reshape(k).to(gk.dtype()), "std",
+                                                       kernels::BinaryOp::kStdBackward, 2.0);
+                           return Grads{centred * (gk * (2.0 / denom))};
                        });
     return out;
 }
@@ -165,7 +165,10 @@ Tensor extreme_all(const Tensor& self, bool max) {
                        [x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
                            Tensor hit =
                                detail::map_binary(x, o->to(x->dtype()), "max", kernels::BinaryOp::kEqualOrBothNan);
-                           return Grads{hit * (g / hit.sum())};
+                           // PyTorch's CPU evenly_distribute_backward: zeros with grad / count filled in
+                           // where the input is the result, so +0 elsewhere (hit * share would give -0 there
+                           // for a negative grad).
+                           return Grads{xgrad::where(hit.to(kBool), g / hit.sum(), 0.0)};
                        });
     return out;
 }

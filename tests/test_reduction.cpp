@@ -40,6 +40,7 @@ struct Case {
     Fn fn;
     std::vector<std::string> dtypes = {"float32", "float64"};
     bool gradcheck = true;  // false where ties make the function non-differentiable
+    bool exact = false;     // the output and gradient are PyTorch's bits, compared as such
 };
 
 void check_cases(const std::vector<Case>& cases) {
@@ -55,6 +56,10 @@ void check_cases(const std::vector<Case>& cases) {
             if (want.empty()) continue;
             (out * golden::get(kFile, key + ".w")).sum().backward();
             golden::check_close(x.grad(), golden::get(kFile, key + ".g0"), key + " grad");
+            if (c.exact) {
+                CHECK_MESSAGE(golden::bits_differ(out, golden::get(kFile, key + ".out")) == 0, key << " forward bits");
+                CHECK_MESSAGE(golden::bits_differ(x.grad(), golden::get(kFile, key + ".g0")) == 0, key << " grad bits");
+            }
             if (dtype == "float64" && c.gradcheck)
                 golden::check_gradcheck([&](const std::vector<Tensor>& in) { return c.fn(in[0]); }, {leaf(key)},
                                         key + " gradcheck");
@@ -147,6 +152,22 @@ TEST_CASE("var and std") {
             {op + "_sliced", [f](const Tensor& x) { return f(step2(x, 1), 0, true, false); }},
         });
     }
+    // In float32, var and std over one dim and over all elements are PyTorch's bits, and so are their
+    // gradients, (2 / dof) * grad * (x - mean) with std's grad / (2 std) (float64's forward differs:
+    // PyTorch runs Welford's update element by element, xgrad two passes).
+    for (const std::string op : {"var", "std"}) {
+        CAPTURE(op);
+        const std::vector<std::string> f32 = {"float32"};
+        auto f = [op](const Tensor& x, const Dims& d, bool unbiased) {
+            return op == "var" ? x.var(d, unbiased, false) : x.std(d, unbiased, false);
+        };
+        check_cases({
+            {op + "_all", [op](const Tensor& x) { return op == "var" ? x.var() : x.std(); }, f32, false, true},
+            {op + "_dim1_unbiased", [f](const Tensor& x) { return f(x, 1, true); }, f32, false, true},
+            {op + "_dim1_biased", [f](const Tensor& x) { return f(x, 1, false); }, f32, false, true},
+            {op + "_transposed", [f](const Tensor& x) { return f(x.transpose(0, 2), 1, true); }, f32, false, true},
+        });
+    }
     // A constant row has std 0, where PyTorch's gradient is 0 rather than 0/0. Differences at 0 see |h|.
     check_cases({{"std_constant_row", [](const Tensor& x) { return x.std(1); }, {"float32", "float64"}, false}});
 }
@@ -160,21 +181,21 @@ TEST_CASE("max and min") {
             return op == "max" ? x.max(d, keepdim).values : x.min(d, keepdim).values;
         };
         check_cases({
-            {op + "_all", all},                                                       // MaxBackward1 / MinBackward1
+            {op + "_all", all, both, true, true},  // MaxBackward1 / MinBackward1: PyTorch's bits
             {op + "_dim1", [along](const Tensor& x) { return along(x, 1, false); }},  // MaxBackward0 / MinBackward0
             {op + "_dimneg1_keep", [along](const Tensor& x) { return along(x, -1, true); }},
             {op + "_transposed", [along](const Tensor& x) { return along(x.transpose(0, 2), 0, false); }},
             // Ties: the all-reduction splits the gradient evenly, the reduction along a dim gives it to the
             // first extreme element (the index PyTorch returns). Not differentiable there.
-            {op + "_all_ties", all, both, false},
+            {op + "_all_ties", all, both, false, true},  // each tie gets grad / count, the rest +0
             {op + "_dim1_ties", [along](const Tensor& x) { return along(x, 1, false); }, both, false},
             {op + "_dim0_ties_keep", [along](const Tensor& x) { return along(x, 0, true); }, both, false},
         });
     }
     // NaN wins; the all-reduction splits the gradient between the NaNs, along a dim the first NaN takes it.
     check_cases({
-        {"max_all_nan", [](const Tensor& x) { return x.max(); }, both, false},
-        {"min_all_nan", [](const Tensor& x) { return x.min(); }, both, false},
+        {"max_all_nan", [](const Tensor& x) { return x.max(); }, both, false, true},
+        {"min_all_nan", [](const Tensor& x) { return x.min(); }, both, false, true},
         {"max_dim1_nan", [](const Tensor& x) { return x.max(1).values; }, both, false},
         {"min_dim0_nan", [](const Tensor& x) { return x.min(0).values; }, both, false},
     });

@@ -366,30 +366,29 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
         out = reduce(loss, reduction);
     }
     if (detail::needs_grad({&input, &target}))
-        detail::record(
-            out, "BinaryCrossEntropyWithLogitsBackward0", {&input, &target},
-            [sx = detail::Saved(x), st = detail::Saved(t), sw = detail::Saved(w), spw = detail::Saved(pw), reduction](
-                const Tensor& g, const NeedsGrad& n) {
-                const Tensor &x = sx, &t = st, &w = sw, &pw = spw;
-                auto finish = [&](Tensor r, DType dt) {
-                    if (w.defined()) r = r * w;
-                    if (reduction == Reduction::kMean) r = r / static_cast<double>(x.numel());
-                    return r.to(dt);
-                };
-                // log σ(z) = -(max(-z, 0) + log(1 + exp(-|z|))).
-                auto log_sigmoid = [](const Tensor& z) { return -((-z).clamp(0.0) + ((-z.abs()).exp() + 1.0).log()); };
-                Grads r(2);
-                if (n[0]) {
-                    // σ(x)(1 + (pw - 1) t) - pw t, times the incoming gradient.
-                    Tensor gi = pw.defined() ? ((pw * t + 1.0 - t) * x.sigmoid() - pw * t) * g : (x.sigmoid() - t) * g;
-                    r[0] = finish(gi, x.dtype());
-                }
-                if (n[1]) {
-                    Tensor gt = pw.defined() ? (log_sigmoid(-x) - log_sigmoid(x) * pw) * g : -x * g;
-                    r[1] = finish(gt, t.dtype());
-                }
-                return r;
-            });
+        detail::record(out, "BinaryCrossEntropyWithLogitsBackward0", {&input, &target},
+                       [sx = detail::Saved(x), st = detail::Saved(t), sw = detail::Saved(w), spw = detail::Saved(pw),
+                        reduction](const Tensor& g, const NeedsGrad& n) {
+                           const Tensor &x = sx, &t = st, &w = sw, &pw = spw;
+                           auto finish = [&](Tensor r, DType dt) {
+                               if (w.defined()) r = r * w;
+                               if (reduction == Reduction::kMean) r = r / static_cast<double>(x.numel());
+                               return r.to(dt);
+                           };
+                           Grads r(2);
+                           if (n[0]) {
+                               // σ(x)(1 + (pw - 1) t) - pw t, times the incoming gradient.
+                               Tensor gi = pw.defined() ? ((pw * t + 1.0 - t) * x.sigmoid() - pw * t) * g
+                                                        : (x.sigmoid() - t) * g;
+                               r[0] = finish(gi, x.dtype());
+                           }
+                           if (n[1]) {
+                               // PyTorch's (log σ(-x) - log σ(x) pw) g, its log σ being logsigmoid's kernel.
+                               Tensor gt = pw.defined() ? (logsigmoid(-x) - logsigmoid(x) * pw) * g : -x * g;
+                               r[1] = finish(gt, t.dtype());
+                           }
+                           return r;
+                       });
     return out;
 }
 
@@ -492,12 +491,12 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const nn:
                                return r.to(dt);
                            };
                            Grads r(2);
-                           // d/dx = (x - t) / max(x (1 - x), EPSILON), PyTorch's EPSILON being the
+                           // As PyTorch's kernel: g (x - t) / max((1 - x) x, EPSILON), its EPSILON being the
                            // float 1e-12 (9.9999999600419720e-13) in every dtype.
                            const double eps = static_cast<double>(1e-12F);
-                           if (n[0]) r[0] = finish((x - t) / ((1.0 - x) * x).clamp(eps) * g, x.dtype());
-                           // d/dt = -logit(x) = log(1 - x) - log(x), unclamped as PyTorch's.
-                           if (n[1]) r[1] = finish(((1.0 - x).log() - x.log()) * g, t.dtype());
+                           if (n[0]) r[0] = finish(g * (x - t) / ((1.0 - x) * x).clamp(eps), x.dtype());
+                           // d/dt = -logit(x) g, logit(x) = log(x / (1 - x)) unclamped, as PyTorch's.
+                           if (n[1]) r[1] = finish(-(x / (1.0 - x)).log() * g, t.dtype());
                            return r;
                        });
     return out;
