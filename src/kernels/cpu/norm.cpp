@@ -7,7 +7,6 @@
 // within an ulp or two of PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * w.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
