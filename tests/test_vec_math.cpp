@@ -471,6 +471,99 @@ TEST_CASE("vmla fuses its multiply-add where the instruction set has FMA, and on
     }
 }
 
+/// softmax (or log_softmax) of one row of x as softmax.cpp computed it before vsoftmax_rows, a call per
+/// step: the max (the first NaN wins), x - max, exp, lanes_sum, then a multiply by 1 / sum or a
+/// subtraction of log(sum).
+template <typename T>
+std::vector<T> softmax_by_steps(const std::vector<T>& x, bool log) {
+    const auto n = static_cast<std::int64_t>(x.size());
+    std::vector<T> y(x.size()), e(x.size());
+    const T m = x[static_cast<std::size_t>(vm::row_extreme_index(x.data(), n, true))];
+    vm::vscalar_map(vm::ScalarMap::kSub, x.data(), m, T(0), y.data(), n, false);
+    vm::vexp(y.data(), e.data(), n);
+    const T s = vm::lanes_sum(e.data(), n);
+    T log_s;
+    vm::vlog(&s, &log_s, 1);
+    if (log)
+        vm::vscalar_map(vm::ScalarMap::kSub, y.data(), log_s, T(0), y.data(), n, false);
+    else
+        vm::vscalar_map(vm::ScalarMap::kMul, e.data(), T(1) / s, T(0), y.data(), n, false);
+    return y;
+}
+
+/// Their backward as it was computed step by step: lanes_dot, a subtraction and a product, or
+/// lanes_sum and vgrad_map's fused kLogSoftmax.
+template <typename T>
+std::vector<T> softmax_backward_by_steps(const std::vector<T>& g, const std::vector<T>& o, bool log) {
+    const auto n = static_cast<std::int64_t>(g.size());
+    std::vector<T> d(g.size());
+    if (log) {
+        vm::vgrad_map(vm::GradMap::kLogSoftmax, g.data(), o.data(), vm::lanes_sum(g.data(), n), T(0), d.data(), n,
+                      false);
+    } else {
+        vm::vscalar_map(vm::ScalarMap::kSub, g.data(), vm::lanes_dot(g.data(), o.data(), n), T(0), d.data(), n, false);
+        vm::varith(vm::Arith::kMul, d.data(), o.data(), d.data(), n, false);
+    }
+    return d;
+}
+
+template <typename T>
+void check_softmax_rows() {
+    std::mt19937 rng(11);
+    std::normal_distribution<double> normal(0.0, 4.0);
+    for (std::int64_t n : {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 70, 129}) {
+        CAPTURE(n);
+        for (int kind = 0; kind < 4; ++kind) {  // plain, a NaN, zeros of both signs, infinities
+            CAPTURE(kind);
+            const auto un = static_cast<std::size_t>(n);
+            std::vector<T> x(un), g(un);
+            for (std::size_t i = 0; i < un; ++i) {
+                x[i] = static_cast<T>(normal(rng));
+                g[i] = static_cast<T>(normal(rng));
+            }
+            if (kind == 1) x[un / 2] = std::numeric_limits<T>::quiet_NaN();
+            if (kind == 2)
+                for (std::size_t i = 0; i < un; i += 2) x[i] = i % 4 == 0 ? T(0) : T(-0.0);
+            if (kind == 3) {
+                x[0] = -std::numeric_limits<T>::infinity();
+                x[un - 1] = std::numeric_limits<T>::infinity();
+            }
+            for (bool log : {false, true}) {
+                CAPTURE(log);
+                std::vector<T> y(un), d(un);
+                vm::vsoftmax_rows(x.data(), y.data(), 1, n, log);
+                const std::vector<T> want = softmax_by_steps(x, log);
+                vm::vsoftmax_backward_rows(g.data(), y.data(), d.data(), 1, n, log);
+                const std::vector<T> want_d = softmax_backward_by_steps(g, y, log);
+                for (std::size_t i = 0; i < un; ++i) {
+                    CHECK(ulps(want[i], y[i]) == 0);
+                    CHECK(ulps(want_d[i], d[i]) == 0);
+                }
+            }
+        }
+    }
+    // Several rows in one call: each as alone.
+    std::vector<T> x(3 * 37), y(3 * 37);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(normal(rng));
+    vm::vsoftmax_rows(x.data(), y.data(), 3, 37, false);
+    for (std::size_t r = 0; r < 3; ++r) {
+        const std::vector<T> row(x.begin() + static_cast<std::ptrdiff_t>(r * 37),
+                                 x.begin() + static_cast<std::ptrdiff_t>((r + 1) * 37));
+        const std::vector<T> want = softmax_by_steps(row, false);
+        for (std::size_t i = 0; i < 37; ++i) CHECK(ulps(want[i], y[r * 37 + i]) == 0);
+    }
+}
+
+TEST_CASE("vsoftmax_rows and its backward give the bits of the step-by-step kernels on every instruction set") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        CAPTURE(arch_name(arch));
+        check_softmax_rows<float>();
+        check_softmax_rows<double>();
+    }
+}
+
 TEST_CASE("quad_cascade splits between threads without changing a bit") {
     constexpr int W = vm::kLanes<float>;
     using L = vm::Lanes<float, W>;

@@ -67,23 +67,7 @@ void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
         const T* px = x.impl()->data<T>();
         T* po = out.impl()->data<T>();
         parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
-            std::vector<T> e(static_cast<std::size_t>(width));
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = px + r * width;
-                T* yr = po + r * width;
-                // The largest logit (the first NaN wins, as in max(); of +0 and -0 the first) becomes 0.
-                const T m = xr[row_extreme_index(xr, width, true)];
-                vscalar_map(ScalarMap::kSub, xr, m, T(0), yr, width, false);
-                vexp(yr, e.data(), width);
-                const T s = lanes_sum(e.data(), width);
-                if (log) {
-                    T log_s;  // vec_math's log, PyTorch's vectorised one
-                    vlog(&s, &log_s, 1);
-                    vscalar_map(ScalarMap::kSub, yr, log_s, T(0), yr, width, false);
-                } else {
-                    vscalar_map(ScalarMap::kMul, e.data(), T(1) / s, T(0), yr, width, false);
-                }
-            }
+            vsoftmax_rows(px + lo * width, po + lo * width, hi - lo, width, log);
         });
     });
 }
@@ -203,19 +187,7 @@ void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& 
         const T* po = out.impl()->data<T>();
         T* pd = dx.impl()->data<T>();
         parallel_for(0, rows, rows_per_chunk(width), [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* g = pg + r * width;
-                const T* o = po + r * width;
-                T* d = pd + r * width;
-                if (log) {
-                    // g - exp(out) · Σg, one fused multiply-add (as PyTorch's AVX2 kernel)
-                    vgrad_map(GradMap::kLogSoftmax, g, o, lanes_sum(g, width), T(0), d, width, false);
-                } else {
-                    // out · (g - Σ(g · out))
-                    vscalar_map(ScalarMap::kSub, g, lanes_dot(g, o, width), T(0), d, width, false);
-                    varith(Arith::kMul, d, o, d, width, false);
-                }
-            }
+            vsoftmax_backward_rows(pg + lo * width, po + lo * width, pd + lo * width, hi - lo, width, log);
         });
     });
 }

@@ -378,6 +378,18 @@ void vmla(const float* a, const float* b, const float* c, float* y, std::int64_t
 void vmla(const double* a, const double* b, const double* c, double* y, std::int64_t n) {
     if (n > 0) kernels<double>().mla(a, b, c, y, n);
 }
+void vsoftmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t n, bool log) {
+    if (rows > 0 && n > 0) kernels<float>().softmax_rows(x, y, rows, n, log);
+}
+void vsoftmax_rows(const double* x, double* y, std::int64_t rows, std::int64_t n, bool log) {
+    if (rows > 0 && n > 0) kernels<double>().softmax_rows(x, y, rows, n, log);
+}
+void vsoftmax_backward_rows(const float* g, const float* o, float* dx, std::int64_t rows, std::int64_t n, bool log) {
+    if (rows > 0 && n > 0) kernels<float>().softmax_backward_rows(g, o, dx, rows, n, log);
+}
+void vsoftmax_backward_rows(const double* g, const double* o, double* dx, std::int64_t rows, std::int64_t n, bool log) {
+    if (rows > 0 && n > 0) kernels<double>().softmax_backward_rows(g, o, dx, rows, n, log);
+}
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,
              std::int64_t n) {
     if (n > 0) kernels<float>().select(c, a, a_step, b, b_step, y, n);

@@ -249,6 +249,16 @@ void vlerp(const double* a, const double* b, const double* w, std::int64_t w_ste
 void vmla(const float* a, const float* b, const float* c, float* y, std::int64_t n);
 /// As the float overload.
 void vmla(const double* a, const double* b, const double* c, double* y, std::int64_t n);
+/// Softmax (or log_softmax when `log`) of each of `rows` contiguous rows of n, x into y: PyTorch 1.13's
+/// _vec_softmax_lastdim and _vec_log_softmax_lastdim, its bits with FMA (SLEEF's exp and log).
+void vsoftmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t n, bool log);
+/// As the float overload.
+void vsoftmax_rows(const double* x, double* y, std::int64_t rows, std::int64_t n, bool log);
+/// Their backward from the output o: dx = (g - Σ g·o) · o, or g - exp(o) · Σ g for log (one fused
+/// multiply-add with FMA), each of `rows` rows of n; the sums in lanes_dot's and lanes_sum's orders.
+void vsoftmax_backward_rows(const float* g, const float* o, float* dx, std::int64_t rows, std::int64_t n, bool log);
+/// As the float overload.
+void vsoftmax_backward_rows(const double* g, const double* o, double* dx, std::int64_t rows, std::int64_t n, bool log);
 /// y[i] = c[i] ? a[i * a_step] : b[i * b_step] (a step of 0: one value for every element, a step
 /// of 1: a run), as bits: a blend, without a branch on c.
 void vselect(const bool* c, const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y,

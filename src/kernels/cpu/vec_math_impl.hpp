@@ -2742,6 +2742,71 @@ std::int64_t row_extreme_index_(const typename B::value_type* x, std::int64_t n)
     return 0;  // not reached: the extreme is one of the elements
 }
 
+/// vec_math.hpp's softmax_rows: per row, PyTorch 1.13's _vec_softmax_lastdim (exp(x - max), its sum in
+/// reduce_all's order, a multiply by the sum's reciprocal) or _vec_log_softmax_lastdim ((x - max) - log
+/// of that sum), the steps softmax.cpp called one by one before: five calls a row cost more than the
+/// arithmetic of rows of a few dozen (attention's). Every element gets the same operations as then.
+template <class B>
+[[gnu::flatten]] void softmax_rows_(const typename B::value_type* x, typename B::value_type* y, std::int64_t rows,
+                                    std::int64_t n, bool log) {
+    using T = typename B::value_type;
+    if (n <= 0) return;
+    constexpr std::int64_t kW = B::size;
+    for (std::int64_t r = 0; r < rows; ++r, x += n, y += n) {
+        // The row's max, NaN if it holds one (PyTorch's vec::maximum propagates it). Of +0 and -0 either
+        // may come out: x - max and so exp(x - max) are the same for both.
+        T mx = x[0];
+        bool nan = false;
+        std::int64_t i = 0;
+        if (n >= kW) {
+            B a = B::load_unaligned(x);
+            auto unordered = xsimd::isnan(a);
+            for (i = kW; i + kW <= n; i += kW) {
+                const B v = B::load_unaligned(x + i);
+                unordered = unordered || xsimd::isnan(v);
+                a = xsimd::max(a, v);
+            }
+            nan = xsimd::any(unordered);
+            alignas(64) T lanes[kW];
+            a.store_aligned(lanes);
+            mx = lanes[0];
+            for (std::int64_t l = 1; l < kW; ++l) mx = std::max(mx, lanes[l]);
+        }
+        for (; i < n; ++i) {
+            nan = nan || std::isnan(x[i]);
+            mx = std::max(mx, x[i]);
+        }
+        const B m(nan ? std::numeric_limits<T>::quiet_NaN() : mx);
+        map1<B>(x, y, n, [m](const B& v) { return exp_(v - m); });
+        const T s = lanes_reduce_<B, false>(y, nullptr, n);
+        if (log) {
+            alignas(64) T buf[B::size] = {s};
+            log_(B::load_aligned(buf)).store_aligned(buf);
+            map1<B>(x, y, n, [m, ls = B(buf[0])](const B& v) { return (v - m) - ls; });
+        } else {
+            map1<B>(y, y, n, [r = B(T(1) / s)](const B& v) { return v * r; });
+        }
+    }
+}
+
+/// vec_math.hpp's softmax_backward_rows: per row, (g - Σ g·out) · out, or g - exp(out) Σ g in one fused
+/// multiply-add (where the instruction set has FMA), the sums in lanes_dot's and lanes_sum's orders.
+template <class B>
+[[gnu::flatten]] void softmax_backward_rows_(const typename B::value_type* g, const typename B::value_type* o,
+                                             typename B::value_type* dx, std::int64_t rows, std::int64_t n, bool log) {
+    for (std::int64_t r = 0; r < rows; ++r, g += n, o += n, dx += n) {
+        if (log) {
+            const B s(lanes_reduce_<B, false>(g, nullptr, n));
+            map2<B>(
+                g, o, dx, n, [s](const B& u, const B& v) { return mla(-exp_(v), s, u); }, false);
+        } else {
+            const B s(lanes_reduce_<B, true>(g, o, n));
+            map2<B>(
+                g, o, dx, n, [s](const B& u, const B& v) { return (u - s) * v; }, false);
+        }
+    }
+}
+
 /// min(max(x + 3, 0), 6) as hardsigmoid and hardswish compute it: NaN stays NaN.
 template <class B>
 B hard_clamp(const B& x) {
@@ -3018,6 +3083,8 @@ VecMathKernels<T> kernels_for() {
     };
     k.lerp = lerp_<B>;
     k.mla = mla_<B>;
+    k.softmax_rows = softmax_rows_<B>;
+    k.softmax_backward_rows = softmax_backward_rows_<B>;
     k.lanes_sum = [](const T* x, std::int64_t n) { return lanes_reduce_<B, false>(x, nullptr, n); };
     k.lanes_dot = lanes_reduce_<B, true>;
     k.norm_row = norm_row_<B>;

@@ -84,6 +84,9 @@ struct VecMathKernels {
     // PyTorch's lerp (vec_math.hpp's vlerp); a * b + c (vec_math.hpp's vmla).
     void (*lerp)(const T* a, const T* b, const T* w, std::int64_t w_step, T* y, std::int64_t n);
     void (*mla)(const T* a, const T* b, const T* c, T* y, std::int64_t n);
+    // vec_math.hpp's softmax_rows and softmax_backward_rows.
+    void (*softmax_rows)(const T* x, T* y, std::int64_t rows, std::int64_t n, bool log);
+    void (*softmax_backward_rows)(const T* g, const T* o, T* dx, std::int64_t rows, std::int64_t n, bool log);
     void (*select)(const bool* c, const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,
                    std::int64_t n);  // vec_math.hpp's vselect
     void (*compare[6])(const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, bool* y,
