@@ -643,6 +643,13 @@ void bench_elementwise_and_reductions() {
     bytes("sum_dim", (n + rows) * kF, [&] { return a.sum(-1); });
     bytes("var_dim", (n + rows) * kF, [&] { return a.var(-1); });
     bytes("sum_all", (n + 1) * kF, [&] { return a.sum(); });
+    // Not goals: softmax over rows of 32 (attention's short rows: the per-row work counts) and
+    // log_softmax over a middle dim (lane by lane down the dim, as PyTorch's kernel), in and out moved.
+    auto rate = [&](const std::string& name, const std::function<Tensor()>& fn) {
+        report_rate(name, measure([&] { Tensor r = fn(); }, {2, 5, 0.4, 400}), 2 * n * kF, 1e9, "GB/s");
+    };
+    rate("softmax_rows32", [&] { return F::softmax(a.view({-1, 32}), -1); });
+    rate("log_softmax_dim1", [&] { return F::log_softmax(a.view({64, 64, 4096}), 1); });
     // Not goals: the transcendental maps on 256x256 floats, input and output in the level-2 cache, where
     // memory does not limit them. Their rate there is what their arithmetic allows (with PyTorch's
     // algorithms, for PyTorch's bits), and a ceiling on the rows above.

@@ -259,6 +259,9 @@ def bench_elementwise_and_reductions():
     moved("sum_dim", (n + rows) * FB, lambda: a.sum(-1))
     moved("var_dim", (n + rows) * FB, lambda: a.var(-1))
     moved("sum_all", (n + 1) * FB, lambda: a.sum())
+    # Not goals: softmax over rows of 32 and log_softmax over a middle dim (bench_core.cpp).
+    moved("softmax_rows32", 2 * n * FB, lambda: F.softmax(a.view(-1, 32), -1))
+    moved("log_softmax_dim1", 2 * n * FB, lambda: F.log_softmax(a.view(64, 64, 4096), 1))
     # Not goals: the transcendental maps on 256x256 floats, in the level-2 cache (bench_core.cpp).
     small = pattern_tensor((256, 256), 17, 2.0)
     small_bytes = 2.0 * 256 * 256 * FB
