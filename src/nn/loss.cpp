@@ -170,6 +170,23 @@ Tensor div_by_count(const Tensor& s, double count) {
     return out;
 }
 
+/// `t * s` recorded as PyTorch's C++ records a product with a Scalar (mul.Scalar, MulBackward1). Its
+/// forward rounds s to t's dtype; its backward multiplies by scalar_to_tensor(s), a 0-d float64 tensor,
+/// so a 0-d gradient (of a reduced loss) is multiplied by s in double and rounded back, where s's float
+/// rounding would give other bits (label smoothing's 0.9 and 0.025).
+Tensor mul_by_scalar(const Tensor& t, double s) {
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = t * s;
+    }
+    if (detail::needs_grad({&t}))
+        detail::record(out, "MulBackward1", {&t}, [s, dt = t.dtype()](const Tensor& g, const NeedsGrad&) {
+            return Grads{g.dim() == 0 && g.is_floating_point() ? (g.to(kFloat64) * s).to(dt) : g * s};
+        });
+    return out;
+}
+
 /// Cross entropy against class probabilities shaped like the input (PyTorch's soft-target form).
 Tensor cross_entropy_probs(const Tensor& input, const Tensor& target, const nn::CrossEntropyLossOptions& o) {
     const char* op = "cross_entropy";
@@ -338,7 +355,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const nn::CrossE
         ret = smooth.sum() /
               (weight.defined() ? weight.gather(0, target.masked_select(kept).flatten()).sum() : kept.sum());
     }
-    return nll * (1.0 - eps) + ret * (eps / static_cast<double>(lay.c));
+    return mul_by_scalar(nll, 1.0 - eps) + mul_by_scalar(ret, eps / static_cast<double>(lay.c));
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
