@@ -1076,13 +1076,13 @@ void check_norm_moments_rows(std::size_t n) {
     check_norm_moments(x, "an infinity");
     x[0] = std::numeric_limits<T>::quiet_NaN();
     check_norm_moments(x, "a NaN");
-    // Four different rows at once (norm_moments4, which layer_norm calls): each row's own moments.
+    // Four different rows at once (norm_moments_rows, which layer_norm calls): each row's own moments.
     std::vector<std::vector<T>> rows(4, std::vector<T>(n));
     for (std::size_t r = 0; r < rows.size(); ++r)
         for (T& v : rows[r]) v = static_cast<T>(static_cast<double>(r) * 10 + normal(gen));
     const T* ptrs[4] = {rows[0].data(), rows[1].data(), rows[2].data(), rows[3].data()};
     T means[4], m2s[4];
-    vm::norm_moments4(ptrs, static_cast<std::int64_t>(n), means, m2s);
+    vm::norm_moments_rows(ptrs, 4, static_cast<std::int64_t>(n), means, m2s);
     for (std::size_t r = 0; r < rows.size(); ++r) {
         const std::pair<T, T> want = rowwise_moments(rows[r]);
         CHECK(ordinal(means[r]) == ordinal(want.first));

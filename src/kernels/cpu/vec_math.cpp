@@ -346,25 +346,17 @@ void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n
     backward(detail::kSiluBackward, g, x, dx, n);
 }
 
-void norm_moments4(const float* const* x, std::int64_t n, float* mean, float* m2) {
-    kernels<float>().norm_moments4(x, n, mean, m2);
+void norm_moments_rows(const float* const* x, int rows, std::int64_t n, float* mean, float* m2) {
+    kernels<float>().norm_moments_rows(x, rows, n, mean, m2);
 }
-void norm_moments4(const double* const* x, std::int64_t n, double* mean, double* m2) {
-    kernels<double>().norm_moments4(x, n, mean, m2);
+void norm_moments_rows(const double* const* x, int rows, std::int64_t n, double* mean, double* m2) {
+    kernels<double>().norm_moments_rows(x, rows, n, mean, m2);
 }
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2) {
-    const float* rows[4] = {x, x, x, x};
-    float means[4], m2s[4];
-    norm_moments4(rows, n, means, m2s);
-    *mean = means[0];
-    *m2 = m2s[0];
+    norm_moments_rows(&x, 1, n, mean, m2);
 }
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2) {
-    const double* rows[4] = {x, x, x, x};
-    double means[4], m2s[4];
-    norm_moments4(rows, n, means, m2s);
-    *mean = means[0];
-    *m2 = m2s[0];
+    norm_moments_rows(&x, 1, n, mean, m2);
 }
 void vlerp(const float* a, const float* b, const float* w, std::int64_t w_step, float* y, std::int64_t n) {
     if (n > 0) kernels<float>().lerp(a, b, w, w_step, y, n);

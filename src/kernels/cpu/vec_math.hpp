@@ -319,12 +319,12 @@ void vatan2(const double* y, const double* x, double* out, std::int64_t n);
 void norm_moments(const float* x, std::int64_t n, float* mean, float* m2);
 /// As the float overload.
 void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
-/// norm_moments of the rows x[0] to x[3] (some may be the same row) into mean[r] and m2[r]: the rows'
+/// norm_moments of the rows x[0] to x[rows - 1] (1 to 4 rows) into mean[r] and m2[r]: the rows'
 /// chains of dependent operations run between each other's, so four rows take about the time of two
 /// single calls.
-void norm_moments4(const float* const* x, std::int64_t n, float* mean, float* m2);
+void norm_moments_rows(const float* const* x, int rows, std::int64_t n, float* mean, float* m2);
 /// As the float overload.
-void norm_moments4(const double* const* x, std::int64_t n, double* mean, double* m2);
+void norm_moments_rows(const double* const* x, int rows, std::int64_t n, double* mean, double* m2);
 /// Σx[i] in the order of PyTorch 1.13's vec::reduce_all over its AVX2 registers (8 floats, 4 doubles),
 /// which its softmax and log_softmax rows use: a register of sums starting from the first one, each
 /// further whole register added lane by lane, the elements after them added to its first lanes, then

@@ -1685,8 +1685,8 @@ struct RowSet {
     }
 };
 
-/// vec_math.hpp's norm_moments4: PyTorch 1.13's RowwiseMoments, bit for bit, for four rows of n side
-/// by side (some may be the same row), kRows at a time. A row's registers go in chunks of 16, each a
+/// vec_math.hpp's norm_moments_rows: PyTorch 1.13's RowwiseMoments, bit for bit, for kRows rows of n
+/// side by side (some may be the same row). A row's registers go in chunks of 16, each a
 /// Welford pass per lane; the chunks' moments meet in a cascade (a stack of levels, a level taking in
 /// the one below every other time); the elements after the last register get a scalar Welford pass,
 /// which then takes in the lanes one by one. Each chunk's pass is a chain of dependent operations, so
@@ -1783,15 +1783,25 @@ template <class B, int kRows>
     }
 }
 
-/// vec_math.hpp's norm_moments4: four rows at once on AVX-512, two and two elsewhere (registers).
+/// vec_math.hpp's norm_moments_rows: four rows at once on AVX-512, two at a time elsewhere (registers).
+/// A last odd row goes alone, except on AVX-512, whose batches hold two rows: there it goes twice.
 template <class B>
-void norm_moments4_(const typename B::value_type* const* x, std::int64_t n, typename B::value_type* mean,
-                    typename B::value_type* m2) {
+void norm_moments_n_(const typename B::value_type* const* x, int rows, std::int64_t n, typename B::value_type* mean,
+                     typename B::value_type* m2) {
+    using T = typename B::value_type;
+    if constexpr (sizeof(B) == 64)
+        if (rows == 4) return norm_moments_rows_<B, 4>(x, n, mean, m2);
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) norm_moments_rows_<B, 2>(x + r, n, mean + r, m2 + r);
+    if (r == rows) return;
     if constexpr (sizeof(B) == 64) {
-        norm_moments_rows_<B, 4>(x, n, mean, m2);
+        const T* twice[2] = {x[r], x[r]};
+        T m[2], q[2];
+        norm_moments_rows_<B, 2>(twice, n, m, q);
+        mean[r] = m[0];
+        m2[r] = q[0];
     } else {
-        norm_moments_rows_<B, 2>(x, n, mean, m2);
-        norm_moments_rows_<B, 2>(x + 2, n, mean + 2, m2 + 2);
+        norm_moments_rows_<B, 1>(x + r, n, mean + r, m2 + r);
     }
 }
 
@@ -3121,7 +3131,7 @@ VecMathKernels<T> kernels_for() {
     k.pow_tensor = [](const T* x, const T* e, T* y, std::int64_t n) {
         map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });
     };
-    k.norm_moments4 = norm_moments4_<B>;
+    k.norm_moments_rows = norm_moments_n_<B>;
     k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;

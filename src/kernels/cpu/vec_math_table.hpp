@@ -75,7 +75,7 @@ struct VecMathKernels {
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
     void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* and *_norm_row_backward functions; w and b may be null).
-    void (*norm_moments4)(const T* const* x, std::int64_t n, T* mean, T* m2);  // four rows
+    void (*norm_moments_rows)(const T* const* x, int rows, std::int64_t n, T* mean, T* m2);  // 1 to 4 rows
     T (*sum_squares)(const T* x, std::int64_t n);
     // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
     T (*lanes_sum)(const T* x, std::int64_t n);
