@@ -867,29 +867,43 @@ TEST_CASE("vgrad_map gives the scalar formula's bits") {
     }
 }
 
-TEST_CASE("unary maps long enough for non-temporal stores give the same bits as short calls") {
+TEST_CASE("maps long enough for non-temporal stores and prefetching give the same bits as short calls") {
     ArchGuard guard;
-    // One call of kStreamBytes and more streams; the same elements in calls of 1000 do not.
+    // One call of kStreamBytes and more streams (exp, tanh, gelu and the two-input maps on Intel CPUs only;
+    // relu and sqrt everywhere) and prefetches its inputs; the same elements in calls of 1000 do neither.
     const std::size_t n = static_cast<std::size_t>(vm::kStreamBytes) / sizeof(float) + 37;
-    std::vector<float> x(n + 1), big(n + 1), small(n + 1);
+    std::vector<float> x(n + 1), g(n + 1), big(n + 1), small(n + 1);
     std::mt19937 gen(5);
     std::normal_distribution<float> dist(0, 4);
     for (float& v : x) v = dist(gen);
+    for (float& v : g) v = dist(gen);
+    using Map = void (*)(const float*, float*, std::int64_t);
+    using Map2 = void (*)(const float*, const float*, float*, std::int64_t);
+    const std::pair<const char*, Map> maps[] = {
+        {"exp", &vm::vexp}, {"tanh", &vm::vtanh}, {"gelu", &vm::vgelu}, {"relu", &vm::vrelu}, {"sqrt", &vm::vsqrt}};
+    const std::pair<const char*, Map2> maps2[] = {{"gelu_backward", &vm::vgelu_backward},
+                                                  {"silu_backward", &vm::vsilu_backward}};
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);
         for (std::size_t offset : {0, 1}) {  // an output aligned, and one a float past it
             const auto len = static_cast<std::int64_t>(n - offset);
-            using Map = void (*)(const float*, float*, std::int64_t);
-            for (Map map : {Map(&vm::vexp), Map(&vm::vrelu), Map(&vm::vsqrt)}) {
+            const auto same = [&](const char* name) {
+                INFO(arch_name(arch) << " offset " << offset << " " << name);
+                CHECK(std::memcmp(big.data() + offset, small.data() + offset,
+                                  static_cast<std::size_t>(len) * sizeof(float)) == 0);
+            };
+            for (const auto& [name, map] : maps) {
                 map(x.data() + offset, big.data() + offset, len);
                 for (std::int64_t i = 0; i < len; i += 1000)
                     map(x.data() + offset + i, small.data() + offset + i, std::min<std::int64_t>(1000, len - i));
-                INFO(arch_name(arch) << " offset " << offset
-                                     << (map == Map(&vm::vexp)    ? " exp"
-                                         : map == Map(&vm::vrelu) ? " relu"
-                                                                  : " sqrt"));
-                CHECK(std::memcmp(big.data() + offset, small.data() + offset,
-                                  static_cast<std::size_t>(len) * sizeof(float)) == 0);
+                same(name);
+            }
+            for (const auto& [name, map] : maps2) {
+                map(g.data() + offset, x.data() + offset, big.data() + offset, len);
+                for (std::int64_t i = 0; i < len; i += 1000)
+                    map(g.data() + offset + i, x.data() + offset + i, small.data() + offset + i,
+                        std::min<std::int64_t>(1000, len - i));
+                same(name);
             }
         }
     }

@@ -2335,57 +2335,83 @@ void padded2(const typename B::value_type* a, const typename B::value_type* b, t
     std::memcpy(out, pa, bytes);
 }
 
+/// How far ahead of the loads map1 and map2 prefetch their inputs, in bytes (64 lines).
+constexpr std::uintptr_t kPrefetchAhead = 4096;
+/// Inputs from this size on are prefetched (smaller ones are likely in the caches already).
+constexpr std::int64_t kPrefetchBytes = std::int64_t{1} << 20;
+
+/// Prefetches the `bytes` that start kPrefetchAhead bytes after p into the level-1 cache, a line (64
+/// bytes) at a time. The addresses may lie past the end of p's array: a prefetch never faults.
+inline void prefetch_ahead(const void* p, std::size_t bytes) {
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
+    for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(at + b), _MM_HINT_T0);
+}
+
 /// y[i] = f(x[i]) a batch at a time, the ends through padded batches. With `stream`, the batches
 /// are written with non-temporal stores (outputs larger than the caches: kStreamBytes). `flatten`
 /// inlines all of f: GCC would otherwise call tanh_ or expk2 once per batch, passing and returning
-/// vectors through memory (30% slower). Without streaming, four batches go through f at a time: f is
-/// one long chain of dependent operations (tanh's is about 150), and the out-of-order core cannot
-/// look far enough ahead to overlap one batch's chain with the next. Four independent chains in one
-/// loop body, interleaved by GCC's first scheduling pass (src/meson.build gives the vec_math files
-/// -fschedule-insns), run tanh 1.47x, gelu 1.13x and exp 1.08x faster on 64K floats in the caches
-/// here (AVX-512). Every lane's operations are the same, so the bits are too.
+/// vectors through memory (30% slower). Four batches go through f at a time: f is one long chain of
+/// dependent operations (tanh's is about 150), and the out-of-order core cannot look far enough ahead
+/// to overlap one batch's chain with the next. Four independent chains in one loop body, interleaved
+/// by GCC's first scheduling pass (src/meson.build gives the vec_math files -fschedule-insns), run
+/// tanh 1.47x, gelu 1.13x and exp 1.08x faster on 64K floats in the caches here (AVX-512). Inputs of
+/// kPrefetchBytes and more are prefetched 4 KiB ahead: while the core is busy with f, the hardware
+/// prefetcher alone fetches too little (exp on 16M floats, an Intel Xeon of family 6 model 207,
+/// non-temporal stores, alternating runs: 10-11 GB/s -> 12-13 GB/s; gelu 7.0-7.9 -> 7.9-9.5).
+/// Every lane's operations are the same, so the bits are too.
 template <class B, class F>
 [[gnu::flatten]] void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f,
                            bool stream) {
+    using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
+    const bool prefetch = n * static_cast<std::int64_t>(sizeof(T)) >= kPrefetchBytes;
+    const auto store = [stream](const B& v, T* p) {
+        if (stream)
+            stream_store(v, p);
+        else
+            v.store_unaligned(p);
+    };
     std::int64_t i = 0;
     if (stream) {
         i = until_aligned<B>(y, n);
         padded1<B>(x, y, i, f);
-        for (; i + kW <= n; i += kW) stream_store(f(B::load_unaligned(x + i)), y + i);
-        _mm_sfence();  // the streamed lines are visible to other threads before the caller signals them
-    } else {
-        for (; i + 4 * kW <= n; i += 4 * kW) {
-            const B a = f(B::load_unaligned(x + i)), b = f(B::load_unaligned(x + i + kW));
-            const B c = f(B::load_unaligned(x + i + 2 * kW)), d = f(B::load_unaligned(x + i + 3 * kW));
-            a.store_unaligned(y + i);
-            b.store_unaligned(y + i + kW);
-            c.store_unaligned(y + i + 2 * kW);
-            d.store_unaligned(y + i + 3 * kW);
-        }
-        for (; i + kW <= n; i += kW) f(B::load_unaligned(x + i)).store_unaligned(y + i);
     }
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+        if (prefetch) prefetch_ahead(x + i, 4 * sizeof(B));
+        const B a = f(B::load_unaligned(x + i)), b = f(B::load_unaligned(x + i + kW));
+        const B c = f(B::load_unaligned(x + i + 2 * kW)), d = f(B::load_unaligned(x + i + 3 * kW));
+        store(a, y + i);
+        store(b, y + i + kW);
+        store(c, y + i + 2 * kW);
+        store(d, y + i + 3 * kW);
+    }
+    for (; i + kW <= n; i += kW) store(f(B::load_unaligned(x + i)), y + i);
+    if (stream) _mm_sfence();  // the streamed lines are visible to other threads before the caller signals them
     padded1<B>(x + i, y + i, n - i, f);
 }
 
-/// map1 with ordinary stores: for the maps that compute more than they move (exp, tanh, gelu...),
-/// which non-temporal stores slow down (exp on 64 MiB here: 37 GB/s with ordinary stores, 32 with
-/// non-temporal ones).
+/// map1 with ordinary stores, or non-temporal ones for large outputs where stream_maps() says so: for
+/// the maps that compute more than they move (exp, tanh, gelu...).
 template <class B, class F>
-void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f) {
-    map1<B>(x, y, n, f, false);
-}
+void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f);
 
-/// Whether exp's large outputs go out with non-temporal stores: on Intel CPUs, where an ordinary store
-/// first reads its line from memory and exp then moves three lines per two it uses (16M floats, an
-/// Intel Xeon of family 6 model 207, alternating runs: 12-20 GB/s with ordinary stores, 12-30 with
-/// non-temporal ones); not on AMD's, where ordinary stores measured faster (Zen 4: 37 GB/s against 32).
-inline bool stream_exp() {
+/// Whether the compute-heavy maps' large outputs (kStreamBytes and more) go out with non-temporal
+/// stores: on Intel CPUs, where an ordinary store first reads its line from memory and a map then
+/// moves three lines per two it uses (exp on 16M floats, an Intel Xeon of family 6 model 207,
+/// alternating runs: 12-20 GB/s with ordinary stores, 12-30 with non-temporal ones; with the
+/// prefetch and four batches at a time, 8-10 against 12-13); not on AMD's, where ordinary stores
+/// measured faster (Zen 4, exp on 64 MiB: 37 GB/s against 32).
+inline bool stream_maps() {
     static const bool intel = [] {
         __builtin_cpu_init();
         return __builtin_cpu_is("intel") != 0;
     }();
     return intel;
+}
+
+template <class B, class F>
+void map1(const typename B::value_type* x, typename B::value_type* y, std::int64_t n, F f) {
+    map1<B>(x, y, n, f, n * static_cast<std::int64_t>(sizeof(typename B::value_type)) >= kStreamBytes && stream_maps());
 }
 
 /// map1 for the cheap maps (relu, sqrt), which memory bandwidth limits: non-temporal stores when
@@ -2395,37 +2421,50 @@ void map1_streaming(const typename B::value_type* x, typename B::value_type* y, 
     map1<B>(x, y, n, f, n * static_cast<std::int64_t>(sizeof(typename B::value_type)) >= kStreamBytes);
 }
 
-/// out[i] = f(a[i], b[i]), as map1 (four batches at a time too: the gelu backward 1.06x).
+/// out[i] = f(a[i], b[i]), as map1 (four batches at a time too: the gelu backward 1.06x; both inputs
+/// prefetched when large).
 template <class B, class F>
 [[gnu::flatten]] void map2(const typename B::value_type* a, const typename B::value_type* b,
                            typename B::value_type* out, std::int64_t n, F f, bool stream) {
+    using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
+    const bool prefetch = n * static_cast<std::int64_t>(sizeof(T)) >= kPrefetchBytes;
+    const auto store = [stream](const B& v, T* p) {
+        if (stream)
+            stream_store(v, p);
+        else
+            v.store_unaligned(p);
+    };
     std::int64_t i = 0;
     if (stream) {
         i = until_aligned<B>(out, n);
         padded2<B>(a, b, out, i, f);
-        for (; i + kW <= n; i += kW) stream_store(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i);
-    } else {
-        for (; i + 4 * kW <= n; i += 4 * kW) {
-            const B r0 = f(B::load_unaligned(a + i), B::load_unaligned(b + i));
-            const B r1 = f(B::load_unaligned(a + i + kW), B::load_unaligned(b + i + kW));
-            const B r2 = f(B::load_unaligned(a + i + 2 * kW), B::load_unaligned(b + i + 2 * kW));
-            const B r3 = f(B::load_unaligned(a + i + 3 * kW), B::load_unaligned(b + i + 3 * kW));
-            r0.store_unaligned(out + i);
-            r1.store_unaligned(out + i + kW);
-            r2.store_unaligned(out + i + 2 * kW);
-            r3.store_unaligned(out + i + 3 * kW);
-        }
-        for (; i + kW <= n; i += kW) f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
     }
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+        if (prefetch) {
+            prefetch_ahead(a + i, 4 * sizeof(B));
+            prefetch_ahead(b + i, 4 * sizeof(B));
+        }
+        const B r0 = f(B::load_unaligned(a + i), B::load_unaligned(b + i));
+        const B r1 = f(B::load_unaligned(a + i + kW), B::load_unaligned(b + i + kW));
+        const B r2 = f(B::load_unaligned(a + i + 2 * kW), B::load_unaligned(b + i + 2 * kW));
+        const B r3 = f(B::load_unaligned(a + i + 3 * kW), B::load_unaligned(b + i + 3 * kW));
+        store(r0, out + i);
+        store(r1, out + i + kW);
+        store(r2, out + i + 2 * kW);
+        store(r3, out + i + 3 * kW);
+    }
+    for (; i + kW <= n; i += kW) store(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i);
+    if (stream) _mm_sfence();
     padded2<B>(a + i, b + i, out + i, n - i, f);
 }
 
-/// map2 with ordinary stores (as map1).
+/// map2 with the stores map1 chooses.
 template <class B, class F>
 void map2(const typename B::value_type* a, const typename B::value_type* b, typename B::value_type* out, std::int64_t n,
           F f) {
-    map2<B>(a, b, out, n, f, false);
+    map2<B>(a, b, out, n, f,
+            n * static_cast<std::int64_t>(sizeof(typename B::value_type)) >= kStreamBytes && stream_maps());
 }
 
 #if defined(__FMA__) || defined(__AVX512F__)
@@ -2774,7 +2813,10 @@ template <class B>
     using T = typename B::value_type;
     if (n <= 0) return;
     constexpr std::int64_t kW = B::size;
+    const auto row_bytes = static_cast<std::size_t>(n) * sizeof(T);
+    const bool prefetch = rows * n * static_cast<std::int64_t>(sizeof(T)) >= kPrefetchBytes;
     for (std::int64_t r = 0; r < rows; ++r, x += n, y += n) {
+        if (prefetch) prefetch_ahead(x, row_bytes);
         // The row's max, NaN if it holds one (PyTorch's vec::maximum propagates it). Of +0 and -0 either
         // may come out: x - max and so exp(x - max) are the same for both.
         T mx = x[0];
@@ -2816,7 +2858,13 @@ template <class B>
 template <class B>
 [[gnu::flatten]] void softmax_backward_rows_(const typename B::value_type* g, const typename B::value_type* o,
                                              typename B::value_type* dx, std::int64_t rows, std::int64_t n, bool log) {
+    const auto row_bytes = static_cast<std::size_t>(n) * sizeof(typename B::value_type);
+    const bool prefetch = rows * n * static_cast<std::int64_t>(sizeof(typename B::value_type)) >= kPrefetchBytes;
     for (std::int64_t r = 0; r < rows; ++r, g += n, o += n, dx += n) {
+        if (prefetch) {
+            prefetch_ahead(g, row_bytes);
+            prefetch_ahead(o, row_bytes);
+        }
         if (log) {
             const B s(lanes_reduce_<B, false>(g, nullptr, n));
             map2<B>(
@@ -3001,11 +3049,7 @@ template <class T, class A>
 VecMathKernels<T> kernels_for() {
     using B = xsimd::batch<T, A>;
     VecMathKernels<T> k{};
-    k.unary[kExp] = [](const T* x, T* y, std::int64_t n) {
-        const bool large = n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
-        map1<B>(
-            x, y, n, [](const B& v) { return exp_(v); }, large && stream_exp());
-    };
+    k.unary[kExp] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return exp_(v); }); };
     k.unary[kLog] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log_(v); }); };
     k.unary[kTanh] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return tanh_(v); }); };
     k.unary[kSigmoid] = [](const T* x, T* y, std::int64_t n) {
