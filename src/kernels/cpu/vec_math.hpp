@@ -141,10 +141,10 @@ void vrelu(const double* x, double* y, std::int64_t n);
 /// Outputs of at least this many bytes are written with non-temporal stores, which skip reading the
 /// destination first and leave the caches to the inputs. Even an output the next operation reads at
 /// once is faster so here (a chain of maps on 12 and 20 MiB took twice as long with the threshold at
-/// 32 MiB, docs/performance.md). Only the maps that memory bandwidth limits stream: vrelu, vsqrt and
+/// 32 MiB, docs/performance.md). The maps that memory bandwidth limits stream: vrelu, vsqrt and
 /// vrsqrt, deciding by the length of one call (one thread's share), and varith, whose caller decides
-/// for the whole tensor. The transcendental maps compute more than they move, and ordinary stores
-/// are faster for them.
+/// for the whole tensor. The transcendental maps compute more than they move: they stream on Intel
+/// CPUs only, where an ordinary store reads its line first (vec_math_impl.hpp's stream_maps).
 constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 
 /// A row kernel's second pass, which finds its row in the cache, prefetches a row at least this far
@@ -153,8 +153,13 @@ constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 /// floats; 2 and 8 rows were slower; 1 or 2 rows of 4096 floats for var_row).
 constexpr std::int64_t kAheadBytes = 12 * 1024;
 
+/// Inputs of at least this many bytes are taken to come from beyond the level-2 cache: the
+/// transcendental maps (and softmax's rows) prefetch them 4 KiB ahead.
+constexpr std::int64_t kPrefetchBytes = std::int64_t{1} << 20;
+
 /// The `ahead` for row r of `rows` contiguous rows of `width` T: the whole rows that span kAheadBytes,
 /// while that row exists and the tensor is `large` (at least kStreamBytes: it comes from memory), else 0.
+/// (Prefetching from 1 MiB on, as the maps do, did not make the 1024×1500 norms faster here.)
 template <typename T>
 std::int64_t rows_ahead(bool large, std::int64_t r, std::int64_t rows, std::int64_t width) {
     const std::int64_t row_bytes = width * static_cast<std::int64_t>(sizeof(T));

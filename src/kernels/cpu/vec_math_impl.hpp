@@ -2337,8 +2337,6 @@ void padded2(const typename B::value_type* a, const typename B::value_type* b, t
 
 /// How far ahead of the loads map1 and map2 prefetch their inputs, in bytes (64 lines).
 constexpr std::uintptr_t kPrefetchAhead = 4096;
-/// Inputs from this size on are prefetched (smaller ones are likely in the caches already).
-constexpr std::int64_t kPrefetchBytes = std::int64_t{1} << 20;
 
 /// Prefetches the `bytes` that start kPrefetchAhead bytes after p into the level-1 cache, a line (64
 /// bytes) at a time. The addresses may lie past the end of p's array: a prefetch never faults.
