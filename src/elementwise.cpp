@@ -294,10 +294,11 @@ Tensor Tensor::pow(const Tensor& exponent) const {
                            const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
                            if (n[0]) {
-                               // b * a^(b-1), taken as 0 where b == 0 (PyTorch's convention; 0 * inf at a == 0).
-                               Tensor d = b * a->pow(b - 1.0);
+                               // g (b a^(b-1)), taken as 0 where b == 0 (PyTorch's convention, and its
+                               // order: where(b == 0, 0, g * (b * a.pow(b - 1))); 0 * inf at a == 0).
+                               Tensor d = g * (b * a->pow(b - 1.0));
                                d = map_binary(d, b->to(d.dtype()), "pow", BinaryOp::kPowBaseGrad);
-                               r[0] = sum_to(g * d, a->shape());
+                               r[0] = sum_to(d, a->shape());
                            }
                            if (n[1]) {
                                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention).

@@ -135,5 +135,46 @@ for dt in (torch.float32, torch.float64):
             put(f"{key}.{fn_name}", y)
             put(f"{key}.{fn_name}.grad", xi.grad)
 
+# The ops PyTorch computes with cpu_kernel_vec whose scalar formula (the C library's exp, tanh, ...)
+# differs from its vector one (SLEEF's): along a contiguous run, 16 floats (8 doubles) at a time with
+# the vector formula and the rest with the scalar one; along a strided run, all of it with the scalar
+# one. Inputs of 39 elements (two float steps and a tail of 7; four double steps and 7), contiguous,
+# transposed (a dense permutation: one run of 39) and every other column (strided), and 5 elements
+# (all tail). Forward, and the gradient of (y * w).sum(). Their own generator.
+g3 = torch.Generator().manual_seed(11)
+tail_ops = {
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "mish": F.mish,
+    "softplus": F.softplus,
+    "softplus_beta": lambda x: F.softplus(x, 2.0, 3.0),
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "atan2": lambda x: torch.atan2(x, x * 0.75 + 0.5),
+    "pow": lambda x: torch.pow(x.abs() + 0.25, x * 0.5),
+}
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    x = (torch.randn(3, 26, generator=g3, dtype=torch.float64) * 3).to(dt)
+    x5 = (torch.randn(5, generator=g3, dtype=torch.float64) * 3).to(dt)
+    w = torch.randn(3, 13, generator=g3, dtype=torch.float64).to(dt)
+    put(f"{name}.tail.x", x)
+    put(f"{name}.tail.x5", x5)
+    put(f"{name}.tail.w", w)
+    layouts = {
+        "contiguous": lambda: x[:, :13].contiguous(),
+        "transposed": lambda: x[:, :13].t().contiguous().t(),
+        "strided": lambda: x[:, ::2],
+        "five": lambda: x5,
+    }
+    for op_name, fn in tail_ops.items():
+        for layout, make in layouts.items():
+            xi = make().detach().requires_grad_(True)
+            y = fn(xi)
+            y.backward(w if layout != "five" else w.flatten()[:5])
+            put(f"{name}.tail.{op_name}.{layout}", y)
+            put(f"{name}.tail.{op_name}.{layout}.grad", xi.grad)
+
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

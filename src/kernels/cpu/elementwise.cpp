@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <optional>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -170,6 +171,114 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
             return ScalarMap::kSoftplus;
         default:
             return std::nullopt;
+    }
+}
+
+// ---- PyTorch's scalar tails ----------------------------------------------------------------------
+// PyTorch 1.13 computes many elementwise ops with cpu_kernel_vec: along a run of its loop whose
+// operands are contiguous (or one repeated element), two AVX2 registers at a time (16 floats, 8
+// doubles) with its vector formula, then the last run % 16 floats (run % 8 doubles) with its scalar
+// formula; along any other run, every element with the scalar formula. For the ops below the two
+// formulas differ now and then in the last bit: the vector ones call SLEEF, the scalar ones the C
+// library (std::exp, std::tanh, ... of the same glibc xgrad calls). xgrad splits its runs the same
+// way, so that such a tail, and a tensor of fewer than 16 floats, gets PyTorch's bits too. PyTorch's
+// VML ops (exp, log, tanh, sin, erf, ...) vectorise whole runs, tails included, and need no tail.
+
+/// The elements that PyTorch's vectorised loop takes per step: two AVX2 registers.
+template <typename T>
+constexpr std::int64_t kTailLanes = 64 / static_cast<std::int64_t>(sizeof(T));
+
+/// Whether op has a scalar formula of its own in PyTorch's CPU kernel (see above).
+template <typename T>
+bool has_scalar_tail(UnaryOp op) {
+    if constexpr (!std::is_floating_point_v<T>) {
+        return false;
+    } else {
+        switch (op) {
+            case UnaryOp::kSigmoid:
+            case UnaryOp::kSilu:
+            case UnaryOp::kMish:
+            case UnaryOp::kSoftplus:
+            case UnaryOp::kGeluTanh:
+            case UnaryOp::kSinh:
+            case UnaryOp::kCosh:
+                return true;
+            case UnaryOp::kGelu:  // float32 goes to oneDNN's kernel, which has no scalar tail
+                return std::is_same_v<T, double>;
+            default:
+                return false;
+        }
+    }
+}
+
+/// op's scalar formula in PyTorch's CPU kernel (its AVX2 build, whose compiler fuses gelu_tanh's
+/// x + kappa x^3 into one multiply-add, as in the vector formula).
+template <typename T>
+T tail_value(UnaryOp op, T x, double a, double b) {
+    switch (op) {
+        case UnaryOp::kSigmoid:
+            return T(1) / (T(1) + std::exp(-x));
+        case UnaryOp::kGeluTanh: {
+            const T beta = static_cast<T>(std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5);
+            const T inner = beta * std::fma(T(0.044715), x * x * x, x);
+            return T(0.5) * x * (T(1) + std::tanh(inner));
+        }
+        case UnaryOp::kGelu:
+            return x * T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+        default:
+            return scalar::float_unary<T>(op, x, static_cast<T>(a), static_cast<T>(b));
+    }
+}
+
+/// Whether the binary op has a scalar formula of its own in PyTorch's CPU kernel (as has_scalar_tail).
+template <typename T>
+bool has_scalar_tail(BinaryOp op) {
+    if constexpr (!std::is_floating_point_v<T>) {
+        return false;
+    } else {
+        switch (op) {
+            case BinaryOp::kSiluBackward:
+            case BinaryOp::kMishBackward:
+            case BinaryOp::kSoftplusBackward:
+            case BinaryOp::kGeluTanhBackward:
+            case BinaryOp::kAtan2:
+            case BinaryOp::kPow:
+                return true;
+            default:
+                return false;
+        }
+    }
+}
+
+/// The binary op's scalar formula in PyTorch's CPU kernel, with the multiply-adds its AVX2 build fuses
+/// (the same as in its vector formulas, vec_math_impl.hpp).
+template <typename T>
+T tail_value(BinaryOp op, T g, T x, double a, double b) {
+    switch (op) {
+        case BinaryOp::kSiluBackward: {
+            const T s = T(1) / (T(1) + std::exp(-x));
+            return g * s * std::fma(x, T(1) - s, T(1));
+        }
+        case BinaryOp::kMishBackward: {
+            const T s = T(1) / (T(1) + std::exp(-x));
+            const T t = std::tanh(std::log1p(std::exp(x)));
+            return g * std::fma(x * s, std::fma(-t, t, T(1)), t);
+        }
+        case BinaryOp::kGeluTanhBackward: {
+            const T beta = static_cast<T>(std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5);
+            const T kappa = static_cast<T>(0.044715);
+            const T x_sq = x * x;
+            const T t = std::tanh(beta * std::fma(kappa, x * x * x, x));
+            const T left = T(0.5) * x;
+            const T left_derivative = T(0.5) * (T(1) + t);
+            const T tanh_derivative = std::fma(-t, t, T(1));
+            const T inner_derivative = beta * std::fma(T(3) * kappa, x_sq, T(1));
+            return g * (left_derivative + left * tanh_derivative * inner_derivative);
+        }
+        case BinaryOp::kPow:
+            return std::pow(g, x);
+        default:
+            return scalar::float_binary<T>(op, g, x, static_cast<T>(a), static_cast<T>(b));
     }
 }
 
@@ -428,7 +537,10 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 xt::noalias(o) = xt::where(xt::equal(y, T(0)), T(0), x);
                 break;
             case BinaryOp::kPowLogBase:
-                xt::noalias(o) = xt::where(xt::equal(x, T(0)) && y >= T(0), T(0), xt::log(x));
+                // vec_math's log (PyTorch's, SLEEF's), 0 where x is 0 (log -inf) and y >= 0
+                vlog(px, po, n);
+                for (std::int64_t i = 0; i < n; ++i)
+                    if (po[i] == -std::numeric_limits<T>::infinity() && pq[i] >= T(0)) po[i] = T(0);
                 break;
             case BinaryOp::kMaxShare:
                 xt::noalias(o) = xt::where(xt::equal(x, y), T(0.5), xt::where(x < y, T(0), T(1)));
@@ -510,10 +622,15 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
         // (vec_math's softplus computes more than it moves and ignores the flag.)
         const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() &&
                             n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
+        const bool tail = has_scalar_tail<T>(op);
         if (x.is_contiguous()) {
             const T* px = x.impl()->data<T>();
+            // One run: PyTorch's scalar formula from vec_end on.
+            const std::int64_t vec_end = tail ? n - n % kTailLanes<T> : n;
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                unary_block<T>(op, px + lo, po + lo, hi - lo, a, b, stream);
+                const std::int64_t mid = std::clamp(vec_end, lo, hi);
+                unary_block<T>(op, px + lo, po + lo, mid - lo, a, b, stream);
+                for (std::int64_t i = mid; i < hi; ++i) po[i] = tail_value<T>(op, px[i], a, b);
                 if (stream) stream_fence();
             });
             return;
@@ -523,14 +640,21 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T buf[kBlock];
             std::int64_t i = lo;
-            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+            geo.for_runs(lo, hi, [&](std::int64_t count_in, const auto& off, const auto& st) {
+                // The run's scalar tail (all of it where PyTorch's loop cannot vectorise the run).
+                std::int64_t count = count_in;
+                if (tail) {
+                    count = st[0] == 0 || st[0] == 1 ? count_in - count_in % kTailLanes<T> : 0;
+                    for (std::int64_t j = count; j < count_in; ++j)
+                        po[i + j] = tail_value<T>(op, px[off[0] + j * st[0]], a, b);
+                }
                 const std::int64_t block = st[0] == 1 ? count : kBlock;
                 for (std::int64_t j = 0; j < count; j += block) {
                     const std::int64_t c = std::min(block, count - j);
                     unary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, buf), po + i + j, c, a, b,
                                    stream);
                 }
-                i += count;
+                i += count_in;
             });
             if (stream) stream_fence();
         });
@@ -603,11 +727,15 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         const bool stream = n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
         const bool x_whole = x.is_contiguous() && x.shape() == out.shape();
         const bool y_whole = y.is_contiguous() && y.shape() == out.shape();
+        const bool tail = has_scalar_tail<T>(op);
         if (x_whole && y_whole) {
             const T* px = x.impl()->data<T>();
             const T* py = y.impl()->data<T>();
+            const std::int64_t vec_end = tail ? n - n % kTailLanes<T> : n;  // then PyTorch's scalar formula
             parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-                binary_block<T>(op, px + lo, py + lo, po + lo, hi - lo, a, b, stream);
+                const std::int64_t mid = std::clamp(vec_end, lo, hi);
+                binary_block<T>(op, px + lo, py + lo, po + lo, mid - lo, a, b, stream);
+                for (std::int64_t i = mid; i < hi; ++i) po[i] = tail_value<T>(op, px[i], py[i], a, b);
                 if (stream) stream_fence();
             });
             return;
@@ -629,7 +757,7 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         }
         // A small op where one operand is whole and the other a contiguous block repeated along the
         // leading dims (a bias row): row by row, without the general strided walk.
-        if (n <= kGrain) {
+        if (n <= kGrain && !tail) {
             const std::int64_t rx = x_whole ? 0 : repeated_block(x), ry = y_whole ? 0 : repeated_block(y);
             if ((x_whole && ry > 0) || (y_whole && rx > 0)) {
                 const T* px = x.impl()->data<T>();
@@ -673,18 +801,27 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T bx[kBlock], by[kBlock];
             std::int64_t i = lo;
-            geo.for_runs(lo, hi, [&](std::int64_t count, const auto& off, const auto& st) {
+            geo.for_runs(lo, hi, [&](std::int64_t count_in, const auto& off, const auto& st) {
+                // The run's scalar tail (all of it where PyTorch's loop cannot vectorise the run: an
+                // operand neither contiguous nor one value along it).
+                std::int64_t count = count_in;
+                if (tail) {
+                    const bool vectorised = (st[0] == 0 || st[0] == 1) && (st[1] == 0 || st[1] == 1);
+                    count = vectorised ? count_in - count_in % kTailLanes<T> : 0;
+                    for (std::int64_t j = count; j < count_in; ++j)
+                        po[i + j] = tail_value<T>(op, px[off[0] + j * st[0]], py[off[1] + j * st[1]], a, b);
+                }
                 if constexpr (std::is_floating_point_v<T>) {
                     // (short runs stay below: a call per run of 64 made kron() of 32x64 and 16x64 6x slower)
                     const bool long_run = count >= kScalarRun;
                     if (long_run && st[0] == 1 && st[1] == 0 && scalar_right) {
                         vscalar_map(*scalar_right, px + off[0], py[off[1]], T(0), po + i, count, stream);
-                        i += count;
+                        i += count_in;
                         return;
                     }
                     if (long_run && st[0] == 0 && st[1] == 1 && scalar_left) {
                         vscalar_map(*scalar_left, py + off[1], px[off[0]], T(0), po + i, count, stream);
-                        i += count;
+                        i += count_in;
                         return;
                     }
                 }
@@ -694,7 +831,7 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
                     binary_block<T>(op, contiguous_run(px, off[0] + j * st[0], st[0], c, bx),
                                     contiguous_run(py, off[1] + j * st[1], st[1], c, by), po + i + j, c, a, b, stream);
                 }
-                i += count;
+                i += count_in;
             });
             if (stream) stream_fence();  // once per share: a fence per run would wait for each run's lines
         });
