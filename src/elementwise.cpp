@@ -854,10 +854,12 @@ Tensor pow(double base, const Tensor& exponent) {
     if (detail::needs_grad({&exponent}))
         detail::record(out, "PowBackward2", {&exponent},
                        [o = detail::Saved(out), e = detail::Saved(exponent), base](const Tensor& g, const NeedsGrad&) {
-                           // d/de base^e = base^e ln(base), taken as 0 where base == 0 and e >= 0.
+                           // d/de base^e = base^e ln(base), as PyTorch: g * (result * log(base)), the log
+                           // the Scalar's own (in double); 0 where base == 0 and e >= 0.
                            const Tensor& r = o;
+                           if (base != 0.0) return Grads{g * (r * std::log(base))};
                            Tensor ln = map_binary(scalar_like(r, base), e->to(r.dtype()), "pow", BinaryOp::kPowLogBase);
-                           return Grads{g * r * ln};
+                           return Grads{g * (r * ln)};
                        });
     return out;
 }

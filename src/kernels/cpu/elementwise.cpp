@@ -188,9 +188,9 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
 template <typename T>
 constexpr std::int64_t kTailLanes = 64 / static_cast<std::int64_t>(sizeof(T));
 
-/// Whether op has a scalar formula of its own in PyTorch's CPU kernel (see above).
+/// Whether op has a scalar formula of its own in PyTorch's CPU kernel (see above); `a` is pow's exponent.
 template <typename T>
-bool has_scalar_tail(UnaryOp op) {
+bool has_scalar_tail(UnaryOp op, double a) {
     if constexpr (!std::is_floating_point_v<T>) {
         return false;
     } else {
@@ -202,9 +202,13 @@ bool has_scalar_tail(UnaryOp op) {
             case UnaryOp::kGeluTanh:
             case UnaryOp::kSinh:
             case UnaryOp::kCosh:
+            case UnaryOp::kElu:  // elu and celu
+            case UnaryOp::kSelu:
                 return true;
             case UnaryOp::kGelu:  // float32 goes to oneDNN's kernel, which has no scalar tail
                 return std::is_same_v<T, double>;
+            case UnaryOp::kPow:  // not the exponents PyTorch computes with the same products both ways
+                return a != 0.0 && a != 1.0 && a != 2.0 && a != 3.0 && a != -2.0 && a != -1.0 && a != 0.5 && a != -0.5;
             default:
                 return false;
         }
@@ -225,6 +229,8 @@ T tail_value(UnaryOp op, T x, double a, double b) {
         }
         case UnaryOp::kGelu:
             return x * T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+        case UnaryOp::kPow:  // std::pow(base, double(exponent)): in double for float32 too
+            return static_cast<T>(std::pow(static_cast<double>(x), a));
         default:
             return scalar::float_unary<T>(op, x, static_cast<T>(a), static_cast<T>(b));
     }
@@ -243,7 +249,11 @@ bool has_scalar_tail(BinaryOp op) {
             case BinaryOp::kGeluTanhBackward:
             case BinaryOp::kAtan2:
             case BinaryOp::kPow:
+            case BinaryOp::kEluBackward:  // elu and celu
+            case BinaryOp::kSeluBackward:
                 return true;
+            case BinaryOp::kGeluBackward:  // float32 goes to oneDNN's kernel
+                return std::is_same_v<T, double>;
             default:
                 return false;
         }
@@ -274,6 +284,12 @@ T tail_value(BinaryOp op, T g, T x, double a, double b) {
             const T tanh_derivative = std::fma(-t, t, T(1));
             const T inner_derivative = beta * std::fma(T(3) * kappa, x_sq, T(1));
             return g * (left_derivative + left * tanh_derivative * inner_derivative);
+        }
+        case BinaryOp::kGeluBackward: {
+            const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+            const T pdf = static_cast<T>((2 * std::numbers::inv_sqrtpi) * (std::numbers::sqrt2 / 2) * 0.5) *
+                          std::exp(x * x * T(-0.5));
+            return g * (cdf + x * pdf);
         }
         case BinaryOp::kPow:
             return std::pow(g, x);
@@ -622,7 +638,7 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
         // (vec_math's softplus computes more than it moves and ignores the flag.)
         const bool stream = std::is_floating_point_v<T> && scalar_map_of(op).has_value() &&
                             n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
-        const bool tail = has_scalar_tail<T>(op);
+        const bool tail = has_scalar_tail<T>(op, a);
         if (x.is_contiguous()) {
             const T* px = x.impl()->data<T>();
             // One run: PyTorch's scalar formula from vec_end on.
