@@ -396,12 +396,19 @@ Tensor Tensor::gelu(const std::string& approximate) const {
     if (approximate != "none" && approximate != "tanh")
         detail::fail("gelu", "approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
     const bool tanh_form = approximate == "tanh";
-    Tensor out = map_unary(floating(*this), tanh_form ? UnaryOp::kGeluTanh : UnaryOp::kGelu);
+    const Tensor in = floating(*this);
+    // PyTorch 1.13 hands a contiguous float32 tensor of more than one element to oneDNN (kGelu's
+    // float32 kernel), forward and backward, and computes any other float32 tensor by its own erf
+    // formula (kGeluErf); the two differ by a few ulps.
+    const bool own_formula = !tanh_form && in.dtype() == kFloat32 && !(in.is_contiguous() && in.numel() > 1);
+    Tensor out = map_unary(in, tanh_form ? UnaryOp::kGeluTanh : own_formula ? UnaryOp::kGeluErf : UnaryOp::kGelu);
     if (detail::needs_grad({this}))
         detail::record(out, "GeluBackward0", {this},
-                       [x = detail::Saved(*this), tanh_form](const Tensor& g, const NeedsGrad&) {
-                           return Grads{map_binary(g, x->to(g.dtype()), "gelu",
-                                                   tanh_form ? BinaryOp::kGeluTanhBackward : BinaryOp::kGeluBackward)};
+                       [x = detail::Saved(*this), tanh_form, own_formula](const Tensor& g, const NeedsGrad&) {
+                           const BinaryOp op = tanh_form     ? BinaryOp::kGeluTanhBackward
+                                               : own_formula ? BinaryOp::kGeluErfBackward
+                                                             : BinaryOp::kGeluBackward;
+                           return Grads{map_binary(g, x->to(g.dtype()), "gelu", op)};
                        });
     return out;
 }

@@ -108,6 +108,8 @@ const std::vector<Op>& ops() {
         {"sinh", false, 1},
         {"cosh", false, 1},
         {"atan2", false, 1},
+        {"gelu_erf", true, 0},
+        {"gelu_erf_backward", true, 0},
     };
     return list;
 }
@@ -127,6 +129,8 @@ std::vector<T> run(const std::string& op, const std::vector<T>& x, const std::ve
     if (op == "rsqrt") vm::vrsqrt(x.data(), y.data(), n);
     if (op == "gelu_backward") vm::vgelu_backward(g.data(), x.data(), y.data(), n);
     if (op == "gelu_tanh_backward") vm::vgelu_tanh_backward(g.data(), x.data(), y.data(), n);
+    if (op == "gelu_erf") vm::vgelu_erf(x.data(), y.data(), n);
+    if (op == "gelu_erf_backward") vm::vgelu_erf_backward(g.data(), x.data(), y.data(), n);
     if (op == "pow") vm::vpow(x.data(), e, y.data(), n);
     if (op == "silu") vm::vsilu(x.data(), y.data(), n);
     if (op == "silu_backward") vm::vsilu_backward(g.data(), x.data(), y.data(), n);

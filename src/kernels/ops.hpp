@@ -59,6 +59,7 @@ enum class UnaryOp : std::uint8_t {
     kHardsigmoid,  // clamp(x + 3, 0, 6) / 6
     kHardswish,    // x * hardsigmoid(x)
     kLogSigmoid,   // min(x, 0) - log1p(exp(-|x|))
+    kGeluErf,      // gelu's erf form by PyTorch's own formula (float32 that oneDNN does not take; kGelu else)
 };
 
 /// Elementwise maps of two operands (forward ops and the backward formulas that need both).
@@ -99,6 +100,7 @@ enum class BinaryOp : std::uint8_t {
     kHardsigmoidBackward,
     kHardswishBackward,
     kLogSigmoidBackward,
+    kGeluErfBackward,  // kGeluBackward by PyTorch's own formula (as kGeluErf)
     // ---- integer bitwise ops (issue 11, the & | ^ operators); int64 only ----
     kBitAnd,
     kBitOr,

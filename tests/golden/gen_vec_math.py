@@ -187,6 +187,23 @@ for dtype in (torch.float32, torch.float64):
     put(f"{key}.g", x)
     put(f"{key}.y", torch.atan2(y, x))
 
+# gelu's erf form by PyTorch's own vectorised formula, which it runs for float32 tensors it does not hand
+# to oneDNN: here a dense transposed layout (not contiguous, still one vectorised run of 256).
+def transposed(fn):
+    def run(*ts):
+        return fn(*(t.view(16, 16).t().contiguous().t() for t in ts)).reshape(-1)
+    return run
+
+
+unary("gelu_erf", transposed(F.gelu), -8.0, 8.0, (-5.5, -3.0, 3.0, 1e-20))
+for dtype in (torch.float32, torch.float64):
+    key = f"gelu_erf_backward.{str(dtype).replace('torch.', '')}"
+    x = inputs("gelu_erf_backward", dtype, -8.0, 8.0, (-5.0, 5.0, 3.0, -3.0, 0.75, -0.75))
+    g = torch.randn(N, generator=torch.Generator().manual_seed(zlib.crc32(key.encode())), dtype=dtype)
+    put(f"{key}.x", x)
+    put(f"{key}.g", g)
+    put(f"{key}.y", transposed(lambda g_, x_: torch.ops.aten.gelu_backward(g_, x_))(g, x))
+
 with open(OUT, "w") as f:
     f.write("# vec_math goldens from PyTorch " + torch.__version__ + " (gen_vec_math.py); one tensor per line\n")
     f.write("\n".join(lines) + "\n")

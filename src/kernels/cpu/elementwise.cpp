@@ -68,6 +68,9 @@ bool vec_unary(UnaryOp op, const T* px, T* py, std::int64_t n, double a) {
         case UnaryOp::kGeluTanh:
             vgelu_tanh(px, py, n);
             return true;
+        case UnaryOp::kGeluErf:
+            vgelu_erf(px, py, n);
+            return true;
         case UnaryOp::kSilu:  // x / (1 + exp(-x)), as PyTorch's vectorised silu
             vsilu(px, py, n);
             return true;
@@ -207,6 +210,8 @@ bool has_scalar_tail(UnaryOp op, double a) {
                 return true;
             case UnaryOp::kGelu:  // float32 goes to oneDNN's kernel, which has no scalar tail
                 return std::is_same_v<T, double>;
+            case UnaryOp::kGeluErf:
+                return true;
             case UnaryOp::kPow:  // not the exponents PyTorch computes with the same products both ways
                 return a != 0.0 && a != 1.0 && a != 2.0 && a != 3.0 && a != -2.0 && a != -1.0 && a != 0.5 && a != -0.5;
             default:
@@ -228,6 +233,7 @@ T tail_value(UnaryOp op, T x, double a, double b) {
             return T(0.5) * x * (T(1) + std::tanh(inner));
         }
         case UnaryOp::kGelu:
+        case UnaryOp::kGeluErf:
             return x * T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
         case UnaryOp::kPow:  // std::pow(base, double(exponent)): in double for float32 too
             return static_cast<T>(std::pow(static_cast<double>(x), a));
@@ -254,6 +260,8 @@ bool has_scalar_tail(BinaryOp op) {
                 return true;
             case BinaryOp::kGeluBackward:  // float32 goes to oneDNN's kernel
                 return std::is_same_v<T, double>;
+            case BinaryOp::kGeluErfBackward:
+                return true;
             default:
                 return false;
         }
@@ -285,7 +293,8 @@ T tail_value(BinaryOp op, T g, T x, double a, double b) {
             const T inner_derivative = beta * std::fma(T(3) * kappa, x_sq, T(1));
             return g * (left_derivative + left * tanh_derivative * inner_derivative);
         }
-        case BinaryOp::kGeluBackward: {
+        case BinaryOp::kGeluBackward:
+        case BinaryOp::kGeluErfBackward: {
             const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
             const T pdf = static_cast<T>((2 * std::numbers::inv_sqrtpi) * (std::numbers::sqrt2 / 2) * 0.5) *
                           std::exp(x * x * T(-0.5));
@@ -425,6 +434,9 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
             return true;
         case BinaryOp::kGeluBackward:
             vgelu_backward(px, pq, po, n);
+            return true;
+        case BinaryOp::kGeluErfBackward:
+            vgelu_erf_backward(px, pq, po, n);
             return true;
         case BinaryOp::kGeluTanhBackward:
             vgelu_tanh_backward(px, pq, po, n);

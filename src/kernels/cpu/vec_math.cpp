@@ -149,6 +149,12 @@ void vgelu(const float* x, float* y, std::int64_t n) {
 void vgelu(const double* x, double* y, std::int64_t n) {
     unary(detail::kGelu, x, y, n);
 }
+void vgelu_erf(const float* x, float* y, std::int64_t n) {
+    unary(detail::kGeluErf, x, y, n);
+}
+void vgelu_erf(const double* x, double* y, std::int64_t n) {
+    unary(detail::kGeluErf, x, y, n);
+}
 void vgelu_tanh(const float* x, float* y, std::int64_t n) {
     unary(detail::kGeluTanh, x, y, n);
 }
@@ -212,6 +218,12 @@ void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
 }
 void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n) {
     backward(detail::kGeluBackward, g, x, dx, n);
+}
+void vgelu_erf_backward(const float* g, const float* x, float* dx, std::int64_t n) {
+    backward(detail::kGeluErfBackward, g, x, dx, n);
+}
+void vgelu_erf_backward(const double* g, const double* x, double* dx, std::int64_t n) {
+    backward(detail::kGeluErfBackward, g, x, dx, n);
 }
 void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n) {
     backward(detail::kGeluTanhBackward, g, x, dx, n);

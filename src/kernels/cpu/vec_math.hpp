@@ -39,12 +39,21 @@ void verf(const double* x, double* y, std::int64_t n);
 void vgelu(const float* x, float* y, std::int64_t n);
 /// y = x * 0.5 * (1 + erf(x / sqrt(2))), gelu's exact form.
 void vgelu(const double* x, double* y, std::int64_t n);
+/// y = x * 0.5 * (1 + erf(x / sqrt(2))) by PyTorch's own vectorised formula (SLEEF's erf), which it
+/// runs for float32 tensors it does not hand to oneDNN (not contiguous, or of one element).
+void vgelu_erf(const float* x, float* y, std::int64_t n);
+/// As vgelu for double (the same formula).
+void vgelu_erf(const double* x, double* y, std::int64_t n);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), gelu's tanh form.
 void vgelu_tanh(const float* x, float* y, std::int64_t n);
 /// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), gelu's tanh form.
 void vgelu_tanh(const double* x, double* y, std::int64_t n);
 /// dx = g * (Phi(x) + x phi(x)): gelu's backward (exact form), with oneDNN's erf and exp.
 void vgelu_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// dx = g * (Phi(x) + x phi(x)) by PyTorch's own vectorised formula (as vgelu_erf).
+void vgelu_erf_backward(const float* g, const float* x, float* dx, std::int64_t n);
+/// As vgelu_backward for double (the same formula).
+void vgelu_erf_backward(const double* g, const double* x, double* dx, std::int64_t n);
 /// dx = g * (Phi(x) + x phi(x)): gelu's backward (exact form) for upstream gradient g.
 void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n);
 /// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.

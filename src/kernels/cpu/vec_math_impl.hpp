@@ -1324,16 +1324,23 @@ B erf_onednn(const B& x, const B& minus_exp) {
     return mla(minus_exp * t, r, B(1.0f)) ^ xsimd::bitofsign(x);
 }
 
+/// PyTorch's own vectorised gelu (erf form): x 0.5 (1 + erf(x / sqrt(2))), SLEEF's erf. float64, and
+/// float32 tensors that PyTorch does not hand to oneDNN (not contiguous, or of one element).
+template <class B>
+B gelu_erf_(const B& x) {
+    using T = typename B::value_type;
+    return x * B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
+}
+
 template <class B>
 B gelu_(const B& x) {
-    using T = typename B::value_type;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<typename B::value_type, float>) {
         B u = x * B(f32_bits(0x3f3504f3));  // x / sqrt(2)
         B erf = erf_onednn(u, -exp_onednn(-(u * u)));
         B half_x = x * B(0.5f);
         return mla(erf, half_x, half_x);
     } else {
-        return x * B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
+        return gelu_erf_(x);
     }
 }
 
@@ -1351,6 +1358,15 @@ B gelu_tanh_(const B& x) {
 }
 
 /// g * (Phi(x) + x phi(x)).
+/// PyTorch's own vectorised gelu backward (as gelu_erf_): g (cdf + x pdf), one fused multiply-add.
+template <class B>
+B gelu_erf_backward_(const B& g, const B& x) {
+    using T = typename B::value_type;
+    B cdf = B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
+    B pdf = B(T(kPdfScale)) * exp_(x * x * B(T(-0.5)));
+    return g * mla(x, pdf, cdf);
+}
+
 template <class B>
 B gelu_backward_(const B& g, const B& x) {
     using T = typename B::value_type;
@@ -1361,9 +1377,7 @@ B gelu_backward_(const B& g, const B& x) {
         B erf = erf_onednn(u, -e);
         return mla(erf, B(0.5f), x_pdf + B(0.5f)) * g;
     } else {
-        B cdf = B(T(0.5)) * (B(T(1)) + erf_(x * B(T(kSqrt1_2))));
-        B pdf = B(T(kPdfScale)) * exp_(x * x * B(T(-0.5)));
-        return g * mla(x, pdf, cdf);
+        return gelu_erf_backward_(g, x);
     }
 }
 
@@ -3055,6 +3069,9 @@ VecMathKernels<T> kernels_for() {
     };
     k.unary[kErf] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return erf_(v); }); };
     k.unary[kGelu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return gelu_(v); }); };
+    k.unary[kGeluErf] = [](const T* x, T* y, std::int64_t n) {
+        map1<B>(x, y, n, [](const B& v) { return gelu_erf_(v); });
+    };
     k.unary[kSilu] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return silu_(v); }); };
     k.unary[kLog1p] = [](const T* x, T* y, std::int64_t n) { map1<B>(x, y, n, [](const B& v) { return log1p_(v); }); };
     k.unary[kSin] = [](const T* x, T* y, std::int64_t n) {
@@ -3162,6 +3179,9 @@ VecMathKernels<T> kernels_for() {
     set_grad_maps<B>(k.grad_map);
     k.backward[kGeluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_backward_(gv, xv); });
+    };
+    k.backward[kGeluErfBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
+        map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_erf_backward_(gv, xv); });
     };
     k.backward[kGeluTanhBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return gelu_tanh_backward_(gv, xv); });

@@ -35,6 +35,7 @@ enum Unary : int {
     kAcos,
     kSinh,
     kCosh,
+    kGeluErf,
     kUnaryCount
 };
 /// The two-input arithmetic kernels (vec_math.hpp's Arith), in the order of VecMathKernels::arith.
@@ -57,6 +58,7 @@ enum Backward : int {
     kSiluBackward,
     kMishBackward,
     kLogSigmoidBackward,
+    kGeluErfBackward,
     kBackwardCount
 };
 

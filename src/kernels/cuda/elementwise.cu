@@ -60,6 +60,7 @@ __device__ T unary_op(UnaryOp op, T x, T a, T b) {
             case UnaryOp::kRelu:
                 return x < T(0) ? T(0) : x;  // NaN stays NaN
             case UnaryOp::kGelu:
+            case UnaryOp::kGeluErf:
                 return x * T(0.5) * (T(1) + m_erf(x * T(kInvSqrt2)));
             case UnaryOp::kGeluTanh:
                 return T(0.5) * x * (T(1) + m_tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
@@ -136,6 +137,7 @@ __device__ T binary_op(BinaryOp op, T x, T y, T a, T b) {
             case BinaryOp::kReluBackward:
                 return y <= T(0) ? T(0) : x;
             case BinaryOp::kGeluBackward:
+            case BinaryOp::kGeluErfBackward:
                 return x * (T(0.5) * (T(1) + m_erf(y * T(kInvSqrt2))) + y * T(kInvSqrt2Pi) * m_exp(T(-0.5) * y * y));
             case BinaryOp::kGeluTanhBackward: {
                 const T t = m_tanh(T(kBeta) * (y + T(kKappa) * y * y * y));
