@@ -854,10 +854,12 @@ Tensor Tensor::trunc() const {
     return rounding(*this, "trunc", UnaryOp::kTrunc, "TruncBackward0");
 }
 
-/// `base ** exponent`: PyTorch's pow(Scalar, Tensor), recorded as PowBackward2.
+/// `base ** exponent`: PyTorch's pow(Scalar, Tensor), recorded as PowBackward2. Its result is
+/// contiguous whatever the exponent's layout, as PyTorch's (whose loop then takes a transposed
+/// exponent element by element, with the scalar formula).
 Tensor pow(double base, const Tensor& exponent) {
     Tensor e = for_scalar(exponent, base, "pow");
-    Tensor out = map_binary(scalar_like(e, base), e, "pow", BinaryOp::kPow);
+    Tensor out = detail::map_binary_row_major(scalar_like(e, base), e, "pow", BinaryOp::kPow);
     if (detail::needs_grad({&exponent}))
         detail::record(out, "PowBackward2", {&exponent},
                        [o = detail::Saved(out), e = detail::Saved(exponent), base](const Tensor& g, const NeedsGrad&) {

@@ -201,4 +201,16 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
     return out;
 }
 
+/// map_binary with a row-major output whatever the operands' layouts, as PyTorch's ops whose meta
+/// function asks for a contiguous result (pow of a Scalar base). x and y have the same dtype.
+inline Tensor map_binary_row_major(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op) {
+    check_same_device(x, y, name);
+    const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
+    Tensor out = make_empty(shape, x.dtype(), x.device(), name);
+    Tensor xv, yv;  // a view only for an operand that is broadcast
+    kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
+                    y.shape() == shape ? y : (yv = broadcast_view(y, shape)), out, 0, 0);
+    return out;
+}
+
 }  // namespace xgrad::detail
