@@ -70,8 +70,9 @@ TEST_CASE("layer_norm and rms_norm match PyTorch's values and gradients") {
                 Tensor y = rms ? F::rms_norm(x, c.nshape, w) : F::layer_norm(x, c.nshape, w, b);
                 golden::check_close(y, golden::get("nn.txt", key + ".y"), key + " y", rtol, atol);
                 // LayerNorm gives PyTorch's bits where its AVX2 kernels define them (below); RMSNorm
-                // (PyTorch 1.13's composite of primitive ops) is close only.
-                CHECK((!exact || rms || bits_differ(y, golden::get("nn.txt", key + ".y")) == 0));
+                // those of PyTorch 1.13's composite x * rsqrt(x.pow(2).mean(dims) + eps) * w everywhere
+                // (its gradients are close only).
+                CHECK(((!exact && !rms) || bits_differ(y, golden::get("nn.txt", key + ".y")) == 0));
                 CHECK(y.grad_fn_name() == (rms ? "MulBackward0" : "NativeLayerNormBackward0"));
                 (y * golden::get("nn.txt", key + ".up")).sum().backward();
                 // PyTorch's CPU backward writes dx as a·dy + b·x + c, whose terms cancel only to
@@ -94,8 +95,7 @@ TEST_CASE("layer_norm and rms_norm match PyTorch's values and gradients") {
     }
     // An explicit eps.
     Tensor x = leaf("rms.eps.f32.x");
-    golden::check_close(F::rms_norm(x, {6}, leaf("rms.eps.f32.w"), 1e-6), golden::get("nn.txt", "rms.eps.f32.y"),
-                        "rms eps=1e-6");
+    CHECK(bits_differ(F::rms_norm(x, {6}, leaf("rms.eps.f32.w"), 1e-6), golden::get("nn.txt", "rms.eps.f32.y")) == 0);
 }
 
 namespace {
@@ -173,7 +173,11 @@ TEST_CASE("LayerNorm gives PyTorch's bits on rows that run every part of its ker
                 check(F::layer_norm(in.x, shape, in.w, Tensor(), 1e-5), "y_w");
                 check(F::layer_norm(in.x, shape, Tensor(), in.b, 1e-5), "y_b");
             }
-            check(F::rms_norm(in.x, shape, in.w, 1e-6), "rms", false);  // xgrad's own order of Σx²
+            // RMSNorm: PyTorch's composite in its bits, on every instruction set (Σx² in PyTorch's order of a
+            // sum, no fused multiply-add anywhere).
+            CHECK_MESSAGE(
+                bits_differ(F::rms_norm(in.x, shape, in.w, 1e-6), golden::get("norm_exact.txt", key + ".rms")) == 0,
+                "rms");
         }
     }
     vm::set_simd_arch(saved);

@@ -1,6 +1,6 @@
 # Writes norm_exact.txt: PyTorch 1.13's LayerNorm (forward and backward), bit for bit, on rows wide enough
 # for every part of its CPU kernels, for test_nn_normalization.cpp's exact tests; and the RMSNorm
-# composite on the same rows (xgrad's RMSNorm is checked within a tolerance there).
+# composite on the same rows, also bit for bit.
 #
 # Run from the repository root with a Python that has torch (1.13):
 #     /usr/bin/python3 tests/golden/gen_norm_exact.py

@@ -4,13 +4,14 @@
 // Every row runs vec_math's row kernels (the best instruction set this CPU has, picked at run time).
 // LayerNorm's forward and backward give PyTorch 1.13's bits (the weight and bias gradients where the
 // rows are one chunk, fewer than 2^16 elements, as PyTorch sums them on one thread); RMSNorm's are
-// within an ulp or two of PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * w.
+// PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * w in its bits forward, within an ulp or two backward.
 #include <algorithm>
 #include <cmath>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/sum_order.hpp"
 #include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
@@ -148,10 +149,10 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
         for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* xr = px + r * width;
-                // As PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * weight, but Σx² in xgrad's
-                // own order (faster than PyTorch's, whose sum_order.hpp order costs per-row overhead):
-                // within an ulp or two of PyTorch's composite.
-                const T ms = sum_squares(xr, width) / static_cast<T>(width);
+                // As PyTorch's composite x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, in
+                // its bits: Σx² in the order of PyTorch's sum over the last dim (sum_order.hpp), then
+                // divided by the width, as its CPU mean.
+                const T ms = inner_sum<T, true>(xr, width) / static_cast<T>(width);
                 const T rs = T(1) / std::sqrt(ms + static_cast<T>(eps));
                 pr[r] = rs;
                 // x * rs + (-0) is x * rs, -0 included.

@@ -88,34 +88,36 @@ Acc interleaved_sum(std::int64_t size, Get&& get) {
 /// levels empty); the blocks' sums are then added in order, as the serial loop adds them, so the bits
 /// do not depend on the number of threads.
 template <typename T>
-void quad_cascade(const T* x, std::int64_t rows, std::int64_t stride, T* out) {
+void quad_cascade(const T* x, std::int64_t rows, std::int64_t stride, T* out, bool square = false) {
     constexpr int kQuad = 4 * kLanes<T>;
     const int power = static_cast<int>(std::max<std::int64_t>(4, ceil_log2(rows) / 4));
     const std::int64_t block = std::int64_t{1} << (3 * power), blocks = rows / block;
     if (blocks < 2 || num_threads() == 1 || in_parallel_region()) {
-        sum_cascade(x, rows, stride, power, out);
+        sum_cascade(x, rows, stride, power, out, square);
         return;
     }
     std::vector<T> part(static_cast<std::size_t>(blocks * kQuad));
     parallel_for(0, blocks, 1, [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t b = lo; b < hi; ++b)
-            sum_cascade(x + b * block * stride, block, stride, power, &part[b * kQuad]);
+            sum_cascade(x + b * block * stride, block, stride, power, &part[b * kQuad], square);
     });
     T top[kQuad] = {};
     for (std::int64_t b = 0; b < blocks; ++b)
         for (int k = 0; k < kQuad; ++k) top[k] += part[b * kQuad + k];
     // The rows after the last block never reach the top level: their cascade ends with its lower levels
     // added together, and the top level comes last, as in the serial loop.
-    sum_cascade(x + blocks * block * stride, rows - blocks * block, stride, power, out);
+    sum_cascade(x + blocks * block * stride, rows - blocks * block, stride, power, out, square);
     for (int k = 0; k < kQuad; ++k) out[k] += top[k];
 }
 
 /// The sum of a contiguous row, in PyTorch's order: vector accumulators for rows of at least one
 /// register, the scalar tail first and then the lanes in order; a scalar cascade for shorter rows.
-template <typename T>
+/// With kSquare, the sum of the squares (each rounded to T): PyTorch's x.pow(2).sum(-1).
+template <typename T, bool kSquare = false>
 T inner_sum(const T* x, std::int64_t n) {
     constexpr int W = kLanes<T>;
-    if (n < W) return interleaved_sum<T>(n, [&](std::int64_t i) { return x[i]; });
+    const auto at = [x](std::int64_t i) { return kSquare ? x[i] * x[i] : x[i]; };
+    if (n < W) return interleaved_sum<T>(n, at);
     // interleaved_sum over registers: four interleaved cascades, the registers after the last group
     // of four added to the first, then the four combined in order.
     const std::int64_t vectors = n / W, quads = vectors / 4;
@@ -124,7 +126,7 @@ T inner_sum(const T* x, std::int64_t n) {
     int used = 4;        // registers of part that hold sums
     if (quads >= 16) {
         std::fill(part, part + 4 * W, T(0));
-        quad_cascade(x, quads, 4 * W, part);
+        quad_cascade(x, quads, 4 * W, part, kSquare);
         i = quads * 4;
     } else if (quads > 0) {
         // Fewer groups than the cascade's first step (2^4): they all go to its first level, in order
@@ -133,23 +135,23 @@ T inner_sum(const T* x, std::int64_t n) {
         // is -0), and `total` below starts at +0, which takes that sign away: the same bits. Inline and
         // without zeroing the array first (GCC's rep stos): the sums of rows of 48 floats took four
         // times as long through the cascade kernel.
-        std::copy(x, x + 4 * W, part);
+        for (int k = 0; k < 4 * W; ++k) part[k] = at(k);
         for (std::int64_t q = 1; q < quads; ++q)
-            for (int k = 0; k < 4 * W; ++k) part[k] += x[q * 4 * W + k];
+            for (int k = 0; k < 4 * W; ++k) part[k] += at(q * 4 * W + k);
         i = quads * 4;
     } else {
         // No group: the registers go to the first of four zero sums (the others add nothing, as
         // above), which starts at the first register.
-        std::copy(x, x + W, part);
+        for (int k = 0; k < W; ++k) part[k] = at(k);
         i = 1;
         used = 1;
     }
     for (; i < vectors; ++i)
-        for (int k = 0; k < W; ++k) part[k] += x[i * W + k];
+        for (int k = 0; k < W; ++k) part[k] += at(i * W + k);
     for (int r = 1; r < used; ++r)
         for (int k = 0; k < W; ++k) part[k] += part[r * W + k];
     T total = 0;
-    for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
+    for (std::int64_t k = vectors * W; k < n; ++k) total += at(k);
     for (int k = 0; k < W; ++k) total += part[k];
     return total;
 }

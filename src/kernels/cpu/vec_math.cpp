@@ -434,12 +434,6 @@ float norm_row(const float* x, std::int64_t n, float p, bool lanes) {
 double norm_row(const double* x, std::int64_t n, double p, bool lanes) {
     return kernels<double>().norm_row(x, n, p, lanes);
 }
-float sum_squares(const float* x, std::int64_t n) {
-    return kernels<float>().sum_squares(x, n);
-}
-double sum_squares(const double* x, std::int64_t n) {
-    return kernels<double>().sum_squares(x, n);
-}
 void stream_fence() {
     _mm_sfence();
 }
@@ -451,11 +445,11 @@ void norm_apply(const double* x, double scale, double shift, const double* w, co
                 std::int64_t n, bool stream, std::int64_t ahead, bool plus_zero) {
     kernels<double>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead, plus_zero);
 }
-void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out) {
-    kernels<float>().sum_cascade(x, rows, stride, power, out);
+void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out, bool square) {
+    kernels<float>().sum_cascade(x, rows, stride, power, out, square);
 }
-void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out) {
-    kernels<double>().sum_cascade(x, rows, stride, power, out);
+void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out, bool square) {
+    kernels<double>().sum_cascade(x, rows, stride, power, out, square);
 }
 void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     kernels<float>().var_row(x, n, mean, m2, ahead);

@@ -363,10 +363,6 @@ double lanes_dot(const double* a, const double* b, std::int64_t n);
 float norm_row(const float* x, std::int64_t n, float p, bool lanes);
 /// As the float overload.
 double norm_row(const double* x, std::int64_t n, double p, bool lanes);
-/// Σx² (four accumulators per lane: not PyTorch's order).
-float sum_squares(const float* x, std::int64_t n);
-/// As the float overload.
-double sum_squares(const double* x, std::int64_t n);
 /// Orders the non-temporal stores made so far by this thread before its later stores: norm_apply and
 /// norm_backward leave it to their caller, which calls it once after its last row, before the
 /// rows are handed to another thread (an sfence per row would wait for each row's lines).
@@ -408,10 +404,11 @@ void rms_norm_row_backward(const double* g, const double* x, const double* w, do
 
 /// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4>, vectorised, with the same bits: `rows` rows of
 /// 128 bytes (four AVX2 registers) at x + i * stride are added lane by lane, the partial sums moving up
-/// one of four levels every 2^power rows; out gets the 128 / sizeof(T) sums.
-void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out);
+/// one of four levels every 2^power rows; out gets the 128 / sizeof(T) sums. With `square`, each
+/// element's square (rounded to T, as x.pow(2)) is added instead of the element.
+void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int power, float* out, bool square = false);
 /// As the float overload.
-void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out);
+void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out, bool square = false);
 
 /// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (n >= 1): float
 /// rows in one pass of sums shifted by c, the mean of the first 32 elements rounded to float

@@ -1544,37 +1544,6 @@ template <int N, class F>
     (std::make_integer_sequence<int, N>{});
 }
 
-/// Σ term over a row: `vec(i)` is the batch of terms at i, `one(i)` the scalar term.
-template <class B, class V, class S>
-[[gnu::flatten]] typename B::value_type reduce_row(std::int64_t n, V vec, S one) {
-    using T = typename B::value_type;
-    constexpr std::int64_t kW = B::size;
-    B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
-    std::int64_t i = 0;
-    for (; i + 4 * kW <= n; i += 4 * kW) {
-        a0 += vec(i);
-        a1 += vec(i + kW);
-        a2 += vec(i + 2 * kW);
-        a3 += vec(i + 3 * kW);
-    }
-    for (; i + kW <= n; i += kW) a0 += vec(i);
-    T s = xsimd::hadd((a0 + a1) + (a2 + a3));
-    for (; i < n; ++i) s += one(i);
-    return s;
-}
-
-/// vec_math.hpp's sum_squares.
-template <class B>
-typename B::value_type sum_squares_(const typename B::value_type* x, std::int64_t n) {
-    return reduce_row<B>(
-        n,
-        [x](std::int64_t i) {
-            B v = B::load_unaligned(x + i);
-            return v * v;
-        },
-        [x](std::int64_t i) { return x[i] * x[i]; });
-}
-
 // ---- PyTorch's AVX2 registers ---------------------------------------------------------------------
 // PyTorch 1.13's LayerNorm kernels (its AVX2 build) keep moments and sums lane by lane in registers of
 // 8 floats or 4 doubles. A Reg is one such register on this arch: one batch on AVX2, two on SSE2, and
@@ -2124,10 +2093,11 @@ template <class B, int kOp, RowOperands kLayout>
 
 /// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4> over `rows` rows of 128 bytes (four AVX2
 /// registers) at x + i * stride, lane for lane: every lane gets the same additions in the same order,
-/// whatever the width of B, so the bits are the scalar cascade's on every instruction set.
-template <class B>
-void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64_t stride, int power,
-                  typename B::value_type* out) {
+/// whatever the width of B, so the bits are the scalar cascade's on every instruction set. With kSquare,
+/// each element's square (rounded, no fused multiply-add) is added instead.
+template <class B, bool kSquare>
+[[gnu::flatten]] void sum_cascade_rows_(const typename B::value_type* x, std::int64_t rows, std::int64_t stride,
+                                        int power, typename B::value_type* out) {
     using T = typename B::value_type;
     constexpr int kR = static_cast<int>(128 / sizeof(B));  // batches per row
     constexpr int kLevels = 4;
@@ -2137,7 +2107,10 @@ void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64
     const std::int64_t step = std::int64_t{1} << power, mask = step - 1;
     auto add_row = [&](std::int64_t i) {
         const T* p = x + i * stride;
-        for (int r = 0; r < kR; ++r) acc[0][r] += B::load_unaligned(p + r * B::size);
+        for (int r = 0; r < kR; ++r) {
+            const B v = B::load_unaligned(p + r * B::size);
+            acc[0][r] += kSquare ? v * v : v;
+        }
     };
     std::int64_t i = 0;
     while (i + step <= rows) {
@@ -2154,6 +2127,17 @@ void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64
     for (int l = 1; l < kLevels; ++l)
         for (int r = 0; r < kR; ++r) acc[0][r] += acc[l][r];
     for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
+}
+
+/// vec_math.hpp's sum_cascade.
+template <class B>
+void sum_cascade_(const typename B::value_type* x, std::int64_t rows, std::int64_t stride, int power,
+                  typename B::value_type* out, bool square) {
+    if (square) {
+        sum_cascade_rows_<B, true>(x, rows, stride, power, out);
+    } else {
+        sum_cascade_rows_<B, false>(x, rows, stride, power, out);
+    }
 }
 
 // ---- variance rows ---------------------------------------------------------------------------------
@@ -3194,7 +3178,6 @@ VecMathKernels<T> kernels_for() {
         map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });
     };
     k.norm_moments_rows = norm_moments_n_<B>;
-    k.sum_squares = sum_squares_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
 #if defined(__FMA__) || defined(__AVX512F__)

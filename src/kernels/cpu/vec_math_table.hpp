@@ -78,7 +78,6 @@ struct VecMathKernels {
     void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
     // LayerNorm/RMSNorm rows (vec_math.hpp's norm_* and *_norm_row_backward functions; w and b may be null).
     void (*norm_moments_rows)(const T* const* x, int rows, std::int64_t n, T* mean, T* m2);  // 1 to 4 rows
-    T (*sum_squares)(const T* x, std::int64_t n);
     // Sums in PyTorch's reduce_all order (vec_math.hpp's lanes_sum and lanes_dot).
     T (*lanes_sum)(const T* x, std::int64_t n);
     T (*lanes_dot)(const T* a, const T* b, std::int64_t n);
@@ -95,7 +94,7 @@ struct VecMathKernels {
                        std::int64_t n);                                       // vec_math.hpp's vcompare, by Compare
     std::int64_t (*row_extreme_index)(const T* x, std::int64_t n, bool max);  // vec_math.hpp's row_extreme_index
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
-    void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out);
+    void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out, bool square);
     // A row's mean and squared deviations in double (vec_math.hpp's var_row).
     void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead);
     // A small matrix product, sums in order with fused multiply-adds (vec_math.hpp's small_gemm);
