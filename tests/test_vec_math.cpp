@@ -420,23 +420,30 @@ void check_cascade(SimdArch arch, std::int64_t rows, std::int64_t stride, int po
     // Magnitudes over 2^-20 .. 2^20, so that every change of order changes the bits.
     std::vector<T> x(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * stride)));
     for (T& v : x) v = static_cast<T>(std::exp2(mag(gen)) * (neg(gen) ? -1 : 1));
-    auto want =
-        vm::cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) { return L::load(x.data() + i * stride + k * W); });
-    std::vector<T> got(4 * W, T(-1));
-    vm::sum_cascade(x.data(), rows, stride, power, got.data());
-    for (int k = 0; k < 4; ++k)
-        for (int l = 0; l < W; ++l) {
-            INFO(arch_name(arch) << " " << (sizeof(T) == 4 ? "float32" : "float64") << " rows " << rows << " stride "
-                                 << stride << " power " << power << " lane " << k * W + l);
-            // cascade_sum computes its own power; the explicit one must match it for this comparison.
-            REQUIRE(power == std::max<std::int64_t>(4, vm::ceil_log2(rows) / 4));
-            CHECK(ordinal(got[k * W + l]) == ordinal(want[k].v[l]));
-        }
+    for (bool square : {false, true}) {  // the elements, or their squares (each rounded: x.pow(2))
+        auto want = vm::cascade_sum<L, 4>(rows, [&](std::int64_t i, int k) {
+            L l = L::load(x.data() + i * stride + k * W);
+            if (square)
+                for (T& v : l.v) v = v * v;
+            return l;
+        });
+        std::vector<T> got(4 * W, T(-1));
+        vm::sum_cascade(x.data(), rows, stride, power, got.data(), square);
+        for (int k = 0; k < 4; ++k)
+            for (int l = 0; l < W; ++l) {
+                INFO(arch_name(arch) << " " << (sizeof(T) == 4 ? "float32" : "float64") << " rows " << rows
+                                     << " stride " << stride << " power " << power << " square " << square << " lane "
+                                     << k * W + l);
+                // cascade_sum computes its own power; the explicit one must match it for this comparison.
+                REQUIRE(power == std::max<std::int64_t>(4, vm::ceil_log2(rows) / 4));
+                CHECK(ordinal(got[k * W + l]) == ordinal(want[k].v[l]));
+            }
+    }
 }
 
 }  // namespace
 
-TEST_CASE("sum_cascade gives the scalar cascade's bits on every instruction set") {
+TEST_CASE("sum_cascade gives the scalar cascade's bits on every instruction set, of x and of x squared") {
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);
