@@ -2333,6 +2333,15 @@ void padded2(const typename B::value_type* a, const typename B::value_type* b, t
     std::memcpy(out, pa, bytes);
 }
 
+/// Stores v at p: non-temporal when `stream` (p then aligned for it), else an ordinary store.
+template <class B>
+void store_batch(const B& v, typename B::value_type* p, bool stream) {
+    if (stream)
+        stream_store(v, p);
+    else
+        v.store_unaligned(p);
+}
+
 /// How far ahead of the loads map1 and map2 prefetch their inputs, in bytes (64 lines).
 constexpr std::uintptr_t kPrefetchAhead = 4096;
 
@@ -2361,12 +2370,6 @@ template <class B, class F>
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     const bool prefetch = n * static_cast<std::int64_t>(sizeof(T)) >= kPrefetchBytes;
-    const auto store = [stream](const B& v, T* p) {
-        if (stream)
-            stream_store(v, p);
-        else
-            v.store_unaligned(p);
-    };
     std::int64_t i = 0;
     if (stream) {
         i = until_aligned<B>(y, n);
@@ -2376,12 +2379,12 @@ template <class B, class F>
         if (prefetch) prefetch_ahead(x + i, 4 * sizeof(B));
         const B a = f(B::load_unaligned(x + i)), b = f(B::load_unaligned(x + i + kW));
         const B c = f(B::load_unaligned(x + i + 2 * kW)), d = f(B::load_unaligned(x + i + 3 * kW));
-        store(a, y + i);
-        store(b, y + i + kW);
-        store(c, y + i + 2 * kW);
-        store(d, y + i + 3 * kW);
+        store_batch(a, y + i, stream);
+        store_batch(b, y + i + kW, stream);
+        store_batch(c, y + i + 2 * kW, stream);
+        store_batch(d, y + i + 3 * kW, stream);
     }
-    for (; i + kW <= n; i += kW) store(f(B::load_unaligned(x + i)), y + i);
+    for (; i + kW <= n; i += kW) store_batch(f(B::load_unaligned(x + i)), y + i, stream);
     if (stream) _mm_sfence();  // the streamed lines are visible to other threads before the caller signals them
     padded1<B>(x + i, y + i, n - i, f);
 }
@@ -2425,12 +2428,6 @@ template <class B, class F>
     using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     const bool prefetch = n * static_cast<std::int64_t>(sizeof(T)) >= kPrefetchBytes;
-    const auto store = [stream](const B& v, T* p) {
-        if (stream)
-            stream_store(v, p);
-        else
-            v.store_unaligned(p);
-    };
     std::int64_t i = 0;
     if (stream) {
         i = until_aligned<B>(out, n);
@@ -2445,12 +2442,12 @@ template <class B, class F>
         const B r1 = f(B::load_unaligned(a + i + kW), B::load_unaligned(b + i + kW));
         const B r2 = f(B::load_unaligned(a + i + 2 * kW), B::load_unaligned(b + i + 2 * kW));
         const B r3 = f(B::load_unaligned(a + i + 3 * kW), B::load_unaligned(b + i + 3 * kW));
-        store(r0, out + i);
-        store(r1, out + i + kW);
-        store(r2, out + i + 2 * kW);
-        store(r3, out + i + 3 * kW);
+        store_batch(r0, out + i, stream);
+        store_batch(r1, out + i + kW, stream);
+        store_batch(r2, out + i + 2 * kW, stream);
+        store_batch(r3, out + i + 3 * kW, stream);
     }
-    for (; i + kW <= n; i += kW) store(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i);
+    for (; i + kW <= n; i += kW) store_batch(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i, stream);
     if (stream) _mm_sfence();
     padded2<B>(a + i, b + i, out + i, n - i, f);
 }
