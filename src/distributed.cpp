@@ -300,7 +300,7 @@ void reduce_scatter_tensor(Tensor& output, const Tensor& input, ReduceOp op) {
 
 DistributedSampler::DistributedSampler(std::int64_t size, bool shuffle, std::uint64_t seed, bool drop_last,
                                        int num_replicas, int rank)
-    : size_(size), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
+    : size_(size), shuffle_(shuffle), seed_(seed) {
     num_replicas_ = num_replicas >= 0 ? num_replicas : world.size;
     rank_ = rank >= 0 ? rank : (num_replicas >= 0 ? 0 : world.rank);
     if (size < 0) fail("DistributedSampler", "size must be non-negative, got " + std::to_string(size));

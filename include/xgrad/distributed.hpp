@@ -99,7 +99,7 @@ public:
 
 private:
     std::int64_t size_, num_samples_, total_size_, epoch_ = 0;
-    bool shuffle_, drop_last_;
+    bool shuffle_;  // drop_last is spent in the constructor: it only sets num_samples_ and total_size_
     std::uint64_t seed_;
     int num_replicas_, rank_;
 };
