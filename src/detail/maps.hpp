@@ -176,6 +176,17 @@ inline Tensor map_unary(const Tensor& x, kernels::UnaryOp op, double a = 0, doub
     return out;
 }
 
+/// op applied to x and y (of one dtype and device) into a new row-major tensor of `shape`, their
+/// broadcast shape: broadcast operands are read through views, in place.
+inline Tensor binary_row_major(const Tensor& x, const Tensor& y, const Shape& shape, const char* name,
+                               kernels::BinaryOp op, double a, double b) {
+    Tensor out = make_empty(shape, x.dtype(), x.device(), name);
+    Tensor xv, yv;  // a view only for an operand that is broadcast
+    kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
+                    y.shape() == shape ? y : (yv = broadcast_view(y, shape)), out, a, b);
+    return out;
+}
+
 /// A new tensor of the broadcast shape holding `op` applied to x and y (of one dtype and device);
 /// `name` names the op in the error when the shapes do not broadcast or the devices differ.
 inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op, double a = 0,
@@ -194,11 +205,7 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
         kernels::binary(op, o.operand(x, shape), o.operand(y, shape), o.dense, a, b);
         return o.result;
     }
-    Tensor out = make_empty(shape, x.dtype(), x.device(), name);
-    Tensor xv, yv;  // a view only for an operand that is broadcast
-    kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
-                    y.shape() == shape ? y : (yv = broadcast_view(y, shape)), out, a, b);
-    return out;
+    return binary_row_major(x, y, shape, name, op, a, b);
 }
 
 /// map_binary with a row-major output whatever the operands' layouts, as PyTorch's ops whose meta
@@ -206,11 +213,7 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
 inline Tensor map_binary_row_major(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op) {
     check_same_device(x, y, name);
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
-    Tensor out = make_empty(shape, x.dtype(), x.device(), name);
-    Tensor xv, yv;  // a view only for an operand that is broadcast
-    kernels::binary(op, x.shape() == shape ? x : (xv = broadcast_view(x, shape)),
-                    y.shape() == shape ? y : (yv = broadcast_view(y, shape)), out, 0, 0);
-    return out;
+    return binary_row_major(x, y, shape, name, op, 0, 0);
 }
 
 }  // namespace xgrad::detail

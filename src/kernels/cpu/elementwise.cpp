@@ -187,6 +187,13 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
 // way, so that such a tail, and a tensor of fewer than 16 floats, gets PyTorch's bits too. PyTorch's
 // VML ops (exp, log, tanh, sin, erf, ...) vectorise whole runs, tails included, and need no tail.
 
+// gelu's constants as PyTorch's kernels write them (M_SQRT1_2, M_SQRT2 * M_2_SQRTPI * 0.5, 0.044715,
+// M_2_SQRTPI * M_SQRT1_2 * 0.5).
+constexpr double kSqrt1_2 = std::numbers::sqrt2 / 2;
+constexpr double kGeluBeta = std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5;
+constexpr double kGeluKappa = 0.044715;
+constexpr double kPdfScale = (2 * std::numbers::inv_sqrtpi) * kSqrt1_2 * 0.5;
+
 /// The elements that PyTorch's vectorised loop takes per step: two AVX2 registers.
 template <typename T>
 constexpr std::int64_t kTailLanes = 64 / static_cast<std::int64_t>(sizeof(T));
@@ -228,13 +235,13 @@ T tail_value(UnaryOp op, T x, double a, double b) {
         case UnaryOp::kSigmoid:
             return T(1) / (T(1) + std::exp(-x));
         case UnaryOp::kGeluTanh: {
-            const T beta = static_cast<T>(std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5);
-            const T inner = beta * std::fma(T(0.044715), x * x * x, x);
+            const T beta = static_cast<T>(kGeluBeta);
+            const T inner = beta * std::fma(static_cast<T>(kGeluKappa), x * x * x, x);
             return T(0.5) * x * (T(1) + std::tanh(inner));
         }
         case UnaryOp::kGelu:
         case UnaryOp::kGeluErf:
-            return x * T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+            return x * T(0.5) * (T(1) + std::erf(x * static_cast<T>(kSqrt1_2)));
         case UnaryOp::kPow:  // std::pow(base, double(exponent)): in double for float32 too
             return static_cast<T>(std::pow(static_cast<double>(x), a));
         default:
@@ -283,8 +290,8 @@ T tail_value(BinaryOp op, T g, T x, double a, double b) {
             return g * std::fma(x * s, std::fma(-t, t, T(1)), t);
         }
         case BinaryOp::kGeluTanhBackward: {
-            const T beta = static_cast<T>(std::numbers::sqrt2 * (2 * std::numbers::inv_sqrtpi) * 0.5);
-            const T kappa = static_cast<T>(0.044715);
+            const T beta = static_cast<T>(kGeluBeta);
+            const T kappa = static_cast<T>(kGeluKappa);
             const T x_sq = x * x;
             const T t = std::tanh(beta * std::fma(kappa, x * x * x, x));
             const T left = T(0.5) * x;
@@ -295,9 +302,8 @@ T tail_value(BinaryOp op, T g, T x, double a, double b) {
         }
         case BinaryOp::kGeluBackward:
         case BinaryOp::kGeluErfBackward: {
-            const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
-            const T pdf = static_cast<T>((2 * std::numbers::inv_sqrtpi) * (std::numbers::sqrt2 / 2) * 0.5) *
-                          std::exp(x * x * T(-0.5));
+            const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(kSqrt1_2)));
+            const T pdf = static_cast<T>(kPdfScale) * std::exp(x * x * T(-0.5));
             return g * (cdf + x * pdf);
         }
         case BinaryOp::kPow:
