@@ -1,6 +1,6 @@
 // Everyday ops composed of others, so that they run on every device: nan_to_num, logaddexp and
 // logaddexp2 (computed without a record, then recorded with PyTorch's grad_fn and formulas),
-// count_nonzero, diff, meshgrid, aminmax, var_mean, std_mean and kron.
+// count_nonzero, diff, meshgrid, aminmax and kron.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -205,7 +205,7 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::stri
 
 }  // namespace xgrad
 
-// ---- aminmax, var_mean, std_mean, kron ------------------------------------------------------------------
+// ---- aminmax, kron --------------------------------------------------------------------------------------
 
 namespace xgrad {
 
@@ -230,16 +230,6 @@ MinMax aminmax(const Tensor& x, std::optional<std::int64_t> dim, bool keepdim) {
         detail::fail("aminmax", "Expected reduction dim " + std::to_string(*dim) + " to have non-zero size (shape " +
                                     to_string(x.shape()) + ")");
     return {x.amin(Dims{*dim}, keepdim), x.amax(Dims{*dim}, keepdim)};
-}
-
-std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
-    detail::check_defined(x, "var_mean");
-    return {x.var(dims, unbiased, keepdim), x.mean(dims, keepdim)};
-}
-
-std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
-    detail::check_defined(x, "std_mean");
-    return {x.std(dims, unbiased, keepdim), x.mean(dims, keepdim)};
 }
 
 Tensor kron(const Tensor& a, const Tensor& b) {

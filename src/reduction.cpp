@@ -28,8 +28,10 @@ struct Plan {
     Shape kept_shape;  // result with keepdim=true
     Shape out_shape;   // result as requested
     std::int64_t rows = 1, width = 1;
-    Tensor rows_view;    // contiguous, reduced dims last (or first, when `outer`)
-    bool outer = false;  // rows_view is (width, rows): the reduced dims lead, as in bias gradients
+    Tensor rows_view;             // contiguous, reduced dims last (or first, when `outer`)
+    bool outer = false;           // rows_view is (width, rows): the reduced dims lead, as in bias gradients
+    std::int64_t slice = 0;       // RowsView::slice
+    bool strided_slices = false;  // RowsView::strided_slices
 };
 
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
@@ -51,16 +53,60 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
                                  "for a tensor of shape " + to_string(a.shape()));
         if (nd > 0) p.reduced[w] = 1;
     }
-    Strides perm, kept, out;
-    for (std::int64_t d = 0; d < nd; ++d)
-        if (!p.reduced[static_cast<std::size_t>(d)]) perm.push_back(d);
-    // The reduced dims are already last (the common `dim=-1` case): no permutation needed.
+    Strides perm, kept, out, order;
+    for (std::int64_t d = 0; d < nd; ++d) {
+        if (!p.reduced[static_cast<std::size_t>(d)])
+            perm.push_back(d);
+        else
+            order.push_back(d);
+    }
+    // A row holds the reduced elements in the order PyTorch's reduction visits them: the reduced dims
+    // by decreasing stride (its TensorIterator's order; dims of size 1 do not matter), which is their
+    // own order unless the input is permuted.
+    auto stride_key = [&a](std::int64_t d) {
+        return a.size(d) == 1 ? std::numeric_limits<std::int64_t>::max() : a.strides()[static_cast<std::size_t>(d)];
+    };
+    bool in_order = true;
+    std::int64_t last = std::numeric_limits<std::int64_t>::max();
+    for (std::int64_t d : order)
+        if (a.size(d) != 1) {
+            in_order = in_order && stride_key(d) <= last;
+            last = stride_key(d);
+        }
+    if (!in_order)
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::int64_t u, std::int64_t v) { return stride_key(u) > stride_key(v); });
+    for (std::int64_t d : order) perm.push_back(d);
+    // PyTorch merges reduced dims that form one run of memory; when more than one run is left, a sum
+    // adds up the innermost run's slices one by one (RowsView::slice). A broadcast (stride 0) reduced
+    // dim keeps the row whole.
+    {
+        std::int64_t run = 1, inner_stride = 0, next = -1;
+        const bool broadcast = std::any_of(order.begin(), order.end(), [&a](std::int64_t d) {
+            return a.size(d) != 1 && a.strides()[static_cast<std::size_t>(d)] == 0;
+        });
+        for (std::size_t k = order.size(); k-- > 0;) {
+            const std::int64_t size = a.size(order[k]), stride = a.strides()[static_cast<std::size_t>(order[k])];
+            if (size == 1) continue;
+            if (next < 0) {
+                inner_stride = stride;
+            } else if (stride != next) {
+                p.slice = run;
+                break;
+            }
+            run *= size;
+            next = stride * size;
+        }
+        if (broadcast) p.slice = 0;
+        p.strided_slices = p.slice > 0 && inner_stride != 1;
+    }
+    // The reduced dims are already last, in order (the common `dim=-1` case): no permutation needed.
     const auto n_reduced = std::count(p.reduced.begin(), p.reduced.end(), 1);
-    const bool trailing = std::all_of(p.reduced.end() - n_reduced, p.reduced.end(), [](std::int64_t r) { return r; });
+    const bool trailing =
+        in_order && std::all_of(p.reduced.end() - n_reduced, p.reduced.end(), [](std::int64_t r) { return r; });
     for (std::int64_t d = 0; d < nd; ++d) {
         const bool r = p.reduced[static_cast<std::size_t>(d)] != 0;
         if (r) {
-            perm.push_back(d);
             p.width *= a.size(d);
         } else {
             p.rows *= a.size(d);
@@ -85,7 +131,7 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 }
 
 kernels::RowsView rows_of(const Plan& p) {
-    return {p.rows_view, p.rows, p.width, p.outer};
+    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices};
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
@@ -122,13 +168,17 @@ Tensor mean_impl(const Tensor& self, const Dims& dims, bool keepdim, const char*
     return out;
 }
 
-Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool keepdim, bool take_sqrt) {
-    const char* op = take_sqrt ? "std" : "var";
+/// var or std over `dims`; with `mean_out`, var_mean or std_mean, whose mean comes from the same pass
+/// (PyTorch's Welford mean, not x.mean()'s) and whose gradient is mean's.
+Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool keepdim, bool take_sqrt,
+                Tensor* mean_out = nullptr) {
+    const char* op = mean_out ? (take_sqrt ? "std_mean" : "var_mean") : (take_sqrt ? "std" : "var");
     check_floating(self, op);
     Plan p = plan(self, dims, keepdim, op);
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
-    kernels::var_rows(rows_of(p), out, correction, take_sqrt);
-    if (detail::needs_grad({&self}))
+    Tensor mean = mean_out ? detail::make_empty(p.out_shape, self.dtype(), self.device()) : Tensor();
+    kernels::var_rows(rows_of(p), out, mean, correction, take_sqrt);
+    if (detail::needs_grad({&self})) {
         detail::record(out, take_sqrt ? "StdBackward0" : "VarBackward0", {&self},
                        [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims), n = p.width,
                         correction, take_sqrt](const Tensor& g, const NeedsGrad&) {
@@ -142,6 +192,13 @@ Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool ke
                                                        kernels::BinaryOp::kStdBackward, 2.0);
                            return Grads{centred * (gk * (2.0 / denom))};
                        });
+        if (mean_out)
+            detail::record(mean, "MeanBackward1", {&self},
+                           [k = p.kept_shape, s = self.shape(), n = p.width](const Tensor& g, const NeedsGrad&) {
+                               return Grads{expand_back(g, k, s) / static_cast<double>(n)};
+                           });
+    }
+    if (mean_out) *mean_out = mean;
     return out;
 }
 
@@ -437,6 +494,16 @@ Tensor Tensor::std(const Dims& dims, bool unbiased, bool keepdim) const {
 }
 Tensor Tensor::std(const Dims& dims, Correction correction, bool keepdim) const {
     return var_impl(*this, dims, correction.value, keepdim, true);
+}
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+    Tensor mean;
+    Tensor var = var_impl(x, dims, unbiased ? 1.0 : 0.0, keepdim, false, &mean);
+    return {var, mean};
+}
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+    Tensor mean;
+    Tensor std = var_impl(x, dims, unbiased ? 1.0 : 0.0, keepdim, true, &mean);
+    return {std, mean};
 }
 Tensor Tensor::max() const {
     return extreme_all(*this, true);

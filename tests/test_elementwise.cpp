@@ -51,7 +51,8 @@ struct Case {
 /// with the multiply-adds its compiler fuses); the others are checked within a tolerance.
 const std::set<std::string> kExactGrads = {"tanh",        "tanh_transposed", "sigmoid",      "maximum",
                                            "minimum",     "maximum_bcast",   "maximum_ties", "minimum_ties",
-                                           "maximum_nan", "minimum_nan",     "rdiv_scalar"};
+                                           "maximum_nan", "minimum_nan",     "rdiv_scalar",  "add_bcast",
+                                           "sub_bcast",   "mul_bcast",       "div_bcast"};
 
 void check_case(const Case& c) {
     namespace vm = xgrad::kernels::cpu;

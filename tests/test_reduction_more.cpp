@@ -43,7 +43,8 @@ std::function<ValuesIndices(const Tensor&)> one(std::function<Tensor(const Tenso
     return [f](const Tensor& x) { return ValuesIndices{f(x), Tensor()}; };
 }
 
-void check_cases(const std::vector<Case>& cases) {
+/// With `exact`, the cases' outputs and gradients are also compared as PyTorch's bits.
+void check_cases(const std::vector<Case>& cases, bool exact = false) {
     for (const Case& c : cases) {
         for (const std::string& dtype : c.dtypes) {
             const std::string key = c.name + "." + dtype;
@@ -58,6 +59,10 @@ void check_cases(const std::vector<Case>& cases) {
             if (want.empty()) continue;
             (r.values * golden::get(kFile, key + ".w")).sum().backward();
             golden::check_close(x.grad(), golden::get(kFile, key + ".g0"), key + " grad");
+            if (exact) {
+                CHECK_MESSAGE(golden::bits_differ(r.values, golden::get(kFile, key + ".out")) == 0, "forward bits");
+                CHECK_MESSAGE(golden::bits_differ(x.grad(), golden::get(kFile, key + ".g0")) == 0, "grad bits");
+            }
             if (dtype == "float64" && c.gradcheck)
                 golden::check_gradcheck([&](const std::vector<Tensor>& in) { return c.fn(in[0]).values; }, {leaf(key)},
                                         key + " gradcheck");
@@ -300,18 +305,21 @@ TEST_CASE("var and std with correction; the unbiased flag still works") {
                 return op == "var" ? x.var(d, Correction(c), keepdim) : x.std(d, Correction(c), keepdim);
             });
         };
-        check_cases({
-            {op + "_dim1_correction0", f(1, 0, false)},
-            {op + "_dim1_correction1", f(1, 1, false)},
-            {op + "_dim1_correction2", f(1, 2, false)},
-            {op + "_dims02_correction2_keep", f({0, 2}, 2, true)},
-            {op + "_all_correction0", f(xgrad::Dims(std::vector<std::int64_t>{}), 0, false)},
-            {op + "_correction_past_n", f(1, 5, false), kFloats, false},  // N - 5 < 0: NaN, as PyTorch
-            {op + "_special_rows", f(1, 1, false), kFloats, false},       // inf and NaN give NaN; 0 stays 0
-            {op + "_dim1_correction1", one([op](const Tensor& x) { return op == "var" ? x.var(1) : x.std(1, true); })},
-            {op + "_dim1_correction0",
-             one([op](const Tensor& x) { return op == "var" ? x.var(1, false) : x.std(1, false); })},
-        });
+        check_cases(
+            {
+                {op + "_dim1_correction0", f(1, 0, false)},
+                {op + "_dim1_correction1", f(1, 1, false)},
+                {op + "_dim1_correction2", f(1, 2, false)},
+                {op + "_dims02_correction2_keep", f({0, 2}, 2, true)},
+                {op + "_all_correction0", f(xgrad::Dims(std::vector<std::int64_t>{}), 0, false)},
+                {op + "_correction_past_n", f(1, 5, false), kFloats, false},  // N - 5 < 0: NaN, as PyTorch
+                {op + "_special_rows", f(1, 1, false), kFloats, false},       // inf and NaN give NaN; 0 stays 0
+                {op + "_dim1_correction1",
+                 one([op](const Tensor& x) { return op == "var" ? x.var(1) : x.std(1, true); })},
+                {op + "_dim1_correction0",
+                 one([op](const Tensor& x) { return op == "var" ? x.var(1, false) : x.std(1, false); })},
+            },
+            /*exact=*/true);
     }
 }
 
@@ -714,20 +722,25 @@ TEST_CASE("searchsorted and bucketize: PyTorch's positions, sides, rows, NaN, so
 TEST_CASE("aminmax, var_mean, std_mean and kron: PyTorch's values and gradients") {
     auto stacked = [](const xgrad::MinMax& r) { return xgrad::stack({r.min, r.max}); };
     auto pair = [](const std::pair<Tensor, Tensor>& r) { return xgrad::stack({r.first, r.second}); };
+    // var_mean and std_mean: PyTorch's bits (one Welford pass gives both; its mean is not x.mean()'s).
+    check_cases(
+        {
+            {"var_mean_dim1", one([&](const Tensor& x) { return pair(xgrad::var_mean(x, 1)); })},
+            {"var_mean_all", one([&](const Tensor& x) { return pair(xgrad::var_mean(x)); })},
+            {"var_mean_dims02_biased_keep", one([&](const Tensor& x) {
+                 return pair(xgrad::var_mean(x, {0, 2}, false, true));
+             })},
+            {"std_mean_dim0", one([&](const Tensor& x) { return pair(xgrad::std_mean(x, 0)); })},
+            {"std_mean_all_biased", one([&](const Tensor& x) {
+                 return pair(xgrad::std_mean(x, xgrad::Dims(std::vector<std::int64_t>{}), false));
+             })},
+        },
+        /*exact=*/true);
     check_cases({
         {"aminmax_dim1", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, 1)); })},
         {"aminmax_dimneg1_keep", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, -1, true)); })},
         {"aminmax_all", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x)); })},
         {"aminmax_ties", one([&](const Tensor& x) { return stacked(xgrad::aminmax(x, 0)); }), kFloats, false},
-        {"var_mean_dim1", one([&](const Tensor& x) { return pair(xgrad::var_mean(x, 1)); })},
-        {"var_mean_all", one([&](const Tensor& x) { return pair(xgrad::var_mean(x)); })},
-        {"var_mean_dims02_biased_keep", one([&](const Tensor& x) {
-             return pair(xgrad::var_mean(x, {0, 2}, false, true));
-         })},
-        {"std_mean_dim0", one([&](const Tensor& x) { return pair(xgrad::std_mean(x, 0)); })},
-        {"std_mean_all_biased", one([&](const Tensor& x) {
-             return pair(xgrad::std_mean(x, xgrad::Dims(std::vector<std::int64_t>{}), false));
-         })},
         {"kron_2d", one([](const Tensor& x) {
              return xgrad::kron(x[0].narrow(0, 0, 2).narrow(1, 0, 2), x[1].narrow(0, 0, 3).narrow(1, 1, 3)) * 1.0;
          })},

@@ -423,7 +423,8 @@ struct MinMax {
 /// is amin's and amax's (shared evenly among equal extremes), which PyTorch 1.13 does not implement.
 MinMax aminmax(const Tensor& x, std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false);
 /// `torch.var_mean(x, dims, unbiased, keepdim)`: (variance, mean) over `dims` (every dim when empty),
-/// each as x.var / x.mean computes it, so their values and gradients are PyTorch's.
+/// both from one pass, as PyTorch's CPU var_mean (a Welford pass in double, whose mean can differ from
+/// x.mean()'s in the last bit); the gradients are x.var's and x.mean's.
 std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims = Dims(std::vector<std::int64_t>{}),
                                    bool unbiased = true, bool keepdim = false);
 /// `torch.std_mean(x, dims, unbiased, keepdim)`: (standard deviation, mean), as var_mean.

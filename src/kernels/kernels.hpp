@@ -22,6 +22,12 @@ struct RowsView {
     Tensor input;
     std::int64_t rows = 1, width = 1;
     bool outer = false;
+    /// For sums over reduced dims that do not merge into one run of memory (dims 0 and 2 of a
+    /// contiguous tensor): each row is slices of `slice` elements (the innermost run), which PyTorch
+    /// sums one by one and adds up in order. 0: the row is one run. `strided_slices`: that run is not
+    /// contiguous in the input, so PyTorch sums each slice with scalar code.
+    std::int64_t slice = 0;
+    bool strided_slices = false;
 };
 
 /// How sort_rows orders equal values. PyTorch's CPU results come from libstdc++'s algorithms on
@@ -67,8 +73,11 @@ struct Backend {
     /// Sums (or means) of each row, in PyTorch's order for floating types; `out` has `rows` elements,
     /// of the input's dtype, or int64 for an integer input (bool, uint8 and int32 are read in place).
     void (*sum_rows)(const RowsView& v, const Tensor& out, bool mean);
-    /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`.
-    void (*var_rows)(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+    /// Variance of each row with `correction` (1 unbiased, 0 biased), its square root when `take_sqrt`;
+    /// each row's mean into `mean` when it is defined (var_mean). The CPU takes PyTorch 1.13's CPU
+    /// algorithms where they decide the bits: a Welford pass in double for var_mean and for float64
+    /// results over rows (more than one), a two-pass sum for one float64 result.
+    void (*var_rows)(const RowsView& v, const Tensor& out, const Tensor& mean, double correction, bool take_sqrt);
     /// The p-norm of each row (rows × width, not `outer`) for a finite p other than 0, in PyTorch 1.13's
     /// order: along the row in the dtype, Σ|x|^p then its 1/p-th power (|x| for p = 1, a fused x·x + s
     /// and a square root for p = 2). `lanes` (float32, p = 2): PyTorch's fast path for the innermost
@@ -226,8 +235,8 @@ inline void axpy(const Tensor& dst, const Tensor& src, double alpha) {
 inline void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
     backend(out.device()).sum_rows(v, out, mean);
 }
-inline void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
-    backend(out.device()).var_rows(v, out, correction, take_sqrt);
+inline void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean, double correction, bool take_sqrt) {
+    backend(out.device()).var_rows(v, out, mean, correction, take_sqrt);
 }
 inline void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes) {
     backend(out.device()).norm_rows(v, out, p, lanes);

@@ -16,7 +16,7 @@ bool transposed_matrix(const Tensor& t);
 void fill(const Tensor& dst, double value);
 void axpy(const Tensor& dst, const Tensor& src, double alpha);
 void sum_rows(const RowsView& v, const Tensor& out, bool mean);
-void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt);
+void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, double correction, bool take_sqrt);
 void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes);
 void extreme_rows(const RowsView& v, const Tensor& out, bool max);
 void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -118,6 +119,20 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
         T* o = out.impl()->data<T>();
         if (v.outer) {
             outer_sum(in, v.width, v.rows, o);
+        } else if (v.slice > 0) {
+            // Slice by slice, each in PyTorch's order (scalar code for slices strided in the input), added
+            // up in order from +0 as PyTorch's sum adds them into its zeroed output.
+            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+                for (std::int64_t r = lo; r < hi; ++r) {
+                    T acc = 0;
+                    for (std::int64_t j = 0; j < v.width; j += v.slice) {
+                        const T* x = in + r * v.width + j;
+                        acc += v.strided_slices ? interleaved_sum<T>(v.slice, [x](std::int64_t i) { return x[i]; })
+                                                : inner_sum(x, v.slice);
+                    }
+                    o[r] = acc;
+                }
+            });
         } else {
             parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 for (std::int64_t r = lo; r < hi; ++r) o[r] = inner_sum(in + r * v.width, v.width);
@@ -129,23 +144,59 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
     });
 }
 
-void var_rows(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
+void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, double correction, bool take_sqrt) {
     detail::dispatch_float(out.dtype(), "var", [&](auto tag) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
+        T* mo = mean_out.defined() ? mean_out.impl()->data<T>() : nullptr;
         const double n = static_cast<double>(v.width);
-        const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* x = in + r * v.width;
-                double m = 0, m2 = 0;
-                // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
-                var_row(x, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
-                const double var = m2 / std::max(0.0, n - correction);
-                o[r] = static_cast<T>(take_sqrt ? std::sqrt(var) : var);
+        // PyTorch's WelfordOps::project: m2 / (n - correction), or m2 / 0 when n <= correction.
+        auto project = [&](double m2) {
+            const double var = m2 / (n > correction ? n - correction : 0.0);
+            return static_cast<T>(take_sqrt ? std::sqrt(var) : var);
+        };
+        if (mo || (std::is_same_v<T, double> && v.rows > 1)) {
+            // PyTorch 1.13's var_mean, and its double var over dims with more than one result: a Welford
+            // pass in double along each row.
+            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+                constexpr std::int64_t kBlock = 64;
+                double m[kBlock], q[kBlock];
+                for (std::int64_t r = lo; r < hi; r += kBlock) {
+                    const std::int64_t count = std::min(kBlock, hi - r);
+                    welford_rows(in + r * v.width, count, v.width, m, q);
+                    for (std::int64_t k = 0; k < count; ++k) {
+                        o[r + k] = project(q[k]);
+                        // An empty row's mean is NaN, as PyTorch fills an empty reduction.
+                        if (mo) mo[r + k] = v.width ? static_cast<T>(m[k]) : std::numeric_limits<T>::quiet_NaN();
+                    }
+                }
+            });
+        } else if (std::is_same_v<T, double>) {
+            // PyTorch 1.13's std_var_all_cpu, for a double var with one result (or none): the mean
+            // (PyTorch's sum of the row, over n), then Σ (x - mean)² one element after another, each
+            // square apart (no FMA).
+            if (v.rows == 0) return;
+            const double mean = static_cast<double>(inner_sum(in, v.width)) / n;
+            double s = 0;
+            for (std::int64_t i = 0; i < v.width; ++i) {
+                const double d = static_cast<double>(in[i]) - mean;
+                s += d * d;
             }
-        });
+            o[0] = project(s);
+        } else {
+            // float: the row's moments in double in one pass (var_row); its variance rounds to the float
+            // PyTorch's Welford pass gives.
+            const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
+            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+                for (std::int64_t r = lo; r < hi; ++r) {
+                    double m = 0, m2 = 0;
+                    // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
+                    var_row(in + r * v.width, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
+                    o[r] = project(m2);
+                }
+            });
+        }
     });
 }
 

@@ -457,6 +457,12 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int6
 void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     kernels<double>().var_row(x, n, mean, m2, ahead);
 }
+void welford_rows(const float* x, std::int64_t rows, std::int64_t n, double* mean, double* m2) {
+    kernels<float>().welford_rows(x, rows, n, mean, m2);
+}
+void welford_rows(const double* x, std::int64_t rows, std::int64_t n, double* mean, double* m2) {
+    kernels<double>().welford_rows(x, rows, n, mean, m2);
+}
 bool has_small_gemm() {
     return kernels<float>().small_gemm != nullptr;
 }

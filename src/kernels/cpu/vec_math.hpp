@@ -419,6 +419,15 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int6
 /// As the float overload.
 void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
 
+/// Each of `rows` rows of n elements (row r at x + r·n): its mean and m2 = Σ (x - mean)² by PyTorch
+/// 1.13's WelfordOps::reduce in double, element by element from mean = m2 = 0: d = x - mean,
+/// mean += d / k (k the count so far), m2 = fma(d, x - mean, m2) (the multiply-add its AVX2 build
+/// fuses). The same bits on every instruction set; four rows at a time, so the core overlaps their
+/// chains of divisions.
+void welford_rows(const float* x, std::int64_t rows, std::int64_t n, double* mean, double* m2);
+/// As the float overload.
+void welford_rows(const double* x, std::int64_t rows, std::int64_t n, double* mean, double* m2);
+
 /// True when the instruction set in use has small_gemm (it has FMA).
 bool has_small_gemm();
 /// c (n×m, contiguous, row-major) = a·b, or c += a·b when `accumulate`, where a(i, p) = a[i·ars + p·acs] and

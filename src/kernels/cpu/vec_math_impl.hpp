@@ -2272,6 +2272,31 @@ void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, dou
     }
 }
 
+/// vec_math.hpp's welford_rows: kChains rows side by side (independent chains), then the rest one by one.
+template <class T>
+void welford_rows_(const T* x, std::int64_t rows, std::int64_t n, double* mean, double* m2) {
+    constexpr std::int64_t kChains = 4;
+    auto run = [&]<std::int64_t C>(std::int64_t r0, std::integral_constant<std::int64_t, C>) {
+        double m[C] = {}, q[C] = {};
+        for (std::int64_t i = 0; i < n; ++i) {
+            const double count = static_cast<double>(i + 1);
+            for (std::int64_t c = 0; c < C; ++c) {
+                const double v = static_cast<double>(x[(r0 + c) * n + i]);
+                const double d = v - m[c];
+                m[c] = m[c] + d / count;
+                q[c] = std::fma(d, v - m[c], q[c]);
+            }
+        }
+        for (std::int64_t c = 0; c < C; ++c) {
+            mean[r0 + c] = m[c];
+            m2[r0 + c] = q[c];
+        }
+    };
+    std::int64_t r = 0;
+    for (; r + kChains <= rows; r += kChains) run(r, std::integral_constant<std::int64_t, kChains>{});
+    for (; r < rows; ++r) run(r, std::integral_constant<std::int64_t, 1>{});
+}
+
 // ---- loops and the table -----------------------------------------------------------------------
 
 /// Writes y[0, n): `at(i)` is the batch at i, `one(i)` writes y[i] alone (the scalar ends). With
@@ -3177,6 +3202,7 @@ VecMathKernels<T> kernels_for() {
     k.norm_moments_rows = norm_moments_n_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
+    k.welford_rows = welford_rows_<T>;
 #if defined(__FMA__) || defined(__AVX512F__)
     k.small_gemm = small_gemm_<T>;
 #else

@@ -97,6 +97,8 @@ struct VecMathKernels {
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out, bool square);
     // A row's mean and squared deviations in double (vec_math.hpp's var_row).
     void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead);
+    // PyTorch's Welford pass along rows (vec_math.hpp's welford_rows).
+    void (*welford_rows)(const T* x, std::int64_t rows, std::int64_t n, double* mean, double* m2);
     // A small matrix product, sums in order with fused multiply-adds (vec_math.hpp's small_gemm);
     // null where the instruction set has no FMA.
     void (*small_gemm)(const T* a, std::int64_t ars, std::int64_t acs, const T* b, std::int64_t brs, std::int64_t bcs,

@@ -146,10 +146,11 @@ void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
                    mean);
 }
 
-void var_rows_entry(const RowsView& v, const Tensor& out, double correction, bool take_sqrt) {
+void var_rows_entry(const RowsView& v, const Tensor& out, const Tensor& mean, double correction, bool take_sqrt) {
     use_device(out, {&v.input}, "var");
     check_floating(out, "var");
-    cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, correction, take_sqrt);
+    cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), mean.defined() ? ptr(mean) : nullptr, v.rows, v.width,
+                   correction, take_sqrt);
 }
 
 void norm_rows_entry(const RowsView& v, const Tensor& out, double p, bool lanes) {

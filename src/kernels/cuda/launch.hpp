@@ -52,7 +52,9 @@ void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha);
 /// same type, or int64 for bool, uint8 and int32 input (read in place).
 void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer,
               bool mean);
-void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
+/// out[r] = the variance of row r (its square root with `take_sqrt`), and mean[r] its mean when `mean`
+/// is not null (var_mean).
+void var_rows(Scalar t, const void* in, void* out, void* mean, std::int64_t rows, std::int64_t width, double correction,
               bool take_sqrt);
 /// out[r] = the p-norm of row r (kernels::Backend::norm_rows), a thread per row in the CPU's order.
 void norm_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double p, bool lanes);

@@ -29,7 +29,8 @@ __global__ void sum_rows_kernel(const P* in, T* out, i64 rows, i64 width, bool m
 constexpr int kColumnThreads = 8;
 
 template <typename T>
-__global__ void var_rows_kernel(const T* in, T* out, i64 rows, i64 width, double correction, bool take_sqrt) {
+__global__ void var_rows_kernel(const T* in, T* out, T* mean_out, i64 rows, i64 width, double correction,
+                                bool take_sqrt) {
     __shared__ double shared[32];
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const T* x = in + r * width;
@@ -45,6 +46,7 @@ __global__ void var_rows_kernel(const T* in, T* out, i64 rows, i64 width, double
         if (threadIdx.x == 0) {
             const double var = q / fmax(0.0, static_cast<double>(width) - correction);
             out[r] = static_cast<T>(take_sqrt ? sqrt(var) : var);
+            if (mean_out) mean_out[r] = static_cast<T>(m);
         }
     }
 }
@@ -187,13 +189,13 @@ void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t row
     check_launch("sum kernel");
 }
 
-void var_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, double correction,
+void var_rows(Scalar t, const void* in, void* out, void* mean, std::int64_t rows, std::int64_t width, double correction,
               bool take_sqrt) {
     if (rows == 0) return;
     dispatch_float(t, "var", [&](auto tag) {
         using T = decltype(tag);
-        var_rows_kernel<T><<<row_blocks(rows), row_threads(width)>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                     rows, width, correction, take_sqrt);
+        var_rows_kernel<T><<<row_blocks(rows), row_threads(width)>>>(
+            static_cast<const T*>(in), static_cast<T*>(out), static_cast<T*>(mean), rows, width, correction, take_sqrt);
     });
     check_launch("var kernel");
 }
