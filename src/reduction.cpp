@@ -32,11 +32,14 @@ struct Plan {
     bool outer = false;           // rows_view is (width, rows): the reduced dims lead, as in bias gradients
     std::int64_t slice = 0;       // RowsView::slice
     bool strided_slices = false;  // RowsView::strided_slices
+    bool in_place = false;        // RowsView::in_place: rows_view is the permuted input, not a copy
+    int row_dims = 0;             // RowsView::row_dims
 };
 
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
-/// amin).
-Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool allow_outer = false) {
+/// amin). `sliced`: the caller (sum, mean) reads rows made of slices in place (RowsView::in_place).
+Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool allow_outer = false,
+          bool sliced = false) {
     detail::check_defined(a, op);
     Plan p;
     const std::int64_t nd = a.dim();
@@ -120,7 +123,14 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         std::all_of(p.reduced.begin(), p.reduced.begin() + n_reduced, [](std::int64_t r) { return r; });
     NoGradGuard no_grad;  // the rows are read, never recorded
     p.outer = allow_outer && leading && !trailing && a.is_contiguous();
-    p.rows_view = trailing || p.outer ? a.contiguous() : a.permute(Dims(std::vector<std::int64_t>(perm))).contiguous();
+    if (sliced && p.slice > 0) {
+        p.in_place = true;
+        p.row_dims = static_cast<int>(nd - n_reduced);
+        p.rows_view = a.permute(Dims(std::vector<std::int64_t>(perm)));
+    } else {
+        p.rows_view =
+            trailing || p.outer ? a.contiguous() : a.permute(Dims(std::vector<std::int64_t>(perm))).contiguous();
+    }
     return p;
 }
 
@@ -131,11 +141,11 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 }
 
 kernels::RowsView rows_of(const Plan& p) {
-    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices};
+    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices, p.in_place, p.row_dims};
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
-    Plan p = plan(self, dims, keepdim, "sum", /*allow_outer=*/true);
+    Plan p = plan(self, dims, keepdim, "sum", /*allow_outer=*/true, /*sliced=*/true);
     // bool, uint8 and int32 add up in int64, as PyTorch (the kernels read them in place).
     const DType dtype = detail::is_narrow(self.dtype()) ? kInt64 : self.dtype();
     Tensor out = detail::make_empty(p.out_shape, dtype, self.device());
@@ -157,7 +167,7 @@ void check_floating(const Tensor& self, const char* op) {
 
 Tensor mean_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
     check_floating(self, "mean");
-    Plan p = plan(self, dims, keepdim, "mean", /*allow_outer=*/true);
+    Plan p = plan(self, dims, keepdim, "mean", /*allow_outer=*/true, /*sliced=*/true);
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     kernels::sum_rows(rows_of(p), out, /*mean=*/true);
     if (detail::needs_grad({&self}))

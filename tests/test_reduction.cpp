@@ -163,6 +163,47 @@ TEST_CASE("var and std") {
     check_cases({{"std_constant_row", [](const Tensor& x) { return x.std(1); }, {"float32", "float64"}, false}});
 }
 
+TEST_CASE("sums, means and variances over reduced dims that do not merge into one run: PyTorch's bits") {
+    // The innermost run's slices are summed one by one, in place (contiguous, strided, permuted), and
+    // added up in order; var and std visit the elements by decreasing stride.
+    const Dims d02 = {0, 2};
+    for (const std::string op : {"sum", "mean"}) {
+        CAPTURE(op);
+        auto f = [op](const Tensor& x, const Dims& d, bool keepdim) {
+            return op == "sum" ? x.sum(d, keepdim) : x.mean(d, keepdim);
+        };
+        check_cases(
+            {
+                {op + "_dims02_wide", [&](const Tensor& x) { return f(x, d02, false); }},
+                {op + "_dims02_strided", [&](const Tensor& x) { return f(step2(x, 2), d02, false); }},
+                {op + "_dims02_permuted",
+                 [&](const Tensor& x) {
+                     return f(x.permute({2, 1, 0}), d02, false);
+                 }},
+                {op + "_dims013",
+                 [&](const Tensor& x) {
+                     return f(x, {0, 1, 3}, true);
+                 }},
+                {op + "_all_sliced",
+                 [op](const Tensor& x) {
+                     const Tensor s = x.narrow(1, 1, 2);
+                     return op == "sum" ? s.sum() : s.mean();
+                 }},
+            },
+            /*exact=*/true);
+    }
+    check_cases({{"var_dims02_permuted",
+                  [&](const Tensor& x) {
+                      return x.permute({2, 1, 0}).var(d02);
+                  }},
+                 {"std_dims02_permuted",
+                  [&](const Tensor& x) {
+                      return x.permute({2, 1, 0}).std(d02);
+                  }}},
+                /*exact=*/true);
+    check_cases({{"sum_int_dims02", [&](const Tensor& x) { return x.sum(d02); }, {"int64"}, false}}, /*exact=*/true);
+}
+
 TEST_CASE("max and min") {
     const std::vector<std::string> both = {"float32", "float64"};
     for (const std::string op : {"max", "min"}) {

@@ -25,9 +25,15 @@ struct RowsView {
     /// For sums over reduced dims that do not merge into one run of memory (dims 0 and 2 of a
     /// contiguous tensor): each row is slices of `slice` elements (the innermost run), which PyTorch
     /// sums one by one and adds up in order. 0: the row is one run. `strided_slices`: that run is not
-    /// contiguous in the input, so PyTorch sums each slice with scalar code.
+    /// contiguous in the input, so PyTorch sums each slice with scalar code. Only the CPU's sum_rows
+    /// follows slices; other kernels and devices take the row whole.
     std::int64_t slice = 0;
     bool strided_slices = false;
+    /// sum_rows only: `input` is not contiguous but a view of the reduction's input (any strides), its
+    /// `row_dims` leading dims indexing the rows (row-major) and the reduced dims following in the
+    /// order of the row's elements; the CPU reads it in place, other devices make it contiguous.
+    bool in_place = false;
+    int row_dims = 0;
 };
 
 /// How sort_rows orders equal values. PyTorch's CPU results come from libstdc++'s algorithms on

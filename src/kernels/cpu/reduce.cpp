@@ -99,7 +99,60 @@ void int_sum_rows(const T* in, const RowsView& v, std::int64_t* o) {
 
 }  // namespace
 
+/// sum_rows of an in-place view (RowsView::in_place): each row's slices, one after another (an odometer
+/// over the reduced dims outside the innermost run), summed as PyTorch sums them and added in order.
+template <typename T>
+void sum_slices_in_place(const RowsView& v, T* o) {
+    const Tensor& t = v.input;
+    const T* base = t.impl()->data<T>();
+    const Shape& shape = t.shape();
+    const Strides& strides = t.strides();
+    const int nd = static_cast<int>(t.dim()), rd = v.row_dims;
+    // The innermost run: the trailing dims whose sizes multiply to `slice`; its step is the stride of
+    // its innermost dim of size > 1.
+    int inner = nd;
+    for (std::int64_t run = 1; run < v.slice;) run *= shape[--inner];
+    std::int64_t step = 1;
+    for (int d = nd - 1; d >= inner; --d)
+        if (shape[d] != 1) {
+            step = strides[d];
+            break;
+        }
+    const std::int64_t slices = v.width / v.slice;
+    parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+        Strides index(static_cast<std::size_t>(nd), 0);
+        for (std::int64_t r = lo; r < hi; ++r) {
+            std::int64_t at = 0;
+            for (std::int64_t d = rd - 1, rest = r; d >= 0; --d) {
+                at += rest % shape[d] * strides[d];
+                rest /= shape[d];
+            }
+            T acc = 0;
+            for (std::int64_t j = 0; j < slices; ++j) {
+                const T* x = base + at;
+                acc += step == 1 ? inner_sum(x, v.slice)
+                                 : interleaved_sum<T>(v.slice, [x, step](std::int64_t i) { return x[i * step]; });
+                for (int d = inner - 1; d >= rd; --d) {
+                    if (++index[d] < shape[d]) {
+                        at += strides[d];
+                        break;
+                    }
+                    at -= (shape[d] - 1) * strides[d];
+                    index[d] = 0;
+                }
+            }
+            o[r] = acc;
+        }
+    });
+}
+
 void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
+    if (v.in_place && (!v.input.is_floating_point() || v.slice == 0)) {
+        RowsView copy = v;
+        copy.input = v.input.contiguous();
+        copy.in_place = false;
+        return cpu::sum_rows(copy, out, mean);
+    }
     if (!v.input.is_floating_point()) {  // integers add up in int64
         detail::dispatch_all(v.input.dtype(), [&](auto tag) {
             using T = decltype(tag);
@@ -117,7 +170,9 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
-        if (v.outer) {
+        if (v.in_place) {
+            sum_slices_in_place(v, o);
+        } else if (v.outer) {
             outer_sum(in, v.width, v.rows, o);
         } else if (v.slice > 0) {
             // Slice by slice, each in PyTorch's order (scalar code for slices strided in the input), added

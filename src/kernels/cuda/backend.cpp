@@ -142,6 +142,12 @@ void axpy_entry(const Tensor& dst, const Tensor& src, double alpha) {
 
 void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
     use_device(out, {&v.input}, mean ? "mean" : "sum");
+    if (v.in_place) {  // a strided view: summed from a contiguous copy
+        RowsView copy = v;
+        copy.input = v.input.contiguous();
+        copy.in_place = false;
+        return sum_rows_entry(copy, out, mean);
+    }
     cuda::sum_rows(scalar(v.input.dtype()), scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, v.outer,
                    mean);
 }
