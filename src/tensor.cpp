@@ -754,13 +754,21 @@ static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
-    // Fast path for optimizers: same shape and dtype, both contiguous.
-    if (defined() && other.defined() && is_contiguous() && other.is_contiguous() && shape() == other.shape() &&
-        dtype() == other.dtype() && is_floating_point()) {
+    // Same shape, dtype and device (optimizers): the axpy kernel, self + alpha * other with one rounding
+    // where the CPU has FMA, as PyTorch's add_; operands of another layout go through contiguous copies.
+    if (defined() && other.defined() && shape() == other.shape() && dtype() == other.dtype() &&
+        device() == other.device() && is_floating_point()) {
         detail::check_inplace(*this, "add_");
-        kernels::axpy(*this, other, alpha);
-        detail::bump_version(*this);
-        return *this;
+        NoGradGuard no_grad;
+        const Tensor src = other.contiguous();
+        if (is_contiguous()) {
+            kernels::axpy(*this, src, alpha);
+            detail::bump_version(*this);
+            return *this;
+        }
+        Tensor dst = contiguous();
+        kernels::axpy(dst, src, alpha);
+        return copy_(dst);
     }
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
 }

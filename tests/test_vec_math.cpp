@@ -23,6 +23,7 @@
 #include "../src/kernels/cpu/sum_order.hpp"
 #include "../src/kernels/cpu/vec_math.hpp"
 #include "../src/kernels/cuda/sort_key.hpp"
+#include "../src/kernels/scalar_ops.hpp"
 #include "golden.hpp"
 
 namespace vm = xgrad::kernels::cpu;
@@ -341,15 +342,15 @@ TEST_CASE("vec_math: every length, any alignment, and in place give the same bit
 
 namespace {
 
-/// Adam's update written out in scalar code, in PyTorch 1.13's order (the reference for adam_update).
+/// Adam's update written out in scalar code, in PyTorch 1.13's order (the reference for adam_update):
+/// exp_avg's add_ and exp_avg_sq's addcmul_ are fused multiply-adds where the arch has FMA (`fused`).
 template <typename T>
 void adam_reference(std::vector<T>& p, const std::vector<T>& g, std::vector<T>& m, std::vector<T>& v,
-                    std::vector<T>* vmax, const vm::AdamCoefficients<T>& c) {
+                    std::vector<T>* vmax, const vm::AdamCoefficients<T>& c, bool fused) {
     for (std::size_t i = 0; i < p.size(); ++i) {
-        T mi = m[i] * c.beta1;
-        mi = mi + c.one_minus_beta1 * g[i];
-        T vi = v[i] * c.beta2;
-        vi = vi + g[i] * c.one_minus_beta2 * g[i];
+        const T mb = m[i] * c.beta1, vb = v[i] * c.beta2, gb = g[i] * c.one_minus_beta2;
+        const T mi = fused ? std::fma(c.one_minus_beta1, g[i], mb) : mb + c.one_minus_beta1 * g[i];
+        const T vi = fused ? std::fma(gb, g[i], vb) : vb + gb * g[i];
         m[i] = mi;
         v[i] = vi;
         T vd = vi;
@@ -383,7 +384,7 @@ void check_adam(SimdArch arch, bool amsgrad, std::size_t n) {
     std::vector<T> p2 = p, m2 = m, v2 = v, vmax2 = vmax;
     vm::adam_update(p.data(), g.data(), m.data(), v.data(), amsgrad ? vmax.data() : nullptr, c,
                     static_cast<std::int64_t>(n));
-    adam_reference(p2, g, m2, v2, amsgrad ? &vmax2 : nullptr, c);
+    adam_reference(p2, g, m2, v2, amsgrad ? &vmax2 : nullptr, c, arch != SimdArch::kSse2);
     const std::string what = arch_name(arch) + (sizeof(T) == 4 ? " float32" : " float64") +
                              (amsgrad ? " amsgrad" : "") + " n=" + std::to_string(n);
     INFO(what);
@@ -394,6 +395,50 @@ void check_adam(SimdArch arch, bool amsgrad, std::size_t n) {
 }
 
 }  // namespace
+
+TEST_CASE("sgd_update and axpy fuse their multiply-adds exactly where the instruction set has FMA") {
+    ArchGuard guard;
+    std::mt19937 rng(7);
+    std::normal_distribution<double> normal;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        const bool fused = arch != SimdArch::kSse2;
+        for (std::size_t n : {1, 5, 16, 33, 1000}) {
+            std::vector<double> p(n), g(n), buf(n), y(n), x(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                p[i] = normal(rng);
+                g[i] = normal(rng);
+                buf[i] = normal(rng);
+                y[i] = normal(rng);
+                x[i] = normal(rng);
+            }
+            for (bool nesterov : {false, true}) {
+                CAPTURE(arch_name(arch));
+                CAPTURE(n);
+                CAPTURE(nesterov);
+                const vm::SgdCoefficients<double> c{0.01, 0.9, 0.9, -0.05, !nesterov, true, false, nesterov};
+                std::vector<double> p1 = p, b1 = buf, p2 = p, b2 = buf;
+                vm::sgd_update(p1.data(), g.data(), b1.data(), c, static_cast<std::int64_t>(n));
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (fused)
+                        xgrad::kernels::scalar::sgd_element<true>(p2[i], g[i], &b2[i], c.weight_decay, c.momentum,
+                                                                  c.one_minus_dampening, c.neg_lr, c.maximize, c.decay,
+                                                                  c.first, c.nesterov);
+                    else
+                        xgrad::kernels::scalar::sgd_element<false>(p2[i], g[i], &b2[i], c.weight_decay, c.momentum,
+                                                                   c.one_minus_dampening, c.neg_lr, c.maximize, c.decay,
+                                                                   c.first, c.nesterov);
+                }
+                CHECK(std::memcmp(p1.data(), p2.data(), n * sizeof(double)) == 0);
+                CHECK(std::memcmp(b1.data(), b2.data(), n * sizeof(double)) == 0);
+            }
+            std::vector<double> y1 = y;
+            vm::axpy(y1.data(), x.data(), -0.37, static_cast<std::int64_t>(n));
+            for (std::size_t i = 0; i < n; ++i)
+                CHECK(y1[i] == (fused ? std::fma(-0.37, x[i], y[i]) : y[i] + -0.37 * x[i]));
+        }
+    }
+}
 
 TEST_CASE("adam_update gives the scalar formula's bits on every instruction set, tails and NaNs included") {
     ArchGuard guard;

@@ -542,15 +542,17 @@ public:
     // ---- in-place updates (not recorded by autograd) -------------------------------------------
     // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
     // grad unless called under NoGradGuard.
-    Tensor& add_(const Tensor& other, double alpha = 1.0);  ///< `self += alpha * other`.
-    Tensor& add_(double other);                             ///< `self += other`.
-    Tensor& sub_(const Tensor& other);                      ///< `self -= other`.
-    Tensor& mul_(const Tensor& other);                      ///< `self *= other`.
-    Tensor& mul_(double other);                             ///< `self *= other`.
-    Tensor& div_(const Tensor& other);                      ///< `self /= other`.
-    Tensor& div_(double other);                             ///< `self /= other`.
-    Tensor& zero_();                                        ///< Sets every element to 0.
-    Tensor& fill_(double value);                            ///< Sets every element to `value`.
+    /// `self += alpha * other`; for `other` of self's shape and dtype, one rounding per element where the
+    /// CPU has FMA, as PyTorch's `add_(other, alpha=alpha)` (its AVX2 kernel fuses the multiply-add).
+    Tensor& add_(const Tensor& other, double alpha = 1.0);
+    Tensor& add_(double other);         ///< `self += other`.
+    Tensor& sub_(const Tensor& other);  ///< `self -= other`.
+    Tensor& mul_(const Tensor& other);  ///< `self *= other`.
+    Tensor& mul_(double other);         ///< `self *= other`.
+    Tensor& div_(const Tensor& other);  ///< `self /= other`.
+    Tensor& div_(double other);         ///< `self /= other`.
+    Tensor& zero_();                    ///< Sets every element to 0.
+    Tensor& fill_(double value);        ///< Sets every element to `value`.
     /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor; `src` may
     /// overlap it (a view of the same storage), unlike in PyTorch.
     Tensor& copy_(const Tensor& src);

@@ -17,28 +17,40 @@
 
 namespace xgrad::kernels::scalar {
 
+/// a * b + c with one rounding (a fused multiply-add), on either device.
+template <typename T>
+XGRAD_HD inline T fused_mla(T a, T b, T c) {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<T, float>)
+        return fmaf(a, b, c);
+    else
+        return ::fma(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+
 /// One element of PyTorch 1.13's _single_tensor_sgd, in its order and its dtype (the CPU and CUDA
 /// sgd_step kernels share it):
 ///   d_p = grad (or -grad when maximize); d_p = d_p.add(param, alpha=weight_decay)
 ///   buf = clone(d_p) on the first step, else buf.mul_(momentum).add_(d_p, alpha=1-dampening)
 ///   d_p = d_p.add(buf, alpha=momentum) when nesterov, else buf; param.add_(d_p, alpha=-lr)
-/// (x.add(y, alpha=a) is x + a·y, rounded after the product: no fused multiply-add.) `buf` is null
-/// without momentum.
-template <typename T>
+/// x.add(y, alpha=a) is x + a·y: one fused multiply-add with kFused (PyTorch's AVX2 and AVX-512 CPU
+/// kernels, fmadd(y, a, x), and its CUDA kernels), the product rounded first without (its default CPU
+/// kernel). `buf` is null without momentum.
+template <bool kFused, typename T>
 XGRAD_HD inline void sgd_element(T& p, T g, T* buf, T wd, T m, T one_minus_damp, T neg_lr, bool maximize, bool decay,
                                  bool first, bool nesterov) {
+    auto add = [](T x, T a, T y) { return kFused ? fused_mla(a, y, x) : x + a * y; };  // x.add(y, alpha=a)
     T d = maximize ? -g : g;
-    if (decay) d = d + p * wd;
+    if (decay) d = add(d, wd, p);
     if (buf) {
         T b = d;
-        if (!first) {
-            b = *buf * m;
-            b = b + one_minus_damp * d;
-        }
+        if (!first) b = add(*buf * m, one_minus_damp, d);
         *buf = b;
-        d = nesterov ? d + b * m : b;
+        d = nesterov ? add(d, m, b) : b;
     }
-    p = p + neg_lr * d;
+    p = add(p, neg_lr, d);
 }
 
 // SELU's constants, as PyTorch writes them.

@@ -116,7 +116,7 @@ void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, c
     if (decoupled_)
         param.mul_(1.0 - o.lr * o.weight_decay);
     else if (o.weight_decay != 0.0)
-        grad = grad + param * o.weight_decay;
+        grad = grad.clone().add_(param, o.weight_decay);  // grad.add(param, alpha=weight_decay)
 
     const auto step = static_cast<double>(s.step);
     const double bias_correction1 = 1.0 - std::pow(beta1, step);
@@ -124,24 +124,27 @@ void Adam::update(const GroupOptions& group, std::size_t index, Tensor& param, c
     const double step_size = o.lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     if (param.is_contiguous()) {
-        // One fused pass, the same arithmetic as the composite below, run by finish_step() together
-        // with the other parameters of this step.
+        // One fused pass, run by finish_step() together with the other parameters of this step.
         deferred_.push_back(
             {{param, grad.contiguous(), s.exp_avg, s.exp_avg_sq, o.amsgrad ? s.max_exp_avg_sq : Tensor()},
              {beta1, beta2, step_size, bias_correction2_sqrt, o.eps}});
         return;
     }
-    // Running averages of the gradient and of its square.
-    s.exp_avg.mul_(beta1).add_(grad, 1.0 - beta1);
-    s.exp_avg_sq.mul_(beta2).add_(grad * (1.0 - beta2) * grad);  // addcmul_(grad, grad, value=1-β2)
-    Tensor denom;
-    if (o.amsgrad) {
-        s.max_exp_avg_sq.copy_(s.max_exp_avg_sq.maximum(s.exp_avg_sq));
-        denom = (s.max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add(o.eps);
-    } else {
-        denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add(o.eps);
-    }
-    param.add_(s.exp_avg * -step_size / denom);  // addcdiv_(exp_avg, denom, value=-step_size)
+    // A parameter of another layout: the same kernel on a contiguous copy, copied back; the state is
+    // kept contiguous.
+    Tensor p = param.contiguous();
+    s.exp_avg = s.exp_avg.contiguous();
+    s.exp_avg_sq = s.exp_avg_sq.contiguous();
+    if (o.amsgrad) s.max_exp_avg_sq = s.max_exp_avg_sq.contiguous();
+    const kernels::AdamTensors t{p, grad.contiguous(), s.exp_avg, s.exp_avg_sq,
+                                 o.amsgrad ? s.max_exp_avg_sq : Tensor()};
+    kernels::adam_step(&t, 1,
+                       {.beta1 = beta1,
+                        .beta2 = beta2,
+                        .step_size = step_size,
+                        .bias_correction2_sqrt = bias_correction2_sqrt,
+                        .eps = o.eps});
+    param.copy_(p);
 }
 
 void Adam::finish_step() {

@@ -62,26 +62,30 @@ void SGD::update(const GroupOptions& o, std::size_t index, Tensor& param, const 
         if (buf->dtype() != param.dtype()) *buf = buf->to(param.dtype());     // the module was converted
         if (buf->device() != param.device()) *buf = buf->to(param.device());  // or moved
     }
+    const kernels::SgdStep step{.lr = o.at("lr"),
+                                .momentum = momentum,
+                                .dampening = o.at("dampening"),
+                                .weight_decay = weight_decay,
+                                .nesterov = o.at("nesterov") != 0.0,
+                                .maximize = o.at("maximize") != 0.0,
+                                .first = first};
     if (param.is_contiguous() && (!buf || first || buf->is_contiguous())) {
-        // One fused pass over param, grad and buffer, the same arithmetic as the composite below, run by
-        // finish_step() together with the other parameters of this step.
+        // One fused pass over param, grad and buffer, run by finish_step() together with the other
+        // parameters of this step.
         if (first) *buf = empty_like(param);
         deferred_.push_back({{param, grad.to(param.dtype()).contiguous(), buf ? *buf : Tensor()},
-                             {o.at("lr"), momentum, o.at("dampening"), weight_decay},
-                             {o.at("nesterov") != 0.0, o.at("maximize") != 0.0, first}});
+                             {step.lr, step.momentum, step.dampening, step.weight_decay},
+                             {step.nesterov, step.maximize, step.first}});
         return;
     }
-    Tensor d_p = (o.at("maximize") != 0.0 ? grad.neg() : grad).to(param.dtype());
-    if (weight_decay != 0.0) d_p = d_p + param * weight_decay;
-    if (buf) {
-        if (first) {
-            *buf = d_p.clone();  // the first step's buffer is the gradient itself, undampened
-        } else {
-            buf->mul_(momentum).add_(d_p, 1.0 - o.at("dampening"));
-        }
-        d_p = o.at("nesterov") != 0.0 ? d_p + *buf * momentum : *buf;
-    }
-    param.add_(d_p, -o.at("lr"));
+    // A parameter or buffer of another layout: the same kernel on contiguous copies, the parameter
+    // copied back (the buffer stays contiguous).
+    Tensor p = param.contiguous();
+    if (buf) *buf = first ? empty_like(p) : buf->contiguous();
+    const kernels::SgdTensors t{p, grad.to(param.dtype()).contiguous(), buf ? *buf : Tensor()};
+    kernels::sgd_step(&t, 1, step);
+    param.copy_(p);
+    if (buf) xgrad::detail::bump_version(*buf);
 }
 
 void SGD::finish_step() {

@@ -113,6 +113,36 @@ run("adamw_amsgrad", opt="adamw", lr=0.01, weight_decay=0.1, amsgrad=True, loss=
 run("sgd_steplr", opt="sgd", lr=0.1, momentum=0.9, loss="mse", sched="step", step_size=10, gamma=0.5)
 run("adam_cosine", opt="adam", lr=0.05, loss="ce", sched="cosine", t_max=20, eta_min=0.001)
 
+
+def update(name, **opts):
+    """`# update <key> k=v`: 8 steps of the optimizer on a parameter of 37 elements (two AVX2 blocks of
+    16 floats and a scalar tail) with given gradients: `<key>.p0`, `.g` (8 x 37) and `.p` after them.
+    No matrix product is involved, so the bits are the update's alone, whatever BLAS kernels run."""
+    for dt in ("float32", "float64"):
+        dtype = getattr(torch, dt)
+        key = f"{name}.{dt}"
+        lines.append(f"# update {key} {kv(opts)}")
+        gen = torch.Generator().manual_seed(20241129)
+        p = torch.randn(37, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
+        grads = torch.randn(8, 37, generator=gen, dtype=torch.float64).to(dtype)
+        put(f"{key}.p0", p)
+        put(f"{key}.g", grads)
+        opt = make_optimizer([p], opts)
+        for t in range(8):
+            p.grad = grads[t].clone()
+            opt.step()
+        put(f"{key}.p", p)
+
+
+update("sgd", opt="sgd", lr=0.1)
+update("sgd_momentum", opt="sgd", lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)
+update("sgd_nesterov", opt="sgd", lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)
+update("sgd_maximize", opt="sgd", lr=0.02, momentum=0.5, maximize=True)
+update("adam", opt="adam", lr=0.01)
+update("adam_amsgrad", opt="adam", lr=0.01, beta1=0.8, beta2=0.99, weight_decay=0.01, amsgrad=True)
+update("adamw", opt="adamw", lr=0.01)
+update("adamw_amsgrad", opt="adamw", lr=0.01, weight_decay=0.1, amsgrad=True)
+
 schedule("steplr", lr=0.1, sched="step", step_size=7, gamma=0.3)
 schedule("cosine", lr=0.1, sched="cosine", t_max=10, eta_min=0.001)
 schedule("cosine_t1", lr=0.5, sched="cosine", t_max=1, eta_min=0.0)

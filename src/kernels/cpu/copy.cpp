@@ -13,6 +13,7 @@
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/loop.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -187,9 +188,12 @@ void axpy(const Tensor& dst, const Tensor& src, double alpha) {
         T* o = dst.impl()->data<T>();
         const T* x = src.impl()->data<T>();
         const T a = static_cast<T>(alpha);
-        // o + a·x, a product then a sum (no contraction); plain loops, which the compiler vectorises
-        // (a small parameter's update is then a few instructions, not an expression template's setup).
+        // o + x as a plain loop, which the compiler vectorises (a small parameter's update is then a
+        // few instructions); o + a·x as PyTorch's add_(x, alpha=a), fused where the CPU has FMA.
         parallel_for(0, dst.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            if constexpr (std::is_floating_point_v<T>) {
+                if (alpha != 1.0) return axpy(o + lo, x + lo, a, hi - lo);
+            }
             if (alpha == 1.0)
                 for (std::int64_t i = lo; i < hi; ++i) o[i] = o[i] + x[i];
             else

@@ -5,7 +5,6 @@
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vec_math.hpp"
-#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -42,13 +41,16 @@ void sgd_one(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf
         T* p = param.impl()->data<T>();
         const T* g = grad.impl()->data<T>();
         T* buf = momentum_buffer.defined() ? momentum_buffer.impl()->data<T>() : nullptr;
-        const T wd = static_cast<T>(s.weight_decay), m = static_cast<T>(s.momentum);
-        const T one_minus_damp = static_cast<T>(1.0 - s.dampening), neg_lr = static_cast<T>(-s.lr);
-        const bool maximize = s.maximize, decay = s.weight_decay != 0.0, first = s.first, nesterov = s.nesterov;
+        const SgdCoefficients<T> c{static_cast<T>(s.weight_decay),
+                                   static_cast<T>(s.momentum),
+                                   static_cast<T>(1.0 - s.dampening),
+                                   static_cast<T>(-s.lr),
+                                   s.maximize,
+                                   s.weight_decay != 0.0,
+                                   s.first,
+                                   s.nesterov};
         parallel_for(0, param.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t i = lo; i < hi; ++i)
-                scalar::sgd_element(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay,
-                                    first, nesterov);
+            sgd_update(p + lo, g + lo, buf ? buf + lo : nullptr, c, hi - lo);
         });
     });
 }

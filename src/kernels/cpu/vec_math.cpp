@@ -480,6 +480,18 @@ bool small_gemm(const double* a, std::int64_t ars, std::int64_t acs, const doubl
     f(a, ars, acs, b, brs, bcs, c, n, m, k, accumulate);
     return true;
 }
+void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<float>& c, std::int64_t n) {
+    kernels<float>().sgd(p, g, buf, c, n);
+}
+void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n) {
+    kernels<double>().sgd(p, g, buf, c, n);
+}
+void axpy(float* y, const float* x, float a, std::int64_t n) {
+    kernels<float>().axpy(y, x, a, n);
+}
+void axpy(double* y, const double* x, double a, std::int64_t n) {
+    kernels<double>().axpy(y, x, a, n);
+}
 void adam_update(float* p, const float* g, float* m, float* v, float* vmax, const AdamCoefficients<float>& c,
                  std::int64_t n) {
     if (n > 0) kernels<float>().adam(p, g, m, v, vmax, c, n);

@@ -455,6 +455,26 @@ void adam_update(float* p, const float* g, float* m, float* v, float* vmax, cons
 void adam_update(double* p, const double* g, double* m, double* v, double* vmax, const AdamCoefficients<double>& c,
                  std::int64_t n);
 
+/// The per-step constants of one SGD update (sgd_update), in the parameter's dtype, and its flags.
+template <typename T>
+struct SgdCoefficients {
+    T weight_decay, momentum, one_minus_dampening, neg_lr;
+    bool maximize, decay, first, nesterov;
+};
+
+/// SGD's update of n elements (buf null without momentum), in PyTorch 1.13's _single_tensor_sgd order
+/// and dtype (scalar_ops.hpp's sgd_element), each x.add(y, alpha=a) one fused multiply-add where the
+/// instruction set has FMA, as PyTorch's AVX2 kernel computes it.
+void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<float>& c, std::int64_t n);
+/// As the float overload.
+void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n);
+
+/// y[i] = y[i] + a * x[i]: PyTorch's y.add_(x, alpha=a), one fused multiply-add where the instruction
+/// set has FMA (its AVX2 kernel's fmadd), two roundings elsewhere.
+void axpy(float* y, const float* x, float a, std::int64_t n);
+/// As the float overload.
+void axpy(double* y, const double* x, double a, std::int64_t n);
+
 /// The instruction sets vec_math has kernels for.
 enum class SimdArch { kSse2, kAvx2, kAvx512 };
 

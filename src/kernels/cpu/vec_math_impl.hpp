@@ -28,6 +28,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/cpu/vec_math_table.hpp"
+#include "kernels/scalar_ops.hpp"
 
 namespace xgrad::kernels::cpu::detail {
 namespace {
@@ -1833,8 +1834,9 @@ template <class B, bool kHasW, bool kHasB, bool kZero>
 }
 
 /// Adam's update, element by element in PyTorch 1.13's _single_tensor_adam order (see adam_update in
-/// vec_math.hpp). Every step is one IEEE operation (multiply, add, sqrt, divide, max), correctly
-/// rounded in a vector lane as in a scalar: the lanes give the scalar loop's bits.
+/// vec_math.hpp). Every step is one IEEE operation (multiply, fused multiply-add where the arch has
+/// FMA, add, sqrt, divide, max), correctly rounded in a vector lane as in a scalar: the lanes give the
+/// scalar loop's bits.
 template <class B, bool kAmsgrad>
 [[gnu::flatten]] void adam_(typename B::value_type* p, const typename B::value_type* g, typename B::value_type* m,
                             typename B::value_type* v, typename B::value_type* vmax,
@@ -1846,8 +1848,8 @@ template <class B, bool kAmsgrad>
     std::int64_t i = 0;
     for (; i + kW <= n; i += kW) {
         const B gi = B::load_unaligned(g + i);
-        const B mi = B::load_unaligned(m + i) * b1 + omb1 * gi;
-        const B vi = B::load_unaligned(v + i) * b2 + gi * omb2 * gi;
+        const B mi = mla(omb1, gi, B::load_unaligned(m + i) * b1);
+        const B vi = mla(gi * omb2, gi, B::load_unaligned(v + i) * b2);
         mi.store_unaligned(m + i);
         vi.store_unaligned(v + i);
         B vd = vi;
@@ -1862,8 +1864,8 @@ template <class B, bool kAmsgrad>
     }
     for (; i < n; ++i) {
         const T gi = g[i];
-        const T mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
-        const T vi = v[i] * c.beta2 + gi * c.one_minus_beta2 * gi;
+        const T mi = mla_s<B>(c.one_minus_beta1, gi, m[i] * c.beta1);
+        const T vi = mla_s<B>(gi * c.one_minus_beta2, gi, v[i] * c.beta2);
         m[i] = mi;
         v[i] = vi;
         T vd = vi;
@@ -1875,6 +1877,28 @@ template <class B, bool kAmsgrad>
         const T denom = std::sqrt(vd) / c.bias_correction2_sqrt + c.eps;
         p[i] = p[i] + mi * c.neg_step_size / denom;
     }
+}
+
+/// SGD's update of n elements (vec_math.hpp's sgd_update): scalar::sgd_element, fused where the arch
+/// has FMA; GCC vectorises the loop.
+template <class B>
+void sgd_(typename B::value_type* p, const typename B::value_type* g, typename B::value_type* buf,
+          const SgdCoefficients<typename B::value_type>& c, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i)
+        scalar::sgd_element<kFmaOf<B>>(p[i], g[i], buf ? buf + i : nullptr, c.weight_decay, c.momentum,
+                                       c.one_minus_dampening, c.neg_lr, c.maximize, c.decay, c.first, c.nesterov);
+}
+
+/// y = y + a * x (vec_math.hpp's axpy).
+template <class B>
+void axpy_(typename B::value_type* y, const typename B::value_type* x, typename B::value_type a, std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const B av(a);
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) mla(av, B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = mla_s<B>(a, x[i], y[i]);
+    (void)sizeof(T);
 }
 
 /// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
@@ -3237,6 +3261,8 @@ VecMathKernels<T> kernels_for() {
         else
             rms_norm_row_backward_<B, false>(g, x, w, rstd, dx, acc_w, n, stream, ahead);
     };
+    k.sgd = sgd_<B>;
+    k.axpy = axpy_<B>;
     k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {
         if (vmax)
             adam_<B, true>(p, g, m, v, vmax, c, n);

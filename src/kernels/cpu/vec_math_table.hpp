@@ -111,6 +111,9 @@ struct VecMathKernels {
                                   bool stream, std::int64_t ahead);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
+    // SGD's update and y += a·x (vec_math.hpp's sgd_update and axpy).
+    void (*sgd)(T* p, const T* g, T* buf, const SgdCoefficients<T>& c, std::int64_t n);
+    void (*axpy)(T* y, const T* x, T a, std::int64_t n);
 };
 
 /// One instruction set's kernels for both element types.

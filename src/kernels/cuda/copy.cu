@@ -28,7 +28,10 @@ __global__ void fill_kernel(T* dst, Walk<1> walk, T value) {
 template <typename T>
 __global__ void axpy_kernel(T* dst, const T* src, i64 n, T alpha, bool unit) {
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x)
-        dst[i] = unit ? dst[i] + src[i] : dst[i] + alpha * src[i];
+        if constexpr (std::is_floating_point_v<T>)
+            dst[i] = unit ? dst[i] + src[i] : m_fma(alpha, src[i], dst[i]);  // PyTorch's add_(src, alpha), fused
+        else
+            dst[i] = unit ? dst[i] + src[i] : dst[i] + alpha * src[i];
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // CUDA optimizer kernels: one fused pass over a parameter and its Adam or SGD state per step, in the CPU
-// kernel's operations and order (cpu/optim.cpp), so that with --fmad=false each element's update is
-// the CPU's, bit for bit. Adam and SGD update up to kListTensors parameters per launch (PyTorch's
-// multi-tensor apply): a small model's step is then one launch, not one per parameter.
+// kernel's operations and order (cpu/optim.cpp), with the fused multiply-adds of a CPU that has FMA,
+// so that with --fmad=false each element's update is that CPU's, bit for bit. Adam and SGD update up to kListTensors
+// parameters per launch (PyTorch's multi-tensor apply): a small model's step is then one launch, not one per parameter.
 #include "kernels/cuda/common.cuh"
 #include "kernels/scalar_ops.hpp"
 
@@ -66,11 +66,10 @@ __global__ void adam_kernel(AdamList<T> list, T b1, T one_minus_b1, T b2, T one_
         //   exp_avg.mul_(β1).add_(grad, alpha=1-β1); exp_avg_sq.mul_(β2).addcmul_(grad, grad, value=1-β2)
         //   denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
         //   param.addcdiv_(exp_avg, denom, value=-step_size)
+        // The adds fused as PyTorch's CUDA kernels (and its AVX2 CPU kernels) fuse them.
         const T gi = g[i];
-        T mi = m[i] * b1;
-        mi = mi + one_minus_b1 * gi;
-        T vi = v[i] * b2;
-        vi = vi + gi * one_minus_b2 * gi;
+        const T mi = scalar::fused_mla(one_minus_b1, gi, m[i] * b1);
+        const T vi = scalar::fused_mla(gi * one_minus_b2, gi, v[i] * b2);
         m[i] = mi;
         v[i] = vi;
         T vd = vi;
@@ -102,8 +101,9 @@ __global__ void sgd_kernel(SgdList<T> list, T wd, T m, T one_minus_damp, T neg_l
     T* buf = list.buf[t];
     const i64 n = list.n[t];
     for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x) {
-        scalar::sgd_element(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay, first,
-                            nesterov);  // PyTorch 1.13's _single_tensor_sgd, as on the CPU
+        // PyTorch 1.13's _single_tensor_sgd, as on the CPU; its CUDA add fuses x + alpha * y.
+        scalar::sgd_element<true>(p[i], g[i], buf ? buf + i : nullptr, wd, m, one_minus_damp, neg_lr, maximize, decay,
+                                  first, nesterov);
     }
 }
 
