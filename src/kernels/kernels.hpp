@@ -75,6 +75,9 @@ struct Backend {
     void (*fill)(const Tensor& dst, double value);
     /// `dst += alpha * src`, same shape, both contiguous (gradient accumulation, optimizers).
     void (*axpy)(const Tensor& dst, const Tensor& src, double alpha);
+    /// `dst += a * b` elementwise, one rounding where the device has FMA (PyTorch's addcmul_ once its
+    /// value has scaled a); floating, same shape and dtype, all contiguous.
+    void (*addcmul)(const Tensor& dst, const Tensor& a, const Tensor& b);
 
     /// Sums (or means) of each row, in PyTorch's order for floating types; `out` has `rows` elements,
     /// of the input's dtype, or int64 for an integer input (bool, uint8 and int32 are read in place).
@@ -237,6 +240,9 @@ inline void fill(const Tensor& dst, double value) {
 }
 inline void axpy(const Tensor& dst, const Tensor& src, double alpha) {
     backend(dst.device()).axpy(dst, src, alpha);
+}
+inline void addcmul(const Tensor& dst, const Tensor& a, const Tensor& b) {
+    backend(dst.device()).addcmul(dst, a, b);
 }
 inline void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
     backend(out.device()).sum_rows(v, out, mean);

@@ -38,13 +38,13 @@ void Adadelta::update(const GroupOptions& o, std::size_t index, Tensor& param, c
     detail::follow(s.at("acc_delta"), param);
     detail::bump_step(s, kInt64);
     Tensor grad = (o.at("maximize") != 0.0 ? grad_in.neg() : grad_in).to(param.dtype());
-    if (o.at("weight_decay") != 0.0) grad = grad + param * o.at("weight_decay");
+    if (o.at("weight_decay") != 0.0) grad = detail::add_scaled(grad, param, o.at("weight_decay"));
     Tensor& square_avg = s.at("square_avg");
     Tensor& acc_delta = s.at("acc_delta");
-    square_avg.mul_(rho).add_(grad * (1.0 - rho) * grad);  // addcmul_(grad, grad, value=1-ρ)
+    detail::addcmul_(square_avg.mul_(rho), grad, grad, 1.0 - rho);
     Tensor std = square_avg.add(eps).sqrt();
     Tensor delta = acc_delta.add(eps).sqrt().div(std).mul(grad);
-    acc_delta.mul_(rho).add_(delta * (1.0 - rho) * delta);
+    detail::addcmul_(acc_delta.mul_(rho), delta, delta, 1.0 - rho);
     param.add_(delta, -o.at("lr"));
 }
 

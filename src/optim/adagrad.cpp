@@ -46,10 +46,10 @@ void Adagrad::update(const GroupOptions& o, std::size_t index, Tensor& param, co
     detail::follow(s.at("sum"), param);
     const double step = detail::bump_step(s, kFloat32);
     Tensor grad = (o.at("maximize") != 0.0 ? grad_in.neg() : grad_in).to(param.dtype());
-    if (o.at("weight_decay") != 0.0) grad = grad + param * o.at("weight_decay");
+    if (o.at("weight_decay") != 0.0) grad = detail::add_scaled(grad, param, o.at("weight_decay"));
     const double clr = o.at("lr") / (1 + (step - 1) * o.at("lr_decay"));
     Tensor& sum = s.at("sum");
-    sum.add_(grad * grad);  // addcmul_(grad, grad, value=1)
+    detail::addcmul_(sum, grad, grad, 1.0);
     Tensor std = sum.sqrt().add(o.at("eps"));
     param.add_(grad * -clr / std);  // addcdiv_(grad, std, value=-clr)
 }

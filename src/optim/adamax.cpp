@@ -45,7 +45,7 @@ void Adamax::update(const GroupOptions& o, std::size_t index, Tensor& param, con
     detail::follow(s.at("exp_inf"), param);
     const double step = detail::bump_step(s, kFloat32);
     Tensor grad = (o.at("maximize") != 0.0 ? grad_in.neg() : grad_in).to(param.dtype());
-    if (o.at("weight_decay") != 0.0) grad = grad + param * o.at("weight_decay");
+    if (o.at("weight_decay") != 0.0) grad = detail::add_scaled(grad, param, o.at("weight_decay"));
     Tensor& exp_avg = s.at("exp_avg");
     Tensor& exp_inf = s.at("exp_inf");
     exp_avg.mul_(beta1).add_(grad, 1.0 - beta1);

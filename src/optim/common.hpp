@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/module.hpp"
 #include "xgrad/optim/optimizer.hpp"
@@ -31,6 +32,29 @@ inline double bump_step(ParamState& s, DType dtype) {
     const double step = (it == s.end() ? 0.0 : it->second.to(kFloat64).item<double>()) + 1.0;
     s["step"] = full({}, step, dtype);
     return step;
+}
+
+/// `a.add(b, alpha=alpha)` as PyTorch's kernel computes it (one rounding where the CPU has FMA): a new
+/// tensor of a's shape.
+inline Tensor add_scaled(const Tensor& a, const Tensor& b, double alpha) {
+    Tensor r = a.clone();
+    r.add_(b, alpha);
+    return r;
+}
+
+/// `self.addcmul_(t1, t2, value=value)` as PyTorch's kernel computes it: self + (value·t1)·t2, the
+/// last multiply-add with one rounding where the CPU has FMA. Same shapes and dtype.
+inline void addcmul_(Tensor& self, const Tensor& t1, const Tensor& t2, double value) {
+    NoGradGuard no_grad;
+    const Tensor a = value == 1.0 ? t1.contiguous() : t1 * value, b = t2.contiguous();
+    if (self.is_contiguous()) {
+        kernels::addcmul(self, a, b);
+        xgrad::detail::bump_version(self);
+        return;
+    }
+    Tensor dst = self.contiguous();
+    kernels::addcmul(dst, a, b);
+    self.copy_(dst);
 }
 
 /// Takes the fused updates deferred during a step (`deferred`, left empty) and calls `run(first, last)`

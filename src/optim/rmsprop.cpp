@@ -48,14 +48,16 @@ void RMSprop::update(const GroupOptions& o, std::size_t index, Tensor& param, co
     (void)step;
 
     Tensor grad = (o.at("maximize") != 0.0 ? grad_in.neg() : grad_in).to(param.dtype());
-    if (o.at("weight_decay") != 0.0) grad = grad + param * o.at("weight_decay");
+    if (o.at("weight_decay") != 0.0) grad = detail::add_scaled(grad, param, o.at("weight_decay"));
     Tensor& square_avg = s.at("square_avg");
-    square_avg.mul_(alpha).add_(grad * (1.0 - alpha) * grad);  // addcmul_(grad, grad, value=1-α)
+    detail::addcmul_(square_avg.mul_(alpha), grad, grad, 1.0 - alpha);
     Tensor avg;
     if (centered) {
         Tensor& grad_avg = s.at("grad_avg");
         grad_avg.mul_(alpha).add_(grad, 1.0 - alpha);
-        avg = (square_avg + grad_avg * -1.0 * grad_avg).sqrt();  // addcmul(grad_avg, grad_avg, value=-1)
+        Tensor centred = square_avg.clone();  // square_avg.addcmul(grad_avg, grad_avg, value=-1)
+        detail::addcmul_(centred, grad_avg, grad_avg, -1.0);
+        avg = centred.sqrt();
     } else {
         avg = square_avg.sqrt();
     }

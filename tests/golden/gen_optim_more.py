@@ -211,6 +211,37 @@ torch.manual_seed(123)
 torch.rand(700)
 rng_put("rng.seed123_700")
 
+
+
+# The update lines were appended to optim_more.txt as they come out here; the lines above them were
+# kept as an earlier machine generated them (PyTorch's 50-step runs on this one differ from them in the
+# last bits: the runs' matrix products; the tests compare the runs within a tolerance).
+def update(name, **opts):
+    """`# update <key> k=v`: 8 steps on a parameter of 37 elements (two AVX2 blocks of 16 floats and a
+    scalar tail) with given gradients: `<key>.p0`, `.g` (8 x 37) and `.p` after them. No matrix
+    product is involved, so the bits are the update's alone, whatever BLAS kernels run."""
+    for dt in ("float32", "float64"):
+        dtype = getattr(torch, dt)
+        key = f"{name}.{dt}"
+        lines.append(f"# update {key} {kv(opts)}")
+        gen = torch.Generator().manual_seed(20241129)
+        p = torch.randn(37, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
+        grads = torch.randn(8, 37, generator=gen, dtype=torch.float64).to(dtype)
+        put(f"{key}.p0", p)
+        put(f"{key}.g", grads)
+        opt = make_optimizer([p], opts)
+        for t in range(8):
+            p.grad = grads[t].clone()
+            opt.step()
+        put(f"{key}.p", p)
+
+
+update("rmsprop", opt="rmsprop", lr=0.01)
+update("rmsprop_centered", opt="rmsprop", lr=0.01, alpha=0.9, momentum=0.5, centered=True, weight_decay=0.01)
+update("adagrad_decay", opt="adagrad", lr=0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1)
+update("adamax_wd", opt="adamax", lr=0.02, beta1=0.8, beta2=0.99, weight_decay=0.05)
+update("adadelta_wd", opt="adadelta", lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.01)
+
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"wrote {OUT}")

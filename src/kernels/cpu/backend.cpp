@@ -11,6 +11,7 @@ const Backend& backend() {
         .copy = copy,
         .fill = fill,
         .axpy = axpy,
+        .addcmul = addcmul,
         .sum_rows = sum_rows,
         .var_rows = var_rows,
         .norm_rows = norm_rows,

@@ -202,4 +202,15 @@ void axpy(const Tensor& dst, const Tensor& src, double alpha) {
     });
 }
 
+void addcmul(const Tensor& dst, const Tensor& a, const Tensor& b) {
+    detail::dispatch_float(dst.dtype(), "addcmul_", [&](auto tag) {
+        using T = decltype(tag);
+        T* o = dst.impl()->data<T>();
+        const T* x = a.impl()->data<T>();
+        const T* y = b.impl()->data<T>();
+        parallel_for(0, dst.numel(), kGrain,
+                     [&](std::int64_t lo, std::int64_t hi) { vmla(x + lo, y + lo, o + lo, o + lo, hi - lo); });
+    });
+}
+
 }  // namespace xgrad::kernels::cpu

@@ -15,6 +15,7 @@ void copy(const Tensor& src, const Tensor& dst);
 bool transposed_matrix(const Tensor& t);
 void fill(const Tensor& dst, double value);
 void axpy(const Tensor& dst, const Tensor& src, double alpha);
+void addcmul(const Tensor& dst, const Tensor& a, const Tensor& b);
 void sum_rows(const RowsView& v, const Tensor& out, bool mean);
 void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, double correction, bool take_sqrt);
 void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes);

@@ -133,6 +133,12 @@ void fill_entry(const Tensor& dst, double value) {
     cuda::fill(scalar(dst.dtype()), ptr(dst), walk_of<1>(dst.shape(), {&dst}, "fill_"), value);
 }
 
+void addcmul_entry(const Tensor& dst, const Tensor& a, const Tensor& b) {
+    use_device(dst, {&a, &b}, "addcmul_");
+    check_floating(dst, "addcmul_");
+    cuda::addcmul(scalar(dst.dtype()), ptr(dst), ptr(a), ptr(b), dst.numel());
+}
+
 void axpy_entry(const Tensor& dst, const Tensor& src, double alpha) {
     use_device(dst, {&src}, "add_");
     cuda::axpy(scalar(dst.dtype()), ptr(dst), ptr(src), dst.numel(), alpha);
@@ -440,6 +446,7 @@ const Backend& backend() {
         .copy = copy_entry,
         .fill = fill_entry,
         .axpy = axpy_entry,
+        .addcmul = addcmul_entry,
         .sum_rows = sum_rows_entry,
         .var_rows = var_rows_entry,
         .norm_rows = norm_rows_entry,

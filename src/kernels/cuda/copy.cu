@@ -34,6 +34,12 @@ __global__ void axpy_kernel(T* dst, const T* src, i64 n, T alpha, bool unit) {
             dst[i] = unit ? dst[i] + src[i] : dst[i] + alpha * src[i];
 }
 
+template <typename T>
+__global__ void addcmul_kernel(T* dst, const T* a, const T* b, i64 n) {
+    for (i64 i = blockIdx.x * i64{blockDim.x} + threadIdx.x; i < n; i += i64{gridDim.x} * blockDim.x)
+        dst[i] = m_fma(a[i], b[i], dst[i]);
+}
+
 }  // namespace
 
 void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>& walk) {
@@ -65,6 +71,16 @@ void fill(Scalar t, void* dst, const Walk<1>& walk, double value) {
         fill_kernel<T><<<blocks_for(walk.numel), kThreads>>>(static_cast<T*>(dst), walk, detail::convert<T>(value));
     });
     check_launch("fill kernel");
+}
+
+void addcmul(Scalar t, void* dst, const void* a, const void* b, std::int64_t n) {
+    if (n == 0) return;
+    dispatch_float(t, "addcmul_", [&](auto tag) {
+        using T = decltype(tag);
+        addcmul_kernel<T>
+            <<<blocks_for(n), kThreads>>>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n);
+    });
+    check_launch("addcmul kernel");
 }
 
 void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha) {

@@ -45,6 +45,8 @@ void copy(Scalar dst_t, void* dst, Scalar src_t, const void* src, const Walk<2>&
 void fill(Scalar t, void* dst, const Walk<1>& walk, double value);
 /// dst[i] += alpha * src[i] for i < n.
 void axpy(Scalar t, void* dst, const void* src, std::int64_t n, double alpha);
+/// dst[i] = fma(a[i], b[i], dst[i]) for floating t (kernels::Backend::addcmul).
+void addcmul(Scalar t, void* dst, const void* a, const void* b, std::int64_t n);
 
 // ---- reduce.cu: `rows` results over `width` elements of contiguous `in` ---------------------------
 // (in is rows × width, or width × rows when `outer`)
