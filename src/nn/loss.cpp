@@ -11,6 +11,7 @@
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
 #include "xgrad/factory.hpp"
+#include "xgrad/ops.hpp"
 
 namespace xgrad::nn::functional {
 
@@ -465,12 +466,48 @@ void check_float_pair(const Tensor& input, const Tensor& target, const char* op)
                      to_string(target.dtype()));
 }
 
-/// The per-element gradient `gd` (of d = input - target) scaled by the incoming `g` and the
-/// reduction's 1/numel, as input and target gradients.
-Grads difference_grads(const Tensor& gd, const Tensor& g, Reduction reduction, DType di, DType dt, const NeedsGrad& n) {
-    Tensor gi = gd * g;
-    if (reduction == Reduction::kMean) gi = gi / static_cast<double>(gd.numel());
-    return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
+/// Whether PyTorch's loss kernels see `input` and `target` as one dense run: both contiguous, of one
+/// shape (a broadcast operand makes TensorIterator's loop strided).
+bool dense_pair(const Tensor& input, const Tensor& target) {
+    return input.is_contiguous() && target.is_contiguous() && input.shape() == target.shape();
+}
+
+/// The input gradient of smooth_l1_loss (`huber` false, param beta) or huber_loss (param delta) at
+/// d = input - target, as PyTorch 1.13's CPU kernels compute it, with norm = 1/N (mean) or 1 in the
+/// dtype: over a dense run (`dense`: input, target and the gradient contiguous, or the gradient one
+/// number), blocks of 16 floats (8 doubles) take the vector formula, norm·out·g with out the clamped
+/// slope (±1 or d/beta; ±delta or d); the rest of the run, and every element of a strided one, the
+/// scalar formula, which compares d with the parameter in double and, outside huber's quadratic zone
+/// and inside smooth_l1's, finishes its product in double.
+Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, double param, bool huber, bool dense) {
+    const DType dt = d.dtype();
+    const bool f32 = dt == kFloat32;
+    auto in_dtype = [f32](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
+    const double norm = in_dtype(reduction == Reduction::kMean ? 1.0 / static_cast<double>(d.numel()) : 1.0);
+    const double p = in_dtype(param);
+    const Tensor gx = g.expand(d.shape());
+    // The vector formula.
+    const Tensor sign = xgrad::where(d > 0.0, 1.0, full({}, -1.0, dt));
+    const Tensor out = huber ? xgrad::where(d.abs() >= p, sign * p, d) : xgrad::where(d.abs() >= p, sign, d / p);
+    const Tensor vec = out * norm * gx;
+    // The scalar formula.
+    const Tensor dd = d.to(kFloat64);
+    const Tensor ng = gx * norm;
+    Tensor scalar;
+    if (huber) {
+        const Tensor edge = (ng.to(kFloat64) * param).to(dt);  // norm·g·delta, the last product in double
+        scalar = xgrad::where(dd <= -param, -edge, xgrad::where(dd >= param, edge, d * norm * gx));
+    } else {
+        const Tensor inside = ((d * norm * gx).to(kFloat64) / param).to(dt);  // norm·x·g / beta in double
+        scalar = xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
+    }
+    const std::int64_t n = d.numel(), block = f32 ? 16 : 8;
+    const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
+    const std::int64_t vectorised = dense && contiguous_grad ? n - n % block : 0;
+    if (vectorised == 0) return scalar;
+    if (vectorised == n) return vec;
+    return xgrad::where(arange(static_cast<double>(n), kInt64).reshape(d.shape()) < static_cast<double>(vectorised),
+                        vec, scalar);
 }
 
 }  // namespace
@@ -537,10 +574,12 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const nn::Smoot
     }
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "SmoothL1LossBackward0", {&input, &target},
-                       [sd = detail::Saved(d), beta, reduction, di = input.dtype(), dt = target.dtype()](
-                           const Tensor& g, const NeedsGrad& n) {
-                           // d/dd = d / beta inside the quadratic zone, sign(d) outside: a clamp.
-                           return difference_grads((sd.get() / beta).clamp(-1.0, 1.0), g, reduction, di, dt, n);
+                       [sd = detail::Saved(d), beta, reduction, di = input.dtype(), dt = target.dtype(),
+                        dense = dense_pair(input, target)](const Tensor& g, const NeedsGrad& n) {
+                           // d/dd = d / beta inside the quadratic zone, sign(d) outside; the target's is
+                           // its negation.
+                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, beta, false, dense);
+                           return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
                        });
     return out;
 }
@@ -563,10 +602,11 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const nn::HuberLoss
     }
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "HuberLossBackward0", {&input, &target},
-                       [sd = detail::Saved(d), delta, reduction, di = input.dtype(), dt = target.dtype()](
-                           const Tensor& g, const NeedsGrad& n) {
-                           // d/dd = d inside the quadratic zone, ±delta outside: a clamp.
-                           return difference_grads(sd.get().clamp(-delta, delta), g, reduction, di, dt, n);
+                       [sd = detail::Saved(d), delta, reduction, di = input.dtype(), dt = target.dtype(),
+                        dense = dense_pair(input, target)](const Tensor& g, const NeedsGrad& n) {
+                           // d/dd = d inside the quadratic zone, ±delta outside; the target's is its negation.
+                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, delta, true, dense);
+                           return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
                        });
     return out;
 }
