@@ -60,6 +60,7 @@ enum class UnaryOp : std::uint8_t {
     kHardswish,    // x * hardsigmoid(x)
     kLogSigmoid,   // min(x, 0) - log1p(exp(-|x|))
     kGeluErf,      // gelu's erf form by PyTorch's own formula (float32 that oneDNN does not take; kGelu else)
+    kLogLibm,      // log by the C library, element by element (PyTorch's scalar loop of xlogy)
 };
 
 /// Elementwise maps of two operands (forward ops and the backward formulas that need both).

@@ -147,6 +147,8 @@ XGRAD_HD inline T float_unary(UnaryOp op, T x, T a, T b) {
             return std::log10(x);
         case UnaryOp::kLog1p:
             return std::log1p(x);
+        case UnaryOp::kLogLibm:
+            return std::log(x);
         case UnaryOp::kExpm1:
             return std::expm1(x);
         case UnaryOp::kExp2:

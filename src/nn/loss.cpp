@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "detail/kernels.hpp"
+#include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
@@ -466,6 +467,23 @@ void check_float_pair(const Tensor& input, const Tensor& target, const char* op)
                      to_string(target.dtype()));
 }
 
+/// The first `vectorised` elements (in memory order) of `vec`, the rest of `scalar`: PyTorch's loops
+/// take their vector formula over blocks of registers of a dense run and the scalar one on the rest.
+Tensor vector_then_scalar(const Tensor& vec, const Tensor& scalar, std::int64_t vectorised) {
+    const std::int64_t n = vec.numel();
+    if (vectorised <= 0) return scalar;
+    if (vectorised >= n) return vec;
+    return xgrad::where(arange(static_cast<double>(n), kInt64).reshape(vec.shape()) < static_cast<double>(vectorised),
+                        vec, scalar);
+}
+
+/// Elements that PyTorch's cpu_kernel_vec loop over a dense run of n takes with its vector formula:
+/// blocks of two AVX2 registers (16 floats, 8 doubles); none for a strided run.
+std::int64_t vectorised_part(std::int64_t n, DType dtype, bool dense) {
+    const std::int64_t block = dtype == kFloat32 ? 16 : 8;
+    return dense ? n - n % block : 0;
+}
+
 /// Whether PyTorch's loss kernels see `input` and `target` as one dense run: both contiguous, of one
 /// shape (a broadcast operand makes TensorIterator's loop strided).
 bool dense_pair(const Tensor& input, const Tensor& target) {
@@ -501,13 +519,8 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
         const Tensor inside = ((d * norm * gx).to(kFloat64) / param).to(dt);  // norm·x·g / beta in double
         scalar = xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
     }
-    const std::int64_t n = d.numel(), block = f32 ? 16 : 8;
     const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
-    const std::int64_t vectorised = dense && contiguous_grad ? n - n % block : 0;
-    if (vectorised == 0) return scalar;
-    if (vectorised == n) return vec;
-    return xgrad::where(arange(static_cast<double>(n), kInt64).reshape(d.shape()) < static_cast<double>(vectorised),
-                        vec, scalar);
+    return vector_then_scalar(vec, scalar, vectorised_part(d.numel(), dt, dense && contiguous_grad));
 }
 
 }  // namespace
@@ -549,8 +562,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const nn:
                            // float 1e-12 (9.9999999600419720e-13) in every dtype.
                            const double eps = static_cast<double>(1e-12F);
                            if (n[0]) r[0] = finish(g * (x - t) / ((1.0 - x) * x).clamp(eps), x.dtype());
-                           // d/dt = -logit(x) g, logit(x) = log(x / (1 - x)) unclamped, as PyTorch's.
-                           if (n[1]) r[1] = finish(-(x / (1.0 - x)).log() * g, t.dtype());
+                           // d/dt = (log(1 - x) - log(x)) g, unclamped, as PyTorch 1.13's
+                           // binary_cross_entropy_target_backward.
+                           if (n[1]) r[1] = finish(((1.0 - x).log() - x.log()) * g, t.dtype());
                            return r;
                        });
     return out;
@@ -621,6 +635,41 @@ void check_kl_reduction(const std::string& reduction) {
 
 }  // namespace
 
+namespace {
+
+/// PyTorch 1.13's kl_div term xlogy(t, t) - t·x (log_target false), xlogy by the C library's log element
+/// by element (NaN where t is NaN, 0 where t is 0), as its xlogy kernel; and its gradients as PyTorch's
+/// autograd adds them up: input -g·t; target (g·xlogy(t != 0, t) + g·t / t) - g·x, XlogyBackward's two
+/// gradients first, then MulBackward's (0/0 = NaN where t is 0, as PyTorch's).
+Tensor kl_div_term(const Tensor& input, const Tensor& target) {
+    const Tensor x = input.detach(), t = target.detach();
+    Tensor log_t, out;
+    {
+        NoGradGuard no_grad;
+        log_t = detail::map_unary(t, kernels::UnaryOp::kLogLibm);
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        out = xgrad::where(t.isnan(), nan, xgrad::where(t == 0.0, 0.0, t * log_t)) - t * x;
+    }
+    if (detail::needs_grad({&input, &target}))
+        detail::record(out, "SubBackward0", {&input, &target},
+                       [sx = detail::Saved(x), st = detail::Saved(t), slog = detail::Saved(log_t)](const Tensor& g,
+                                                                                                   const NeedsGrad& n) {
+                           const Tensor &x = sx, &t = st, &log_t = slog;
+                           const Tensor neg = -g;
+                           Grads r(2);
+                           if (n[0]) r[0] = neg * t;
+                           if (n[1]) {
+                               // xlogy(t != 0, t): log(t), 0 where t is 0, NaN where t is NaN.
+                               const Tensor self_grad = g * xgrad::where(t == 0.0, 0.0, log_t);
+                               r[1] = (self_grad + g * t / t) + neg * x;
+                           }
+                           return r;
+                       });
+    return out;
+}
+
+}  // namespace
+
 Tensor kl_div(const Tensor& input, const Tensor& target, const nn::KLDivLossOptions& options) {
     const char* op = "kl_div";
     check_kl_reduction(options.reduction);
@@ -629,10 +678,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const nn::KLDivLossOpti
     if (options.log_target) {
         loss = target.exp() * (target - input);
     } else {
-        // xlogy(t, t) - t x: t log t is 0 where t is 0 (the clamp keeps log finite there).
-        const double tiny = target.dtype() == kFloat64 ? std::numeric_limits<double>::min()
-                                                       : static_cast<double>(std::numeric_limits<float>::min());
-        loss = target * target.clamp(tiny).log() - target * input;
+        loss = kl_div_term(input, target);
     }
     const std::string& r = options.reduction;
     if (r == "none") return loss;
