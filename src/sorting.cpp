@@ -126,7 +126,9 @@ void record_evenly(Tensor& out, const char* name, const Tensor& self) {
     detail::record(out, name, {&self},
                    [name, x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
                        Tensor hit = detail::map_binary(x, o->to(x->dtype()), name, kernels::BinaryOp::kEqualOrBothNan);
-                       return Grads{hit * (g / hit.sum())};
+                       // PyTorch's CPU evenly_distribute_backward: zeros with grad / count filled in where
+                       // the input is the result, so +0 elsewhere (hit * share gives -0 for a negative grad).
+                       return Grads{xgrad::where(hit.to(kBool), g / hit.sum(), 0.0)};
                    });
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,21 @@ std::function<ValuesIndices(const Tensor&)> one(std::function<Tensor(const Tenso
     return [f](const Tensor& x) { return ValuesIndices{f(x), Tensor()}; };
 }
 
-/// With `exact`, the cases' outputs and gradients are also compared as PyTorch's bits.
+/// Cases whose gradients are not yet PyTorch's bits (compared within a tolerance only): the products'
+/// and cumulative products', the p-norms' for p other than 1, 2 and 3, and kron's of a 3-d by a 1-d
+/// tensor. Every other case is compared bit for bit where the CPU has FMA (the goldens come from
+/// PyTorch's AVX2 kernels).
+const std::set<std::string> kNotExact = {
+    "prod_all",       "prod_all_two_zeros",     "prod_dim0_keep", "prod_dim1",          "prod_dim1_zeros",
+    "cumprod_dim1",   "cumprod_dimneg1",        "cumprod_zeros",  "cumprod_zeros_dim0", "norm_p05_dim0",
+    "norm_pneg_dim1", "vector_norm_p15_dims01", "kron_3d_1d"};
+
+/// Compares the cases' outputs and gradients as PyTorch's bits too unless kNotExact names them (or
+/// the CPU has no FMA); `exact` insists.
 void check_cases(const std::vector<Case>& cases, bool exact = false) {
+    const bool fma = xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2;
     for (const Case& c : cases) {
+        const bool bits = exact || (fma && kNotExact.count(c.name) == 0);
         for (const std::string& dtype : c.dtypes) {
             const std::string key = c.name + "." + dtype;
             CAPTURE(key);
@@ -59,7 +72,7 @@ void check_cases(const std::vector<Case>& cases, bool exact = false) {
             if (want.empty()) continue;
             (r.values * golden::get(kFile, key + ".w")).sum().backward();
             golden::check_close(x.grad(), golden::get(kFile, key + ".g0"), key + " grad");
-            if (exact) {
+            if (bits) {
                 CHECK_MESSAGE(golden::bits_differ(r.values, golden::get(kFile, key + ".out")) == 0, "forward bits");
                 CHECK_MESSAGE(golden::bits_differ(x.grad(), golden::get(kFile, key + ".g0")) == 0, "grad bits");
             }
@@ -576,7 +589,7 @@ TEST_CASE("unique and unique_consecutive: PyTorch's values, inverse indices and 
 TEST_CASE("quantile and nanquantile: PyTorch's values, interpolations, shapes and gradients") {
     // q as a tensor of x's dtype, as PyTorch requires.
     auto q = [](const std::vector<double>& v, const Tensor& x) {
-        return xgrad::from_vector(v, {static_cast<std::int64_t>(v.size())}).to(x.dtype());
+        return xgrad::from_vector(v, {static_cast<std::int64_t>(v.size())}, x.dtype());
     };
     const std::vector<double> q5 = {0.0, 0.33, 0.5, 0.875, 1.0};
     check_cases({
