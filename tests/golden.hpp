@@ -265,4 +265,33 @@ inline bool opt_flag(const Opts& o, const std::string& k) {
     return o.count(k) && o.at(k) == "True";
 }
 
+/// Checks the `# update <key> k=v` lines of `file` (golden_writer.py's optimizer_update): from `.p0`, the
+/// optimizer `make(params, options)` takes the steps of the gradients `.g` and must reach `.p`, within
+/// a tolerance, and bit for bit with `bits`; the parameter contiguous, and strided (every other element
+/// of a buffer twice as long). Returns the number of update lines.
+template <class Make>
+std::size_t check_updates(const std::string& file, Make&& make, bool bits) {
+    const auto updates = tagged_lines(file, "update");
+    for (const auto& update : updates) {
+        const std::string& key = update.first;
+        INFO(key);
+        const xgrad::Tensor grads = get(file, key + ".g"), want = get(file, key + ".p");
+        for (const bool strided : {false, true}) {
+            CAPTURE(strided);
+            const xgrad::Tensor p0 = get(file, key + ".p0");
+            xgrad::Tensor p = strided ? xgrad::stack({p0, p0}, 1).select(1, 0).detach() : p0.clone();
+            REQUIRE(p.is_contiguous() != strided);
+            p.requires_grad_();
+            auto opt = make(std::vector<xgrad::Tensor>{p}, update.second);
+            for (std::int64_t t = 0; t < grads.size(0); ++t) {
+                p.mutable_grad() = grads[t].clone();
+                opt->step();
+            }
+            check_close(p, want, key + " p", 1e-5, 1e-7);
+            if (bits) CHECK(bits_differ(p, want) == 0);
+        }
+    }
+    return updates.size();
+}
+
 }  // namespace golden

@@ -79,28 +79,7 @@ TEST_CASE("SGD, Adam and AdamW updates are PyTorch's bits where the CPU has FMA,
     // PyTorch's AVX2 kernels fuse the updates' x.add(y, alpha=a) and addcmul into multiply-adds, and so
     // do xgrad's kernels; without FMA both round the products first (the goldens come from an AVX2 CPU).
     const bool fma = xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2;
-    const auto updates = golden_lines("update");
-    REQUIRE(updates.size() == 16);  // gen_optim.py's 8 updates in two dtypes
-    for (const auto& update : updates) {
-        const auto& key = update.first;
-        INFO(describe(key, update.second));
-        const Tensor grads = golden::get(kFile, key + ".g"), want = golden::get(kFile, key + ".p");
-        for (const bool strided : {false, true}) {
-            CAPTURE(strided);
-            // Strided: every other element of a buffer twice as long (the composite path's copies).
-            const Tensor p0 = golden::get(kFile, key + ".p0");
-            Tensor p = strided ? xgrad::stack({p0, p0}, 1).select(1, 0).detach() : p0.clone();
-            REQUIRE(p.is_contiguous() != strided);
-            p.requires_grad_();
-            auto opt = make_optimizer({p}, update.second);
-            for (std::int64_t t = 0; t < grads.size(0); ++t) {
-                p.mutable_grad() = grads[t].clone();
-                opt->step();
-            }
-            golden::check_close(p, want, key + " p", 1e-5, 1e-7);
-            if (fma) CHECK(golden::bits_differ(p, want) == 0);
-        }
-    }
+    CHECK(golden::check_updates(kFile, make_optimizer, fma) == 16);  // gen_optim.py's 8 updates in two dtypes
 }
 
 TEST_CASE("50 optimizer steps match PyTorch's parameters (SGD, Adam, AdamW, with schedulers)") {

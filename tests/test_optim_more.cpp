@@ -150,27 +150,7 @@ TEST_CASE("RMSprop, Adagrad, Adamax and Adadelta updates are PyTorch's bits wher
     // Their x.add(y, alpha=a) and addcmul are fused multiply-adds in PyTorch's AVX2 kernels and in
     // xgrad's; without FMA both round the products first (the goldens come from an AVX2 CPU).
     const bool fma = xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2;
-    const auto updates = golden_lines("update");
-    REQUIRE(updates.size() == 10);  // gen_optim_more.py's 5 updates in two dtypes
-    for (const auto& update : updates) {
-        const auto& key = update.first;
-        INFO(describe(key, update.second));
-        const Tensor grads = golden::get(kFile, key + ".g"), want = golden::get(kFile, key + ".p");
-        for (const bool strided : {false, true}) {
-            CAPTURE(strided);
-            const Tensor p0 = golden::get(kFile, key + ".p0");
-            Tensor p = strided ? xgrad::stack({p0, p0}, 1).select(1, 0).detach() : p0.clone();
-            REQUIRE(p.is_contiguous() != strided);
-            p.requires_grad_();
-            auto opt = make_optimizer({p}, update.second);
-            for (std::int64_t t = 0; t < grads.size(0); ++t) {
-                p.mutable_grad() = grads[t].clone();
-                opt->step();
-            }
-            golden::check_close(p, want, key + " p", 1e-5, 1e-7);
-            if (fma) CHECK(golden::bits_differ(p, want) == 0);
-        }
-    }
+    CHECK(golden::check_updates(kFile, make_optimizer, fma) == 10);  // gen_optim_more.py's 5 updates, two dtypes
 }
 
 TEST_CASE("LambdaLR, LinearLR, OneCycleLR and SequentialLR give PyTorch's rates on two groups for 30 steps") {

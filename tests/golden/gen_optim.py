@@ -13,7 +13,7 @@ import os
 
 import torch
 import torch.nn.functional as F
-from golden_writer import tensor_line
+from golden_writer import optimizer_update, tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optim.txt")
 STEPS = 50
@@ -115,23 +115,7 @@ run("adam_cosine", opt="adam", lr=0.05, loss="ce", sched="cosine", t_max=20, eta
 
 
 def update(name, **opts):
-    """`# update <key> k=v`: 8 steps of the optimizer on a parameter of 37 elements (two AVX2 blocks of
-    16 floats and a scalar tail) with given gradients: `<key>.p0`, `.g` (8 x 37) and `.p` after them.
-    No matrix product is involved, so the bits are the update's alone, whatever BLAS kernels run."""
-    for dt in ("float32", "float64"):
-        dtype = getattr(torch, dt)
-        key = f"{name}.{dt}"
-        lines.append(f"# update {key} {kv(opts)}")
-        gen = torch.Generator().manual_seed(20241129)
-        p = torch.randn(37, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
-        grads = torch.randn(8, 37, generator=gen, dtype=torch.float64).to(dtype)
-        put(f"{key}.p0", p)
-        put(f"{key}.g", grads)
-        opt = make_optimizer([p], opts)
-        for t in range(8):
-            p.grad = grads[t].clone()
-            opt.step()
-        put(f"{key}.p", p)
+    optimizer_update(lines, make_optimizer, name, opts)
 
 
 update("sgd", opt="sgd", lr=0.1)

@@ -25,7 +25,7 @@ import os
 
 import torch
 import torch.nn.functional as F
-from golden_writer import tensor_line
+from golden_writer import optimizer_update, tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optim_more.txt")
 STEPS = 50
@@ -217,23 +217,7 @@ rng_put("rng.seed123_700")
 # kept as an earlier machine generated them (PyTorch's 50-step runs on this one differ from them in the
 # last bits: the runs' matrix products; the tests compare the runs within a tolerance).
 def update(name, **opts):
-    """`# update <key> k=v`: 8 steps on a parameter of 37 elements (two AVX2 blocks of 16 floats and a
-    scalar tail) with given gradients: `<key>.p0`, `.g` (8 x 37) and `.p` after them. No matrix
-    product is involved, so the bits are the update's alone, whatever BLAS kernels run."""
-    for dt in ("float32", "float64"):
-        dtype = getattr(torch, dt)
-        key = f"{name}.{dt}"
-        lines.append(f"# update {key} {kv(opts)}")
-        gen = torch.Generator().manual_seed(20241129)
-        p = torch.randn(37, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
-        grads = torch.randn(8, 37, generator=gen, dtype=torch.float64).to(dtype)
-        put(f"{key}.p0", p)
-        put(f"{key}.g", grads)
-        opt = make_optimizer([p], opts)
-        for t in range(8):
-            p.grad = grads[t].clone()
-            opt.step()
-        put(f"{key}.p", p)
+    optimizer_update(lines, make_optimizer, name, opts)
 
 
 update("rmsprop", opt="rmsprop", lr=0.01)

@@ -68,3 +68,23 @@ def fnv1a(data: bytes) -> int:
 def shape_str(shape):
     """A shape as replay lines write it: "2,3", or "-" for a 0-d tensor."""
     return "-" if len(shape) == 0 else ",".join(str(s) for s in shape)
+
+
+def optimizer_update(lines, make_optimizer, name, opts):
+    """Appends `# update <key> k=v` and 8 steps of `make_optimizer([p], opts)` on a parameter of 37
+    elements (two AVX2 blocks of 16 floats and a scalar tail) with given gradients, for float32 and
+    float64: `<key>.p0`, `.g` (8 x 37) and `.p` after them. No matrix product is involved, so the bits
+    are the update's alone, whatever BLAS kernels run (tests/golden.hpp's check_updates)."""
+    for dt in ("float32", "float64"):
+        key = f"{name}.{dt}"
+        lines.append(f"# update {key} " + " ".join(f"{k}={v}" for k, v in opts.items()))
+        gen = torch.Generator().manual_seed(20241129)
+        p = torch.randn(37, generator=gen, dtype=torch.float64).to(getattr(torch, dt)).requires_grad_(True)
+        grads = torch.randn(8, 37, generator=gen, dtype=torch.float64).to(getattr(torch, dt))
+        lines.append(tensor_line(f"{key}.p0", p))
+        lines.append(tensor_line(f"{key}.g", grads))
+        opt = make_optimizer([p], opts)
+        for t in range(8):
+            p.grad = grads[t].clone()
+            opt.step()
+        lines.append(tensor_line(f"{key}.p", p))
