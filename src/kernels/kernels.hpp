@@ -26,7 +26,7 @@ struct RowsView {
     /// contiguous tensor): each row is slices of `slice` elements (the innermost run), which PyTorch
     /// sums one by one and adds up in order. 0: the row is one run. `strided_slices`: that run is not
     /// contiguous in the input, so PyTorch sums each slice with scalar code. Only the CPU's sum_rows
-    /// follows slices; other kernels and devices take the row whole.
+    /// follows slices, of an `in_place` view; other kernels and devices take the row whole.
     std::int64_t slice = 0;
     bool strided_slices = false;
     /// sum_rows only: `input` is not contiguous but a view of the reduction's input (any strides), its

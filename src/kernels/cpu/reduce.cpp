@@ -147,7 +147,7 @@ void sum_slices_in_place(const RowsView& v, T* o) {
 }
 
 void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
-    if (v.in_place && (!v.input.is_floating_point() || v.slice == 0)) {
+    if (v.in_place && !v.input.is_floating_point()) {  // integers add up exactly in any order
         RowsView copy = v;
         copy.input = v.input.contiguous();
         copy.in_place = false;
@@ -174,20 +174,6 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
             sum_slices_in_place(v, o);
         } else if (v.outer) {
             outer_sum(in, v.width, v.rows, o);
-        } else if (v.slice > 0) {
-            // Slice by slice, each in PyTorch's order (scalar code for slices strided in the input), added
-            // up in order from +0 as PyTorch's sum adds them into its zeroed output.
-            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
-                for (std::int64_t r = lo; r < hi; ++r) {
-                    T acc = 0;
-                    for (std::int64_t j = 0; j < v.width; j += v.slice) {
-                        const T* x = in + r * v.width + j;
-                        acc += v.strided_slices ? interleaved_sum<T>(v.slice, [x](std::int64_t i) { return x[i]; })
-                                                : inner_sum(x, v.slice);
-                    }
-                    o[r] = acc;
-                }
-            });
         } else {
             parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 for (std::int64_t r = lo; r < hi; ++r) o[r] = inner_sum(in + r * v.width, v.width);
