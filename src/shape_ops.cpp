@@ -470,14 +470,13 @@ Tensor Tensor::repeat(const Shape& repeats) const {
         fail("repeat", "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
     const std::int64_t nd = repeats.size(), lead = nd - dim();
     // The output seen as (r0, s0, r1, s1, ...): the input broadcast (stride 0) along every r.
-    std::vector<std::int64_t> pairs, in_strides, final_sizes, sum_dims;
+    std::vector<std::int64_t> pairs, in_strides, final_sizes;
     for (std::int64_t i = 0; i < nd; ++i) {
         if (repeats[i] < 0)
             fail("repeat", "Trying to create tensor with negative dimension " + std::to_string(repeats[i]) + ": " +
                                to_string(repeats));
         const std::int64_t s = i < lead ? 1 : size(i - lead);
         const std::int64_t st = i < lead ? 0 : strides()[static_cast<std::size_t>(i - lead)];
-        sum_dims.push_back(2 * i);
         pairs.insert(pairs.end(), {repeats[i], s});
         in_strides.insert(in_strides.end(), {0, st});
         final_sizes.push_back(repeats[i] * s);
@@ -485,8 +484,22 @@ Tensor Tensor::repeat(const Shape& repeats) const {
     detail::checked_numel(Shape(final_sizes), "repeat");
     Tensor out = detail::make_empty(Shape(final_sizes), dtype(), device(), "repeat");
     kernels::copy(detail::make_view(*this, Shape(pairs), in_strides, storage_offset()), out.view(Shape(pairs)));
-    return record_unary(*this, out, "RepeatBackward0", [pairs, sum_dims, s = shape()](const Tensor& g) {
-        return g.reshape(Shape(pairs)).sum(Dims(sum_dims)).reshape(s);
+    // PyTorch 1.13's repeat_backward, for its order of sums: the leading new dims summed away one at a
+    // time, then the rest seen as (r, s) pairs (s alone where r is 1) and summed over every r at once.
+    return record_unary(*this, out, "RepeatBackward0", [repeats, lead, s = shape()](const Tensor& g) {
+        if (std::find(repeats.begin(), repeats.end(), 0) != repeats.end())
+            return zeros(s, FactoryOptions(g.dtype()).device(g.device()));
+        Tensor grad = g;
+        for (std::int64_t i = 0; i < lead; ++i) grad = grad.sum(0);
+        std::vector<std::int64_t> grad_size, sum_dims;
+        for (std::int64_t d = 0; d < s.size(); ++d) {
+            if (repeats[lead + d] != 1) {
+                grad_size.push_back(repeats[lead + d]);
+                sum_dims.push_back(static_cast<std::int64_t>(grad_size.size()) - 1);
+            }
+            grad_size.push_back(s[d]);
+        }
+        return sum_dims.empty() ? grad : grad.reshape(Shape(grad_size)).sum(Dims(sum_dims));
     });
 }
 
