@@ -176,7 +176,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
                        [m = Saved(mask), s = shape()](const Tensor& g, const NeedsGrad& n) {
                            Grads r(2);
                            if (n[0]) r[0] = sum_to(g.masked_fill(m.get(), 0.0), s);
-                           if (n[1]) r[1] = where(m.get(), g, 0.0).sum();  // the sum over the filled places
+                           // PyTorch's masked_fill_backward: the filled places' gradients, selected, summed.
+                           if (n[1]) r[1] = g.masked_select(m.get()).sum();
                            return r;
                        });
     return out;

@@ -328,8 +328,10 @@ TEST_CASE("gradients of where, masked_fill, masked_select and x[mask] match PyTo
             golden::check_close(out, get(key + ".out"), key + " forward", 0, 0);
             CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
             (out * get(key + ".w")).sum().backward();
-            for (std::size_t i = 0; i < ins.size(); ++i)
+            for (std::size_t i = 0; i < ins.size(); ++i) {
                 golden::check_close(ins[i].grad(), get(key + ".g" + std::to_string(i)), key + " grad", 1e-6, 1e-7);
+                CHECK(golden::bits_differ(ins[i].grad(), get(key + ".g" + std::to_string(i))) == 0);  // PyTorch's bits
+            }
             if (dtype == "float64") {
                 std::vector<Tensor> again;
                 for (const Tensor& t : ins) again.push_back(t.detach().clone().requires_grad_());
