@@ -750,11 +750,39 @@ namespace {
 /// Pads by gathering: each (dim, positions) pick selects along its dim with index_select; the
 /// backward adds the gradient back onto the picked positions, the last pick first.
 using Picks = std::vector<std::pair<std::int64_t, Tensor>>;
-Tensor gather_pad(const Tensor& input, const Picks& picks, const char* name) {
+/// With `raster` (reflection and replication padding, whose picks cover the trailing dims), the
+/// backward is PyTorch 1.13's: each output element added into its input place in the output's row-major
+/// order, from zeros, as one index_add along the trailing dims flattened; else one index_add per dim.
+Tensor gather_pad(const Tensor& input, const Picks& picks, const char* name, bool raster = false) {
     Tensor out = input;
     {
         NoGradGuard no_grad;
         for (const auto& [d, idx] : picks) out = out.index_select(d, idx);
+    }
+    if (raster) {
+        // The input place of each output element of the trailing dims, in row-major order.
+        const std::int64_t nd = input.dim(), first = nd - static_cast<std::int64_t>(picks.size());
+        std::vector<std::vector<std::int64_t>> at(static_cast<std::size_t>(picks.size()));
+        for (const auto& [d, idx] : picks) at[static_cast<std::size_t>(d - first)] = idx.to_vector<std::int64_t>();
+        std::vector<std::int64_t> flat{0}, lead;
+        std::int64_t in_flat = 1;
+        for (std::size_t k = 0; k < at.size(); ++k) {
+            const std::int64_t n = input.size(first + static_cast<std::int64_t>(k));
+            std::vector<std::int64_t> next;
+            for (std::int64_t f : flat)
+                for (std::int64_t j : at[k]) next.push_back(f * n + j);
+            flat = std::move(next);
+            in_flat *= n;
+        }
+        for (std::int64_t d = 0; d < first; ++d) lead.push_back(input.size(d));
+        std::vector<std::int64_t> in_shape = lead, out_shape = lead;
+        in_shape.push_back(in_flat);
+        out_shape.push_back(static_cast<std::int64_t>(flat.size()));
+        const Tensor index = from_vector(flat, Shape{static_cast<std::int64_t>(flat.size())},
+                                         FactoryOptions(kInt64).device(input.device()));
+        return record_unary(input, out, name, [index, in_shape, out_shape, s = input.shape()](const Tensor& g) {
+            return zeros_like_shape(Shape(in_shape), g).index_add(-1, index, g.reshape(Shape(out_shape))).reshape(s);
+        });
     }
     return record_unary(input, out, name, [picks, s = input.shape()](const Tensor& g) {
         Tensor grad = g;
@@ -878,7 +906,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pad, const std:
     static const char* const kNames[2][3] = {
         {"ReplicationPad1DBackward0", "ReplicationPad2DBackward0", "ReplicationPad3DBackward0"},
         {"ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0"}};
-    return gather_pad(input, picks, kNames[reflect][np - 1]);
+    return gather_pad(input, picks, kNames[reflect][np - 1], /*raster=*/true);
 }
 
 }  // namespace nn::functional

@@ -5,7 +5,6 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,13 +30,8 @@ Tensor idx(const std::string& name) {
     return golden::get(kFile, "idx." + name);
 }
 
-/// Cases whose gradients are not yet PyTorch's bits (compared within a tolerance only): reflect and
-/// replicate padding, whose backward adds the border gradients in another order.
-const std::set<std::string> kNotExact = {"pad_reflect_2d", "pad_replicate_2d"};
-
 /// Applies `fn` to the golden leaves of `name.dtype` and compares its value, grad_fn name and the
-/// gradients of (out * w).sum() with PyTorch's (bit for bit unless kNotExact names it), then runs
-/// gradcheck on it.
+/// gradients of (out * w).sum() with PyTorch's, bit for bit, then runs gradcheck on it.
 void check_case(const std::string& name, const std::string& dtype, const Fn& fn) {
     const std::string key = name + "." + dtype;
     INFO(key);
@@ -52,13 +46,12 @@ void check_case(const std::string& name, const std::string& dtype, const Fn& fn)
     golden::check_close(out, golden::get(kFile, key + ".out"), key + " value");
     CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
     out.backward(golden::get(kFile, key + ".w"));
-    const bool exact = kNotExact.count(name) == 0;
-    if (exact) CHECK(golden::bits_differ(out, golden::get(kFile, key + ".out")) == 0);
+    CHECK(golden::bits_differ(out, golden::get(kFile, key + ".out")) == 0);
     for (std::size_t i = 0; i < ins.size(); ++i)
         if (ins[i].requires_grad()) {
             const Tensor want = golden::get(kFile, key + ".g" + std::to_string(i));
             golden::check_close(ins[i].grad(), want, key + " grad of input " + std::to_string(i));
-            if (exact) CHECK(golden::bits_differ(ins[i].grad(), want) == 0);
+            CHECK(golden::bits_differ(ins[i].grad(), want) == 0);
         }
     golden::check_gradcheck(fn, ins, key + " gradcheck");
 }
