@@ -657,11 +657,12 @@ Tensor kl_div_term(const Tensor& input, const Tensor& target) {
                            const Tensor &x = sx, &t = st, &log_t = slog;
                            const Tensor neg = -g;
                            Grads r(2);
-                           if (n[0]) r[0] = neg * t;
+                           // Each in its input's dtype, as PyTorch's engine casts them (mixed dtypes).
+                           if (n[0]) r[0] = (neg * t).to(x.dtype());
                            if (n[1]) {
                                // xlogy(t != 0, t): log(t), 0 where t is 0, NaN where t is NaN.
                                const Tensor self_grad = g * xgrad::where(t == 0.0, 0.0, log_t);
-                               r[1] = (self_grad + g * t / t) + neg * x;
+                               r[1] = ((self_grad + g * t / t) + neg * x).to(t.dtype());
                            }
                            return r;
                        });
