@@ -227,16 +227,7 @@ Tensor extreme_all(const Tensor& self, bool max) {
                              to_string(self.shape()) + ")");
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     kernels::extreme_rows(rows_of(p), out, max);
-    if (detail::needs_grad({&self}))
-        detail::record(out, max ? "MaxBackward1" : "MinBackward1", {&self},
-                       [x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
-                           Tensor hit =
-                               detail::map_binary(x, o->to(x->dtype()), "max", kernels::BinaryOp::kEqualOrBothNan);
-                           // PyTorch's CPU evenly_distribute_backward: zeros with grad / count filled in
-                           // where the input is the result, so +0 elsewhere (hit * share would give -0 there
-                           // for a negative grad).
-                           return Grads{xgrad::where(hit.to(kBool), g / hit.sum(), 0.0)};
-                       });
+    detail::record_evenly(out, max ? "MaxBackward1" : "MinBackward1", self);
     return out;
 }
 

@@ -17,6 +17,20 @@
 
 namespace xgrad {
 
+namespace detail {
+
+void record_evenly(Tensor& out, const char* name, const Tensor& self) {
+    if (!needs_grad({&self})) return;
+    record(out, name, {&self}, [name, x = Saved(self), o = Saved(out)](const Tensor& g, const NeedsGrad&) {
+        Tensor hit = map_binary(x, o->to(x->dtype()), name, kernels::BinaryOp::kEqualOrBothNan);
+        // PyTorch's CPU evenly_distribute_backward: zeros with grad / count filled in where the input is
+        // the result, so +0 elsewhere (hit * share would give -0 there for a negative grad).
+        return GradList{xgrad::where(hit.to(kBool), g / hit.sum(), 0.0)};
+    });
+}
+
+}  // namespace detail
+
 using detail::NeedsGrad;
 using Grads = detail::GradList;
 
@@ -117,19 +131,6 @@ ValuesIndices ranked(const Tensor& self, std::int64_t dim, std::int64_t k, bool 
         at = at.contiguous();
     }
     return take_at(self, a, at, keepdim, name);
-}
-
-/// Records `name` on `out`, a 0-d statistic of all of `self` (median, nanmedian): as PyTorch's, the
-/// gradient is shared evenly by the elements equal to it (the NaNs when it is NaN).
-void record_evenly(Tensor& out, const char* name, const Tensor& self) {
-    if (!detail::needs_grad({&self})) return;
-    detail::record(out, name, {&self},
-                   [name, x = detail::Saved(self), o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
-                       Tensor hit = detail::map_binary(x, o->to(x->dtype()), name, kernels::BinaryOp::kEqualOrBothNan);
-                       // PyTorch's CPU evenly_distribute_backward: zeros with grad / count filled in where
-                       // the input is the result, so +0 elsewhere (hit * share gives -0 for a negative grad).
-                       return Grads{xgrad::where(hit.to(kBool), g / hit.sum(), 0.0)};
-                   });
 }
 
 /// The index that std::nth_element leaves first among n elements that all compare equivalent. PyTorch's
@@ -263,7 +264,7 @@ Tensor Tensor::median() const {
         NoGradGuard no_grad;
         out = ranked(reshape({numel()}), 0, 0, false, true, "median", "MedianBackward0").values;
     }
-    record_evenly(out, "MedianBackward0", *this);
+    detail::record_evenly(out, "MedianBackward0", *this);
     return out;
 }
 
@@ -295,7 +296,7 @@ Tensor Tensor::nanmedian() const {
         NoGradGuard no_grad;
         out = reshape({numel()}).nanmedian(0).values;
     }
-    record_evenly(out, "NanmedianBackward0", *this);
+    detail::record_evenly(out, "NanmedianBackward0", *this);
     return out;
 }
 

@@ -216,4 +216,9 @@ inline Tensor map_binary_row_major(const Tensor& x, const Tensor& y, const char*
     return binary_row_major(x, y, shape, name, op, 0, 0);
 }
 
+/// Records `name` on `out`, a 0-d statistic of all of `self` (max(), min(), median(), nanmedian()): as
+/// PyTorch's CPU evenly_distribute_backward, the gradient is shared evenly by the elements equal to it
+/// (the NaNs when it is NaN), +0 elsewhere. Defined in sorting.cpp.
+void record_evenly(Tensor& out, const char* name, const Tensor& self);
+
 }  // namespace xgrad::detail

@@ -504,14 +504,19 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
     const double norm = in_dtype(reduction == Reduction::kMean ? 1.0 / static_cast<double>(d.numel()) : 1.0);
     const double p = in_dtype(param);
     const Tensor gx = g.expand(d.shape());
-    // The vector formula.
-    const Tensor sign = xgrad::where(d > 0.0, 1.0, full({}, -1.0, dt));
-    const Tensor out = huber ? xgrad::where(d.abs() >= p, sign * p, d) : xgrad::where(d.abs() >= p, sign, d / p);
-    const Tensor vec = out * norm * gx;
+    const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
+    const std::int64_t vectorised = vectorised_part(d.numel(), dt, dense && contiguous_grad);
+    // The vector formula (only where it is used).
+    Tensor vec, scalar;
+    if (vectorised > 0) {
+        const Tensor sign = xgrad::where(d > 0.0, 1.0, full({}, -1.0, dt));
+        const Tensor out = huber ? xgrad::where(d.abs() >= p, sign * p, d) : xgrad::where(d.abs() >= p, sign, d / p);
+        vec = out * norm * gx;
+        if (vectorised == d.numel()) return vec;
+    }
     // The scalar formula.
     const Tensor dd = d.to(kFloat64);
     const Tensor ng = gx * norm;
-    Tensor scalar;
     if (huber) {
         const Tensor edge = (ng.to(kFloat64) * param).to(dt);  // norm·g·delta, the last product in double
         scalar = xgrad::where(dd <= -param, -edge, xgrad::where(dd >= param, edge, d * norm * gx));
@@ -519,8 +524,7 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
         const Tensor inside = ((d * norm * gx).to(kFloat64) / param).to(dt);  // norm·x·g / beta in double
         scalar = xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
     }
-    const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
-    return vector_then_scalar(vec, scalar, vectorised_part(d.numel(), dt, dense && contiguous_grad));
+    return vectorised == 0 ? scalar : vector_then_scalar(vec, scalar, vectorised);
 }
 
 }  // namespace

@@ -1892,13 +1892,11 @@ void sgd_(typename B::value_type* p, const typename B::value_type* g, typename B
 /// y = y + a * x (vec_math.hpp's axpy).
 template <class B>
 void axpy_(typename B::value_type* y, const typename B::value_type* x, typename B::value_type a, std::int64_t n) {
-    using T = typename B::value_type;
     constexpr std::int64_t kW = B::size;
     const B av(a);
     std::int64_t i = 0;
     for (; i + kW <= n; i += kW) mla(av, B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(y + i);
     for (; i < n; ++i) y[i] = mla_s<B>(a, x[i], y[i]);
-    (void)sizeof(T);
 }
 
 /// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
