@@ -647,6 +647,46 @@ TEST_CASE("quad_cascade splits between threads without changing a bit") {
 
 namespace {
 
+/// ColumnSums fed in chunks (starting at multiples of align(), taken last to first) against outer_sum.
+template <typename T>
+void check_column_sums(std::int64_t rows, std::int64_t cols) {
+    std::mt19937 gen(static_cast<unsigned>(rows * 131 + cols));
+    std::uniform_real_distribution<double> mag(-20, 20);
+    std::vector<T> x(static_cast<std::size_t>(rows * cols)), want(static_cast<std::size_t>(cols));
+    for (T& v : x) v = static_cast<T>(std::exp2(mag(gen)) * (gen() % 2 ? -1 : 1));
+    vm::outer_sum(x.data(), rows, cols, want.data());
+    const vm::ColumnSums<T> sums(rows, cols);
+    std::vector<T> slots(static_cast<std::size_t>(sums.size()), T(0)), got(static_cast<std::size_t>(cols));
+    const std::int64_t chunk = sums.align() * 3;
+    for (std::int64_t lo = (rows - 1) / chunk * chunk; lo >= 0; lo -= chunk)
+        for (std::int64_t i = lo; i < std::min(rows, lo + chunk); ++i) {
+            const auto [c, rest] = sums.row_slots(slots.data(), i);
+            for (std::int64_t j = 0; j < cols; ++j) (j < sums.cascaded() ? c : rest)[j] += x[i * cols + j];
+        }
+    sums.finish(slots.data(), got.data());
+    for (std::int64_t j = 0; j < cols; ++j) {
+        INFO("rows " << rows << " cols " << cols << " column " << j);
+        CHECK(std::memcmp(&got[j], &want[j], sizeof(T)) == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("ColumnSums gives outer_sum's bits from rows added a chunk at a time") {
+    // Columns of every kind (groups of four registers, registers, single columns, groups of four
+    // scalar columns, a single column), rows that climb every level of the cascades, and rows left over.
+    for (std::int64_t cols : {1, 3, 6, 11, 20, 37, 75}) {
+        for (std::int64_t rows : {0, 1, 3, 17, 255, 1030, 4419, 17495}) {
+            check_column_sums<float>(rows, cols);
+            check_column_sums<double>(rows, cols);
+        }
+    }
+    // 2^20 + 3 rows: the cascade down a whole column steps 2^5 rows at a time.
+    check_column_sums<float>((1 << 20) + 3, 6);
+}
+
+namespace {
+
 /// varith against the scalar formula, with and without non-temporal stores, at every alignment.
 template <typename T>
 void check_arith(SimdArch arch, vm::Arith op, std::size_t n, std::size_t offset, bool stream) {

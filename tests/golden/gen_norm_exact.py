@@ -1,6 +1,6 @@
 # Writes norm_exact.txt: PyTorch 1.13's LayerNorm (forward and backward), bit for bit, on rows wide enough
 # for every part of its CPU kernels, for test_nn_normalization.cpp's exact tests; and the RMSNorm
-# composite on the same rows, also bit for bit.
+# composite on the same rows, also bit for bit; and the gradients of that composite on many rows (RMS_CASES).
 #
 # Run from the repository root with a Python that has torch (1.13):
 #     /usr/bin/python3 tests/golden/gen_norm_exact.py
@@ -31,6 +31,21 @@ CASES = [
     ("float32", 2100, 1),
     ("float64", 9, 2),
     ("float64", 300, 2),
+]
+
+# (dtype, width, rows) for RMSNorm's gradients, as PyTorch's autograd computes them through the composite:
+# many rows, so that the weight gradient's sum over the rows (PyTorch's order for a sum over leading
+# dims) climbs every level of its cascade, with widths whose columns are summed in each of its ways
+# (whole groups of four registers, registers, single columns, a single column) and rows left over. Only
+# the first and last three rows of dx are stored.
+RMS_CASES = [
+    ("float32", 37, 4419),
+    ("float32", 13, 17495),
+    ("float32", 20, 300),
+    ("float32", 6, 70),
+    ("float32", 768, 96),
+    ("float64", 1, 1030),
+    ("float64", 130, 700),
 ]
 
 
@@ -68,6 +83,22 @@ for dt, width, rows in CASES:
         lines.append(tensor_line(f"{key}.y_w", F.layer_norm(x, (width,), w, None, 1e-5)))
         lines.append(tensor_line(f"{key}.y_b", F.layer_norm(x, (width,), None, b, 1e-5)))
     lines.append(tensor_line(f"{key}.rms", x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w))
+
+for dt, width, rows in RMS_CASES:
+    key = f"rms.{dt}.w{width}r{rows}"
+    x, w, _, up = inputs(dt, width, rows)
+    for affine in (True, False):
+        xl = x.clone().requires_grad_()
+        wl = w.clone().requires_grad_() if affine else None
+        y = xl * torch.rsqrt(xl.pow(2).mean(-1, keepdim=True) + 1e-6)
+        if affine:
+            y = y * wl
+        (y * up).sum().backward()
+        tag = "" if affine else "0"
+        lines.append(tensor_line(f"{key}.dx_head{tag}", xl.grad[:3]))
+        lines.append(tensor_line(f"{key}.dx_tail{tag}", xl.grad[-3:]))
+        if affine:
+            lines.append(tensor_line(f"{key}.dw", wl.grad))
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -1,12 +1,14 @@
 // CPU LayerNorm and RMSNorm kernels: rows split into chunks run on the pool's threads, and
-// per-chunk partial sums for the weight and bias gradients, added in chunk order at the end.
+// per-chunk partial sums for LayerNorm's weight and bias gradients, added in chunk order at the end.
 //
 // Every row runs vec_math's row kernels (the best instruction set this CPU has, picked at run time).
 // LayerNorm's forward and backward give PyTorch 1.13's bits (the weight and bias gradients where the
 // rows are one chunk, fewer than 2^16 elements, as PyTorch sums them on one thread); RMSNorm's are
-// PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * w in its bits forward, within an ulp or two backward.
+// PyTorch's composite x * rsqrt(mean(x.pow(2)) + eps) * w in its bits, forward and backward.
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
@@ -175,17 +177,43 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
         const T* pr = rstd.impl()->data<T>();
         T* pdx = dx.defined() ? dx.impl()->data<T>() : nullptr;
-        const int chunks = row_chunks(rows, width);
+        // The gradients of PyTorch's composite y = x * r * w, r = rsqrt(x.pow(2).mean(dims) + eps), as its
+        // autograd computes them, in their bits: with t = g * w,
+        //   dx = t * r + dms * (2 * x), dms = ((Σ t·x) * -0.5) * (r * r * r) / width
+        // (MulBackward0, then RsqrtBackward0, MeanBackward1 and PowBackward0, the two terms added by the
+        // engine), the sum in the order of PyTorch's sum over the row; and dw = Σ over rows of
+        // g * (x * r), in the order of its sum over the leading dims (ColumnSums: outer_sum's order).
+        const ColumnSums<T> columns(rows, width);
         Tensor hold_w;
-        T* part_w = dw.defined() ? zeroed<T>(hold_w, x.dtype(), chunks * width) : nullptr;
-        for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
-            T* acc_w = part_w ? part_w + c * width : nullptr;
-            for (std::int64_t r = lo; r < hi; ++r)
-                rms_norm_row_backward(pg + r * width, px + r * width, pw, pr[r], pdx ? pdx + r * width : nullptr, acc_w,
-                                      width, stream, rows_ahead<T>(stream, r, rows, width));
+        T* slots = dw.defined() ? zeroed<T>(hold_w, x.dtype(), columns.size()) : nullptr;
+        const std::int64_t cut = columns.cascaded();
+        // Row chunks start at multiples of the column sums' alignment.
+        const std::int64_t align = columns.align(), blocks = (rows + align - 1) / align;
+        const int chunks = static_cast<int>(std::min<std::int64_t>(row_chunks(rows, width), blocks));
+        parallel_for(0, chunks, 1, [&](std::int64_t c0, std::int64_t c1) {
+            std::vector<T> q(pdx ? static_cast<std::size_t>(width) : 0);
+            for (std::int64_t c = c0; c < c1; ++c) {
+                const std::int64_t lo = std::min(rows, blocks * c / chunks * align);
+                const std::int64_t hi = std::min(rows, blocks * (c + 1) / chunks * align);
+                for (std::int64_t r = lo; r < hi; ++r) {
+                    const T* gr = pg + r * width;
+                    const T* xr = px + r * width;
+                    const T rs = pr[r];
+                    T* qr = pdx ? q.data() : nullptr;
+                    std::pair<T*, T*> acc{nullptr, nullptr};
+                    if (slots) acc = columns.row_slots(slots, r);
+                    rms_norm_row_terms(gr, xr, pw, rs, qr, acc.first, cut);
+                    rms_norm_row_terms(gr + cut, xr + cut, pw ? pw + cut : nullptr, rs, qr ? qr + cut : nullptr,
+                                       acc.second ? acc.second + cut : nullptr, width - cut);
+                    if (!pdx) continue;
+                    const T dms = inner_sum(q.data(), width) * T(-0.5) * (rs * rs * rs) / static_cast<T>(width);
+                    rms_norm_row_dx(gr, xr, pw, rs, dms, pdx + r * width, width, stream,
+                                    rows_ahead<T>(stream, r, rows, width));
+                }
+            }
             if (stream) stream_fence();
         });
-        add_chunks(part_w, chunks, width, dw);
+        if (slots) columns.finish(slots, dw.impl()->data<T>());
     });
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/parallel.hpp"
@@ -192,5 +193,111 @@ void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
     }
     for (; j < cols; ++j) out[j] = column(j);
 }
+
+/// outer_sum's order for column sums whose rows arrive one at a time, possibly from several threads:
+/// a row's values are added into its slots (row_slots), each slot a level-0 partial sum of the
+/// cascade that outer_sum runs down its column, and finish() runs the rest of each cascade over the
+/// slots. The slots start at +0 and take their rows in order, as the cascade's first level does, so
+/// the result is outer_sum's bits whichever thread adds which rows, as long as each thread's rows
+/// start at a multiple of align() and the rows of one slot are added in order.
+///
+/// The columns outer_sum sums with one cascade each (the first `cascaded` ones: whole groups of four
+/// registers, or of four columns when there are fewer than a register) get a slot per 2^power rows.
+/// The others (four cascades interleaved over the rows, then the last rows % 4) get four slots per
+/// 4·2^power' rows, and the last rows get one slot each. A single column is a contiguous sum
+/// (inner_sum) of its slots, one per row.
+template <typename T>
+class ColumnSums {
+public:
+    ColumnSums(std::int64_t rows, std::int64_t cols) : rows_(rows), cols_(cols) {
+        constexpr int W = kLanes<T>;
+        cascaded_ = cols >= W ? cols / (4 * W) * (4 * W) : cols / 4 * 4;
+        power_ = static_cast<int>(std::max<std::int64_t>(4, ceil_log2(rows) / 4));
+        quads_ = rows / 4;
+        power_i_ = static_cast<int>(std::max<std::int64_t>(4, ceil_log2(quads_) / 4));
+        if (cols == 1) {
+            cascaded_ = 1;
+            slots_c_ = rows;
+        } else {
+            slots_c_ = (rows >> power_) + 1;
+        }
+        slots_i_ = cols > cascaded_ ? ((quads_ >> power_i_) + 1) * 4 + 3 : 0;
+    }
+
+    /// Elements of the slot buffer, which must start as zeros.
+    std::int64_t size() const { return slots_c_ * cascaded_ + slots_i_ * (cols_ - cascaded_); }
+
+    /// The first `cascaded()` columns are summed with one cascade each; the others interleaved.
+    std::int64_t cascaded() const { return cascaded_; }
+
+    /// Threads' rows must start at multiples of this.
+    std::int64_t align() const {
+        if (cols_ == 1) return 1;
+        const std::int64_t c = std::int64_t{1} << power_;
+        return cols_ > cascaded_ ? std::max(c, std::int64_t{4} << power_i_) : c;
+    }
+
+    /// Where row i's values go: column j's slot is c[j] for j < cascaded(), i[j] for j >= cascaded().
+    std::pair<T*, T*> row_slots(T* buf, std::int64_t i) const {
+        T* c = buf + (cols_ == 1 ? i : i >> power_) * cascaded_;
+        T* rest = buf + slots_c_ * cascaded_ - cascaded_;  // so that rest[j] is column j's (j >= cascaded)
+        const std::int64_t width = cols_ - cascaded_;
+        const std::int64_t slot =
+            i < quads_ * 4 ? ((i >> 2) >> power_i_) * 4 + (i & 3) : ((quads_ >> power_i_) + 1) * 4 + (i - quads_ * 4);
+        return {c, rest + slot * width};
+    }
+
+    /// The column sums, from the slots every row has been added into.
+    void finish(const T* buf, T* out) const {
+        if (cols_ == 1) {
+            out[0] = inner_sum(buf, rows_);
+            return;
+        }
+        if (cascaded_ > 0) combine(buf, rows_ >> power_, power_, cascaded_, cascaded_, out);
+        const std::int64_t width = cols_ - cascaded_;
+        if (width == 0) return;
+        const T* rest = buf + slots_c_ * cascaded_;
+        std::vector<T> part(static_cast<std::size_t>(4 * width));
+        // Part k's slots are every fourth, from k.
+        for (int k = 0; k < 4; ++k)
+            combine(rest + k * width, quads_ >> power_i_, power_i_, width, 4 * width, &part[k * width]);
+        T* p0 = part.data();
+        const T* tail = rest + ((quads_ >> power_i_) + 1) * 4 * width;
+        for (std::int64_t t = 0; t < rows_ - quads_ * 4; ++t)
+            for (std::int64_t j = 0; j < width; ++j) p0[j] += tail[t * width + j];
+        for (int k = 1; k < 4; ++k)
+            for (std::int64_t j = 0; j < width; ++j) p0[j] += part[k * width + j];
+        std::copy(p0, p0 + width, out + cascaded_);
+    }
+
+private:
+    /// cascade_sum's upper levels over `full` level-0 sums (whole 2^power rows, `width` values each, `ld`
+    /// apart), then the partial one after them: into out.
+    static void combine(const T* slot, std::int64_t full, int power, std::int64_t width, std::int64_t ld, T* out) {
+        const std::int64_t mask = (std::int64_t{1} << power) - 1;
+        std::vector<T> up(static_cast<std::size_t>(3 * width), T(0));
+        T *a1 = up.data(), *a2 = a1 + width, *a3 = a2 + width;
+        for (std::int64_t b = 0; b < full; ++b) {
+            const T* s = slot + b * ld;
+            for (std::int64_t j = 0; j < width; ++j) a1[j] += s[j];
+            const std::int64_t done = (b + 1) << power;
+            if ((done & (mask << power)) != 0) continue;
+            for (std::int64_t j = 0; j < width; ++j) {
+                a2[j] += a1[j];
+                a1[j] = T(0);
+            }
+            if ((done & (mask << (2 * power))) != 0) continue;
+            for (std::int64_t j = 0; j < width; ++j) {
+                a3[j] += a2[j];
+                a2[j] = T(0);
+            }
+        }
+        const T* partial = slot + full * ld;
+        for (std::int64_t j = 0; j < width; ++j) out[j] = ((partial[j] + a1[j]) + a2[j]) + a3[j];
+    }
+
+    std::int64_t rows_, cols_, cascaded_ = 0, quads_ = 0, slots_c_ = 0, slots_i_ = 0;
+    int power_ = 4, power_i_ = 4;
+};
 
 }  // namespace xgrad::kernels::cpu

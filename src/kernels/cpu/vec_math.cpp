@@ -508,13 +508,21 @@ void layer_norm_row_backward(const double* g, const double* x, const double* w, 
                              double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
     kernels<double>().layer_norm_row_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
 }
-void rms_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float* dx, float* acc_w,
-                           std::int64_t n, bool stream, std::int64_t ahead) {
-    kernels<float>().rms_norm_row_backward(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
+                        std::int64_t n) {
+    kernels<float>().rms_norm_row_terms(g, x, w, rstd, q, acc, n);
 }
-void rms_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double* dx, double* acc_w,
-                           std::int64_t n, bool stream, std::int64_t ahead) {
-    kernels<double>().rms_norm_row_backward(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* q, double* acc,
+                        std::int64_t n) {
+    kernels<double>().rms_norm_row_terms(g, x, w, rstd, q, acc, n);
+}
+void rms_norm_row_dx(const float* g, const float* x, const float* w, float rstd, float dms, float* dx, std::int64_t n,
+                     bool stream, std::int64_t ahead) {
+    kernels<float>().rms_norm_row_dx(g, x, w, rstd, dms, dx, n, stream, ahead);
+}
+void rms_norm_row_dx(const double* g, const double* x, const double* w, double rstd, double dms, double* dx,
+                     std::int64_t n, bool stream, std::int64_t ahead) {
+    kernels<double>().rms_norm_row_dx(g, x, w, rstd, dms, dx, n, stream, ahead);
 }
 
 const char* simd_arch_name() {

@@ -391,14 +391,23 @@ void layer_norm_row_backward(const float* g, const float* x, const float* w, flo
 /// As the float overload.
 void layer_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double mean, double* dx,
                              double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
-/// One row of RMSNorm's backward, with xhat = x * rstd and d = g * w (g without w): acc_w += g * xhat
-/// (when not null), then, when dx is not null, dx = rstd * (d - xhat * mean(d * xhat)); `stream` and
-/// `ahead` as layer_norm_row_backward's.
-void rms_norm_row_backward(const float* g, const float* x, const float* w, float rstd, float* dx, float* acc_w,
-                           std::int64_t n, bool stream, std::int64_t ahead);
+/// RMSNorm's backward, the first pass over a row, as the autograd of PyTorch's composite
+/// y = x * rstd * w computes it: with t = g * w (g without w), q = t * x (when q is not null) for the
+/// sum Σ t·x, and acc += g * (x * rstd) (when acc is not null) for the weight gradient, each product
+/// rounded. w may be null.
+void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
+                        std::int64_t n);
 /// As the float overload.
-void rms_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double* dx, double* acc_w,
-                           std::int64_t n, bool stream, std::int64_t ahead);
+void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* q, double* acc,
+                        std::int64_t n);
+/// RMSNorm's backward, the second pass over a row: dx = t * rstd + dms * (x + x), t as in
+/// rms_norm_row_terms and dms the gradient of the row's mean of squares. `stream` and `ahead` as
+/// layer_norm_row_backward's.
+void rms_norm_row_dx(const float* g, const float* x, const float* w, float rstd, float dms, float* dx, std::int64_t n,
+                     bool stream, std::int64_t ahead);
+/// As the float overload.
+void rms_norm_row_dx(const double* g, const double* x, const double* w, double rstd, double dms, double* dx,
+                     std::int64_t n, bool stream, std::int64_t ahead);
 
 // ---- sums in PyTorch's order (kernels/cpu/sum_order.hpp) ----
 

@@ -2017,54 +2017,54 @@ template <class B, bool kHasW>
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
-/// vec_math.hpp's rms_norm_row_backward, the weight compiled in or out: the first pass reads g and x
-/// and accumulates, the second finds them in cache and writes dx (and prefetches g and x `ahead`
-/// elements on, with ahead > 0).
+/// vec_math.hpp's rms_norm_row_terms, the weight compiled in or out: t = g * w (g without w), then
+/// q = t * x and acc += g * (x * rstd), each product rounded as PyTorch's separate kernels round it.
 template <class B, bool kHasW>
-[[gnu::flatten]] void rms_norm_row_backward_(const typename B::value_type* g, const typename B::value_type* x,
-                                             const typename B::value_type* w, typename B::value_type rstd,
-                                             typename B::value_type* dx, typename B::value_type* acc_w, std::int64_t n,
-                                             bool stream, std::int64_t ahead) {
-    using T = typename B::value_type;
+[[gnu::flatten]] void rms_norm_row_terms_(const typename B::value_type* g, const typename B::value_type* x,
+                                          const typename B::value_type* w, typename B::value_type rstd,
+                                          typename B::value_type* q, typename B::value_type* acc, std::int64_t n) {
     constexpr std::int64_t kW = B::size;
     const B rb(rstd);
-    // d = g * w and xhat = x * rstd, at i.
-    auto d_at = [&](std::int64_t i) {
-        B gv = B::load_unaligned(g + i);
-        if constexpr (kHasW) gv = gv * B::load_unaligned(w + i);
-        return gv;
-    };
-    auto d_one = [&](std::int64_t i) { return kHasW ? g[i] * w[i] : g[i]; };
-    B sdx0(T(0)), sdx1(T(0));
     std::int64_t i = 0;
-    auto step = [&](std::int64_t j, B& sdx) {
-        const B xh = B::load_unaligned(x + j) * rb, gv = B::load_unaligned(g + j);
-        sdx = sdx + d_at(j) * xh;
-        if (acc_w) (B::load_unaligned(acc_w + j) + gv * xh).store_unaligned(acc_w + j);
-    };
-    for (; i + 2 * kW <= n; i += 2 * kW) {
-        step(i, sdx0);
-        step(i + kW, sdx1);
+    for (; i + kW <= n; i += kW) {
+        const B gv = B::load_unaligned(g + i), xv = B::load_unaligned(x + i);
+        if (q) {
+            B t = gv;
+            if constexpr (kHasW) t = gv * B::load_unaligned(w + i);
+            (t * xv).store_unaligned(q + i);
+        }
+        if (acc) (B::load_unaligned(acc + i) + gv * (xv * rb)).store_unaligned(acc + i);
     }
-    for (; i + kW <= n; i += kW) step(i, sdx0);
-    T sdx = xsimd::hadd(sdx0 + sdx1);
     for (; i < n; ++i) {
-        const T xh = x[i] * rstd;
-        sdx += d_one(i) * xh;
-        if (acc_w) acc_w[i] += g[i] * xh;
+        if (q) q[i] = (kHasW ? g[i] * w[i] : g[i]) * x[i];
+        if (acc) acc[i] = acc[i] + g[i] * (x[i] * rstd);
     }
-    if (!dx) return;
-    // dx = rstd * (d - xhat * mean(d * xhat))
-    const T mean_dx = sdx / static_cast<T>(n);
-    const B mdx(mean_dx);
+}
+
+/// vec_math.hpp's rms_norm_row_dx, the weight compiled in or out: dx = t * rstd + dms * (x + x), t as
+/// in rms_norm_row_terms_ (the row is in cache from that pass; g and x are prefetched `ahead` elements
+/// on, with ahead > 0).
+template <class B, bool kHasW>
+[[gnu::flatten]] void rms_norm_row_dx_(const typename B::value_type* g, const typename B::value_type* x,
+                                       const typename B::value_type* w, typename B::value_type rstd,
+                                       typename B::value_type dms, typename B::value_type* dx, std::int64_t n,
+                                       bool stream, std::int64_t ahead) {
+    using T = typename B::value_type;
+    const B rb(rstd), mb(dms);
     auto dx_at = [&](std::int64_t j) {
         if (ahead > 0) {
             prefetch(g + ahead + j);
             prefetch(x + ahead + j);
         }
-        return rb * (d_at(j) - (B::load_unaligned(x + j) * rb) * mdx);
+        B t = B::load_unaligned(g + j);
+        if constexpr (kHasW) t = t * B::load_unaligned(w + j);
+        const B xv = B::load_unaligned(x + j);
+        return t * rb + mb * (xv + xv);
     };
-    auto dx_one = [&](std::int64_t j) { dx[j] = rstd * (d_one(j) - (x[j] * rstd) * mean_dx); };
+    auto dx_one = [&](std::int64_t j) {
+        const T t = kHasW ? g[j] * w[j] : g[j];
+        dx[j] = t * rstd + dms * (x[j] + x[j]);
+    };
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
@@ -3252,12 +3252,18 @@ VecMathKernels<T> kernels_for() {
         else
             layer_norm_row_backward_<B, false>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
     };
-    k.rms_norm_row_backward = [](const T* g, const T* x, const T* w, T rstd, T* dx, T* acc_w, std::int64_t n,
-                                 bool stream, std::int64_t ahead) {
+    k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* q, T* acc, std::int64_t n) {
         if (w)
-            rms_norm_row_backward_<B, true>(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+            rms_norm_row_terms_<B, true>(g, x, w, rstd, q, acc, n);
         else
-            rms_norm_row_backward_<B, false>(g, x, w, rstd, dx, acc_w, n, stream, ahead);
+            rms_norm_row_terms_<B, false>(g, x, w, rstd, q, acc, n);
+    };
+    k.rms_norm_row_dx = [](const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
+                           std::int64_t ahead) {
+        if (w)
+            rms_norm_row_dx_<B, true>(g, x, w, rstd, dms, dx, n, stream, ahead);
+        else
+            rms_norm_row_dx_<B, false>(g, x, w, rstd, dms, dx, n, stream, ahead);
     };
     k.sgd = sgd_<B>;
     k.axpy = axpy_<B>;

@@ -107,8 +107,9 @@ struct VecMathKernels {
                        std::int64_t ahead, bool plus_zero);
     void (*layer_norm_row_backward)(const T* g, const T* x, const T* w, T rstd, T mean, T* dx, T* acc_w, T* acc_b,
                                     std::int64_t n, bool stream, std::int64_t ahead);
-    void (*rms_norm_row_backward)(const T* g, const T* x, const T* w, T rstd, T* dx, T* acc_w, std::int64_t n,
-                                  bool stream, std::int64_t ahead);
+    void (*rms_norm_row_terms)(const T* g, const T* x, const T* w, T rstd, T* q, T* acc, std::int64_t n);
+    void (*rms_norm_row_dx)(const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
+                            std::int64_t ahead);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
     // SGD's update and y += a·x (vec_math.hpp's sgd_update and axpy).
