@@ -34,6 +34,7 @@ struct Plan {
     bool strided_slices = false;  // RowsView::strided_slices
     bool in_place = false;        // RowsView::in_place: rows_view is the permuted input, not a copy
     int row_dims = 0;             // RowsView::row_dims
+    std::int64_t batches = 1;     // RowsView::batches
 };
 
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
@@ -123,6 +124,24 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         std::all_of(p.reduced.begin(), p.reduced.begin() + n_reduced, [](std::int64_t r) { return r; });
     NoGradGuard no_grad;  // the rows are read, never recorded
     p.outer = allow_outer && leading && !trailing && a.is_contiguous();
+    // A sum over dims in the middle of a contiguous tensor (one run of memory, kept dims before and
+    // after it): PyTorch sums each block of the outer dims down its columns, as a leading reduction.
+    std::int64_t first = nd, last_reduced = -1, before = 1;
+    for (std::int64_t d = 0; d < nd; ++d)
+        if (p.reduced[static_cast<std::size_t>(d)] && a.size(d) != 1) {
+            first = std::min(first, d);
+            last_reduced = d;
+        }
+    bool middle = sliced && !p.outer && !trailing && p.slice == 0 && a.is_contiguous() && last_reduced >= 0;
+    for (std::int64_t d = 0; middle && d < nd; ++d) {
+        const bool r = p.reduced[static_cast<std::size_t>(d)] != 0;
+        if (d < first) before *= a.size(d);
+        if (d > first && d < last_reduced && !r && a.size(d) != 1) middle = false;  // not one run
+    }
+    if (middle) {
+        p.outer = true;
+        p.batches = before;
+    }
     if (sliced && p.slice > 0) {
         p.in_place = true;
         p.row_dims = static_cast<int>(nd - n_reduced);
@@ -141,7 +160,7 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 }
 
 kernels::RowsView rows_of(const Plan& p) {
-    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices, p.in_place, p.row_dims};
+    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices, p.in_place, p.row_dims, p.batches};
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
@@ -425,19 +444,17 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
                    const Tensor mask = 1.0 - (n - x.abs()).sign().abs();
                    return Grads{x.sign() * (g / mask.sum(Dims(reduced), true)) * mask};
                }
+               // PyTorch 1.13's norm_backward, operation by operation (its bits): for p < 1,
+               // (sgn(x) |x|^(p-1), 0 where x is 0) * g * ‖x‖^(1-p); otherwise sgn(x) |x|^(p-1) (for p > 2,
+               // x |x|^(p-2)) times g / ‖x‖^(p-1), that quotient 0 where the norm is 0.
                if (p < 1.0) {
-                   // sgn(x) |x|^(p-1) ‖x‖^(1-p), 0 where x is 0 (|x| read as 1 there, times sign 0).
-                   const Tensor ax = x.abs() + (1.0 - x.sign().abs());
-                   return Grads{x.sign() * ax.pow(p - 1.0) * (g * n.pow(1.0 - p))};
+                   const Tensor scaled = x.sign() * x.abs().pow(p - 1.0).masked_fill(x.eq(0.0), 0.0);
+                   return Grads{scaled * g * n.pow(1.0 - p)};
                }
-               // d‖x‖/dx = x |x|^(p-2) / ‖x‖^(p-1); clamping |x| and ‖x‖ at the smallest normal number
-               // makes it exactly 0 where x (or all the reduced elements) is 0.
-               const double tiny = x.dtype() == kFloat64 ? std::numeric_limits<double>::min()
-                                                         : static_cast<double>(std::numeric_limits<float>::min());
-               // PyTorch's norm_backward for p = 2: grad * (self / norm), 0 where the norm is 0.
+               // For p = 2: grad * (self / norm), 0 where the norm is 0.
                if (p == 2.0) return Grads{g * (x / n).masked_fill(n.eq(0.0), 0.0)};
-               const Tensor scale = x.abs().clamp(tiny).pow(p - 2.0);
-               return Grads{x * scale * (g / n.clamp(tiny).pow(p - 1.0))};
+               const Tensor scaled = p < 2.0 ? x.sign() * x.abs().pow(p - 1.0) : x * x.abs().pow(p - 2.0);
+               return Grads{scaled * (g / n.pow(p - 1.0)).masked_fill(n.eq(0.0), 0.0)};
            });
     return out;
 }

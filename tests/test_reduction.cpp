@@ -388,6 +388,30 @@ TEST_CASE("sum and mean add in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (25 + 9 + 1));
 }
 
+TEST_CASE("sums over middle dims add each outer block down its columns, as PyTorch") {
+    // gen_sum_order.py's middle.*: the reduced dims between kept ones, on 1 and 2 threads.
+    const auto& all = golden::load("sum_order.txt");
+    int checked = 0;
+    const int saved = xgrad::get_num_threads();
+    for (const auto& [name, x] : all) {
+        if (name.rfind("middle.", 0) != 0 || name.substr(name.size() - 3) != ".in") continue;
+        const std::string base = name.substr(0, name.size() - 3);
+        std::vector<std::int64_t> dims;
+        for (std::size_t k = base.find(".dims") + 5; k < base.size(); ++k) dims.push_back(base[k] - '0');
+        CAPTURE(base);
+        for (int threads : {1, 2}) {
+            xgrad::set_num_threads(threads);
+            CAPTURE(threads);
+            CHECK(golden::bits_differ(x.sum(xgrad::Dims(dims)), golden::get("sum_order.txt", base + ".sum")) == 0);
+            CHECK(golden::bits_differ(x.mean(xgrad::Dims(dims), true), golden::get("sum_order.txt", base + ".mean")) ==
+                  0);
+        }
+        ++checked;
+    }
+    xgrad::set_num_threads(saved);
+    CHECK(checked == 2 * 11);
+}
+
 TEST_CASE("rows of -0 sum to +0, as in PyTorch") {
     // Short rows start their register sums at their first elements rather than at +0; the sum of the
     // lanes starts at +0 and so still takes a -0 away, as PyTorch's kernel does.

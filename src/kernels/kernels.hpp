@@ -34,6 +34,11 @@ struct RowsView {
     /// order of the row's elements; the CPU reads it in place, other devices make it contiguous.
     bool in_place = false;
     int row_dims = 0;
+    /// With `outer`: the input is `batches` blocks of (width × rows / batches) one after another, each
+    /// summed down its columns: a sum over middle dims of a contiguous tensor, in PyTorch's order (its
+    /// TensorIterator runs the reduced dims and the kept inner dims as one 2-D loop per outer index).
+    /// Only sum_rows takes batches; the CPU reads them in place, other devices a transposed copy.
+    std::int64_t batches = 1;
 };
 
 /// How sort_rows orders equal values. PyTorch's CPU results come from libstdc++'s algorithms on

@@ -66,10 +66,11 @@ Tensor glu(const Tensor& input, std::int64_t dim) {
     }
     if (detail::needs_grad({&input}))
         detail::record(out, "GluBackward0", {&input}, [sx = Saved(input), d, half](const Tensor& g, const NeedsGrad&) {
-            // d(a σ(b)) = σ(b) da + a σ(b) (1 - σ(b)) db, the halves joined back along d.
+            // d(a σ(b)) = σ(b) da + (1 - σ(b)) σ(b) a db, the halves joined back along d, each product
+            // in the order of PyTorch's glu_backward kernel.
             const Tensor& x = sx;
             const Tensor a = x.narrow(d, 0, half), s = x.narrow(d, half, half).sigmoid();
-            return Grads{cat({g * s, g * a * s * (1.0 - s)}, d)};
+            return Grads{cat({s * g, (1.0 - s) * s * a * g}, d)};
         });
     return out;
 }

@@ -51,6 +51,21 @@ for name, seed, shape, dtype, dim in [("long.f32.all", 7, (3 * (1 << 18) + 5,), 
     x = torch.randn(shape, dtype=dtype)
     put(f"{name}.sum", x.sum() if dim is None else x.sum(dim))
 
+# Sums over dims in the middle of a contiguous tensor: PyTorch's TensorIterator runs the reduced run and
+# the kept inner dims as one 2-D loop per outer index, each block summed down its columns as a leading
+# reduction is (groups of four registers, registers, groups of four scalar columns, single columns).
+# `.in` holds the input (not `.x`: the test above takes every `.x`); dims are in the name.
+gm = torch.Generator().manual_seed(91)
+for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+    for shape, dims in [((3, 5, 6), (1,)), ((3, 5, 7), (1,)), ((2, 9, 6), (1,)), ((4, 5, 3), (1,)), ((2, 40, 9), (1,)),
+                        ((3, 33, 40), (1,)), ((2, 20, 70), (1,)), ((2, 17, 3, 5), (1, 2)), ((3, 2, 50, 4), (2,)),
+                        ((2, 300, 37), (1,)), ((5, 4, 1, 6), (1, 2))]:
+        x = torch.randn(shape, generator=gm, dtype=dtype) * 10 ** torch.randint(-2, 3, shape, generator=gm)
+        name = "x".join(str(s) for s in shape) + ".dims" + "".join(str(d) for d in dims)
+        put(f"middle.{tag}.{name}.in", x)
+        put(f"middle.{tag}.{name}.sum", x.sum(dims))
+        put(f"middle.{tag}.{name}.mean", x.mean(dims, keepdim=True))
+
 # Products: PyTorch multiplies a contiguous innermost dim in AVX2 vector lanes (blocks of 4 vectors),
 # an outer dim element by element. Values near 1, so that long rows neither overflow nor vanish.
 # `.in` (not `.x`: the sum test above takes every `.x`) holds the input.

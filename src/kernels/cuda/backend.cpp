@@ -154,6 +154,14 @@ void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
         copy.in_place = false;
         return sum_rows_entry(copy, out, mean);
     }
+    if (v.outer && v.batches > 1) {  // blocks of (width, cols): summed as rows of a transposed copy
+        const std::int64_t cols = v.rows / v.batches;
+        RowsView rows = v;
+        rows.input = v.input.reshape({v.batches, v.width, cols}).transpose(1, 2).contiguous();
+        rows.outer = false;
+        rows.batches = 1;
+        return sum_rows_entry(rows, out, mean);
+    }
     cuda::sum_rows(scalar(v.input.dtype()), scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width, v.outer,
                    mean);
 }
