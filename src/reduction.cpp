@@ -336,20 +336,72 @@ Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool kee
 /// contiguous in memory.
 /// Without `a.rows_view`, `self` is contiguous and `a.dim` leads it (every dim before it has size 1): the
 /// kernel reads it in place as (width, rows).
+/// PyTorch 1.13's prod_safe_zeros_backward: grad times the product of the other elements along dim,
+/// as the exclusive cumulative products from the front and from the back.
+Tensor prod_safe_zeros_backward(const Tensor& grad, const Tensor& input, std::int64_t dim) {
+    if (input.numel() == 0) return grad.expand(input.shape());
+    Shape ones_shape = input.shape();
+    ones_shape[dim] = 1;
+    const Tensor ones = xgrad::ones(ones_shape, FactoryOptions(grad.dtype()).device(grad.device()));
+    const std::int64_t n = input.size(dim);
+    const Tensor front = cat({ones, input.narrow(dim, 0, n - 1)}, dim).cumprod(dim);
+    const Tensor back = cat({ones, input.narrow(dim, 1, n - 1).flip(Dims{dim})}, dim).cumprod(dim).flip(Dims{dim});
+    return grad * (front * back);
+}
+
 Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name, bool innermost) {
     Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
     kernels::prod_rows(a.rows_view.defined() ? a.view() : kernels::RowsView{self.detach(), a.rows, a.width, true}, out,
                        innermost);
     if (detail::needs_grad({&self})) {
-        a.rows_view = Tensor();
-        detail::record(out, name, {&self}, [a, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
-            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
-            Tensor xs = a.to_rows(x->detach().reshape(a.shape), a.width);
-            kernels::cumprod_backward_rows(xs, g.reshape(Shape{a.rows, 1}).contiguous(), dx);
-            return Grads{a.restore(dx, a.width).reshape(x->shape())};
-        });
+        const bool all = std::string(name) == "ProdBackward0";
+        detail::record(out, name, {&self},
+                       [all, dim = a.dim, kept = a.with_size(1), x = detail::Saved(self), o = detail::Saved(out)](
+                           const Tensor& g, const NeedsGrad&) {
+                           // PyTorch 1.13's prod_backward, operation by operation: grad * (result / input)
+                           // without zeros; with zeros, the products of the other elements (prod() of a
+                           // tensor with several zeros: zeros, unless the backward is recorded).
+                           const Tensor& x_in = x;
+                           if (x_in.dim() == 0) return Grads{g};
+                           const Tensor input = all ? x_in.reshape(Shape{-1}) : x_in;
+                           const Tensor grad = g.reshape(kept), result = o->reshape(kept);
+                           const std::int64_t zeros = input.eq(0.0).sum().item<std::int64_t>();
+                           Tensor dx;
+                           if (zeros == 0)
+                               dx = grad * (result / input);
+                           else if (all && zeros > 1 && !is_grad_enabled())
+                               dx = zeros_like(input);
+                           else
+                               dx = prod_safe_zeros_backward(grad, input, dim);
+                           return Grads{dx.reshape(x_in.shape())};
+                       });
     }
     return out;
+}
+
+/// PyTorch 1.13's cumprod_backward, operation by operation (its bits), for the output y of x.cumprod(d):
+/// without zeros, the reversed cumulative sum of y·grad divided by x; with zeros, that sum over the
+/// places before a slice's first zero, and at the first zero grad's sum weighted by the products of
+/// the elements after it (up to the next zero), times y just before it; 0 after it.
+Tensor cumprod_backward(const Tensor& grad, const Tensor& input, const Tensor& output, std::int64_t d) {
+    if (input.numel() <= 1 || input.size(d) == 1) return grad;
+    const Dims dims{d};
+    auto reversed_cumsum = [&](const Tensor& t) { return t.flip(dims).cumsum(d).flip(dims); };
+    const Tensor w = output * grad;
+    const Tensor is_zero = input.eq(0.0);
+    if (!is_zero.any().item<bool>()) return reversed_cumsum(w).div(input);
+    const Tensor zeros_so_far = is_zero.cumsum(d);
+    const Tensor before = zeros_so_far.eq(0.0), first = is_zero.logical_and(zeros_so_far.eq(1.0));
+    const Tensor after_first = zeros_so_far.eq(1.0).logical_and(first.logical_not());  // up to the second zero
+    const Tensor before_part = reversed_cumsum(w.masked_fill(before.logical_not(), 0.0)).div(input);
+    // y just before the first zero (1 when the slice starts with it).
+    const Tensor at = before.sum(dims, true);
+    const Tensor prev = output.gather(d, (at - 1).clamp_min(0.0)).masked_fill(at.eq(0.0), 1.0);
+    const Tensor first_part =
+        (input.masked_fill(after_first.logical_not(), 1.0).cumprod(d) * grad.masked_fill(zeros_so_far.ne(1.0), 0.0))
+            .sum(dims, true) *
+        prev;
+    return where(before, before_part, where(first, first_part, zeros_like(input)));
 }
 
 Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
@@ -373,21 +425,23 @@ Tensor scan_impl(const Tensor& self, std::int64_t dim, bool prod) {
     }
     if (detail::needs_grad({&self})) {
         a.rows_view = Tensor();
-        detail::record(out, prod ? "CumprodBackward0" : "CumsumBackward0", {&self},
-                       [a, prod, leading, x = detail::Saved(self)](const Tensor& g, const NeedsGrad&) {
-                           if (!prod && leading) {  // the running sum of the gradient from the end, in place
-                               Tensor dx = detail::make_empty(g.shape(), g.dtype(), g.device());
-                               kernels::scan_rows({g.contiguous(), a.rows, a.width, true}, dx, false, true);
-                               return Grads{dx};
-                           }
-                           Tensor gs = a.to_rows(g, a.width);
-                           Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
-                           if (prod)
-                               kernels::cumprod_backward_rows(a.to_rows(x->detach(), a.width), gs, dx);
-                           else  // d cumsum: the running sum of the gradient from the end
-                               kernels::scan_rows({gs, a.rows, a.width, false}, dx, /*prod=*/false, /*reverse=*/true);
-                           return Grads{a.restore(dx, a.width)};
-                       });
+        if (prod) {
+            detail::record(out, "CumprodBackward0", {&self},
+                           [d = a.dim, x = detail::Saved(self), o = detail::Saved(out)](
+                               const Tensor& g, const NeedsGrad&) { return Grads{cumprod_backward(g, x, o, d)}; });
+            return out;
+        }
+        detail::record(out, "CumsumBackward0", {&self}, [a, leading](const Tensor& g, const NeedsGrad&) {
+            // d cumsum: the running sum of the gradient from the end
+            if (leading) {  // in place
+                Tensor dx = detail::make_empty(g.shape(), g.dtype(), g.device());
+                kernels::scan_rows({g.contiguous(), a.rows, a.width, true}, dx, false, true);
+                return Grads{dx};
+            }
+            Tensor dx = detail::make_empty(Shape{a.rows, a.width}, g.dtype(), g.device());
+            kernels::scan_rows({a.to_rows(g, a.width), a.rows, a.width, false}, dx, /*prod=*/false, /*reverse=*/true);
+            return Grads{a.restore(dx, a.width)};
+        });
     }
     return out;
 }

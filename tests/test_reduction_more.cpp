@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <functional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -44,20 +43,12 @@ std::function<ValuesIndices(const Tensor&)> one(std::function<Tensor(const Tenso
     return [f](const Tensor& x) { return ValuesIndices{f(x), Tensor()}; };
 }
 
-/// Cases whose gradients are not yet PyTorch's bits (compared within a tolerance only): the products'
-/// and cumulative products', the p-norms' for p other than 1, 2 and 3, and kron's of a 3-d by a 1-d
-/// tensor. Every other case is compared bit for bit where the CPU has FMA (the goldens come from
-/// PyTorch's AVX2 kernels).
-const std::set<std::string> kNotExact = {"prod_all",           "prod_all_two_zeros", "prod_dim0_keep",  "prod_dim1",
-                                         "prod_dim1_zeros",    "cumprod_dim1",       "cumprod_dimneg1", "cumprod_zeros",
-                                         "cumprod_zeros_dim0", "kron_3d_1d"};
-
-/// Compares the cases' outputs and gradients as PyTorch's bits too unless kNotExact names them (or
-/// the CPU has no FMA); `exact` insists.
+/// Compares the cases' outputs and gradients as PyTorch's bits too where the CPU has FMA (the goldens
+/// come from PyTorch's AVX2 kernels); `exact` insists on every instruction set.
 void check_cases(const std::vector<Case>& cases, bool exact = false) {
     const bool fma = xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2;
     for (const Case& c : cases) {
-        const bool bits = exact || (fma && kNotExact.count(c.name) == 0);
+        const bool bits = exact || fma;
         for (const std::string& dtype : c.dtypes) {
             const std::string key = c.name + "." + dtype;
             CAPTURE(key);

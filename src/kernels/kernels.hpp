@@ -110,10 +110,6 @@ struct Backend {
     /// Inclusive running sum (or product) along each row into `out` (rows × width), from the row's
     /// end when `reverse`; down each column of an `outer` view into `out` of the same layout.
     void (*scan_rows)(const RowsView& v, const Tensor& out, bool prod, bool reverse);
-    /// cumprod's gradient along rows (rows × width, contiguous), exact with zeros:
-    /// dx_i = Π_{k<i} x_k · Σ_{j≥i} g_j Π_{i<k≤j} x_k. A `grad` of rows × 1 is the gradient of each
-    /// row's last element only (prod's backward).
-    void (*cumprod_backward_rows)(const Tensor& x, const Tensor& grad, const Tensor& dx);
     /// The first `k` elements of each row in ascending (or descending) order, NaN above everything,
     /// ties as `ties` says (the CPU's; the CUDA kernel keeps them in index order): values and int64
     /// indices (rows × k).
@@ -269,9 +265,6 @@ inline void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
 }
 inline void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
     backend(out.device()).scan_rows(v, out, prod, reverse);
-}
-inline void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx) {
-    backend(dx.device()).cumprod_backward_rows(x, grad, dx);
 }
 inline void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
                       TieOrder ties) {

@@ -19,7 +19,6 @@ const Backend& backend() {
         .arg_extreme_rows = arg_extreme_rows,
         .prod_rows = prod_rows,
         .scan_rows = scan_rows,
-        .cumprod_backward_rows = cumprod_backward_rows,
         .sort_rows = sort_rows,
         .scatter_rows = scatter_rows,
         .matmul = matmul,

@@ -23,7 +23,6 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max);
 void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& indices, bool max);
 void prod_rows(const RowsView& v, const Tensor& out, bool lanes);
 void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse);
-void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx);
 void sort_rows(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
                TieOrder ties);
 void scatter_rows(const Tensor& grad, const Tensor& indices, const Tensor& dx);

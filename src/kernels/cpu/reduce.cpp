@@ -463,36 +463,4 @@ void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
     });
 }
 
-void cumprod_backward_rows(const Tensor& x, const Tensor& grad, const Tensor& dx) {
-    detail::dispatch_float(dx.dtype(), "cumprod", [&](auto tag) {
-        using T = decltype(tag);
-        const std::int64_t width = dx.dim() == 0 ? 1 : dx.size(-1), rows = width == 0 ? 0 : dx.numel() / width;
-        const bool last_only = grad.numel() == rows && width != 1;
-        const T* xs = x.impl()->data<T>();
-        const T* gs = grad.impl()->data<T>();
-        T* d = dx.impl()->data<T>();
-        parallel_for(0, rows, row_grain(width), [&](std::int64_t lo, std::int64_t hi) {
-            std::vector<double> s(static_cast<std::size_t>(width));
-            for (std::int64_t r = lo; r < hi; ++r) {
-                const T* xr = xs + r * width;
-                const auto g = [&](std::int64_t j) {
-                    return last_only ? (j == width - 1 ? gs[r] : T(0)) : gs[r * width + j];
-                };
-                // s = Σ_{j≥i} g_j Π_{i<k≤j} x_k, from the end: s_i = g_i + x_{i+1} s_{i+1}; then the
-                // exclusive prefix product Π_{k<i} x_k from the front. No division, so zeros are exact.
-                for (std::int64_t i = width - 1; i >= 0; --i) {
-                    const auto u = static_cast<std::size_t>(i);
-                    s[u] =
-                        (i + 1 < width ? static_cast<double>(xr[i + 1]) * s[u + 1] : 0.0) + static_cast<double>(g(i));
-                }
-                double prefix = 1;
-                for (std::int64_t i = 0; i < width; ++i) {
-                    d[r * width + i] = static_cast<T>(prefix * s[static_cast<std::size_t>(i)]);
-                    prefix *= static_cast<double>(xr[i]);
-                }
-            }
-        });
-    });
-}
-
 }  // namespace xgrad::kernels::cpu

@@ -221,14 +221,6 @@ std::pair<std::int64_t, std::int64_t> last_dim_rows(const Tensor& t) {
     return {width == 0 ? 0 : t.numel() / width, width};
 }
 
-void cumprod_backward_rows_entry(const Tensor& x, const Tensor& grad, const Tensor& dx) {
-    use_device(dx, {&x, &grad}, "cumprod");
-    check_floating(dx, "cumprod");
-    const auto [rows, width] = last_dim_rows(dx);
-    cuda::cumprod_backward_rows(scalar(dx.dtype()), ptr(x), ptr(grad), ptr(dx), rows, width,
-                                grad.numel() == rows && width != 1);
-}
-
 // Ties stay in index order whatever `ties` asks (PyTorch's own CUDA sort orders them its own way too).
 void sort_rows_entry(const RowsView& v, const Tensor& values, const Tensor& indices, std::int64_t k, bool descending,
                      TieOrder /*ties*/) {
@@ -462,7 +454,6 @@ const Backend& backend() {
         .arg_extreme_rows = arg_extreme_rows_entry,
         .prod_rows = prod_rows_entry,
         .scan_rows = scan_rows_entry,
-        .cumprod_backward_rows = cumprod_backward_rows_entry,
         .sort_rows = sort_rows_entry,
         .scatter_rows = scatter_rows_entry,
         .matmul = matmul,

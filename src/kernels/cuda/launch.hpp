@@ -67,9 +67,6 @@ void arg_extreme_rows(Scalar t, const void* in, void* values, void* indices, std
 void prod_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width);
 /// out (rows × width) = running sums (or products) of each row, from its end when `reverse`.
 void scan_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool prod, bool reverse);
-/// cumprod's gradient (kernels::Backend::cumprod_backward_rows); grad is rows × 1 when `last_only`.
-void cumprod_backward_rows(Scalar t, const void* x, const void* grad, void* dx, std::int64_t rows, std::int64_t width,
-                           bool last_only);
 
 // ---- sort.cu: rows × width contiguous ----------------------------------------------------------------
 /// The first k of each row in order (values, int64 indices: rows × k), ties by index, NaN largest.

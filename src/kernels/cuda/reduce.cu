@@ -135,29 +135,6 @@ __global__ void scan_kernel(const T* in, T* out, i64 rows, i64 width, bool prod,
     }
 }
 
-/// cumprod's gradient, as the CPU's: s_i = g_i + x_{i+1} s_{i+1} from the end, then dx_i = Π_{k<i} x_k · s_i
-/// from the front. s is parked in dx (in T, where the CPU keeps it in double: a float32 gradient may
-/// differ from the CPU's by an ulp or so).
-template <typename T>
-__global__ void cumprod_backward_kernel(const T* x, const T* g, T* dx, i64 rows, i64 width, bool last_only) {
-    for (i64 r = blockIdx.x * i64{blockDim.x} + threadIdx.x; r < rows; r += i64{gridDim.x} * blockDim.x) {
-        const T* xr = x + r * width;
-        T* d = dx + r * width;
-        double s = 0;
-        for (i64 i = width - 1; i >= 0; --i) {
-            const double gi =
-                last_only ? (i == width - 1 ? static_cast<double>(g[r]) : 0.0) : static_cast<double>(g[r * width + i]);
-            s = (i + 1 < width ? static_cast<double>(xr[i + 1]) * s : 0.0) + gi;
-            d[i] = static_cast<T>(s);
-        }
-        double prefix = 1;
-        for (i64 i = 0; i < width; ++i) {
-            d[i] = static_cast<T>(prefix * static_cast<double>(d[i]));
-            prefix *= static_cast<double>(xr[i]);
-        }
-    }
-}
-
 }  // namespace
 
 void sum_rows(Scalar in_t, Scalar t, const void* in, void* out, std::int64_t rows, std::int64_t width, bool outer,
@@ -248,17 +225,6 @@ void scan_rows(Scalar t, const void* in, void* out, std::int64_t rows, std::int6
                                                        prod, reverse);
     });
     check_launch(prod ? "cumprod kernel" : "cumsum kernel");
-}
-
-void cumprod_backward_rows(Scalar t, const void* x, const void* grad, void* dx, std::int64_t rows, std::int64_t width,
-                           bool last_only) {
-    if (rows == 0 || width == 0) return;
-    dispatch_float(t, "cumprod", [&](auto tag) {
-        using T = decltype(tag);
-        cumprod_backward_kernel<T><<<blocks_for(rows), kThreads>>>(
-            static_cast<const T*>(x), static_cast<const T*>(grad), static_cast<T*>(dx), rows, width, last_only);
-    });
-    check_launch("cumprod backward kernel");
 }
 
 }  // namespace xgrad::kernels::cuda
