@@ -330,12 +330,6 @@ Tensor arg_extreme(const Tensor& self, std::optional<std::int64_t> dim, bool kee
     return indices;
 }
 
-/// prod along `a`'s dim; its gradient is exact where elements are 0 (cumprod's backward kernel with
-/// the gradient of each row's last running product only).
-/// `innermost`: PyTorch multiplies in vector lanes (prod_rows' `lanes`), the reduced elements being
-/// contiguous in memory.
-/// Without `a.rows_view`, `self` is contiguous and `a.dim` leads it (every dim before it has size 1): the
-/// kernel reads it in place as (width, rows).
 /// PyTorch 1.13's prod_safe_zeros_backward: grad times the product of the other elements along dim,
 /// as the exclusive cumulative products from the front and from the back.
 Tensor prod_safe_zeros_backward(const Tensor& grad, const Tensor& input, std::int64_t dim) {
@@ -349,6 +343,11 @@ Tensor prod_safe_zeros_backward(const Tensor& grad, const Tensor& input, std::in
     return grad * (front * back);
 }
 
+/// prod along `a`'s dim, with PyTorch 1.13's prod_backward as its gradient.
+/// `innermost`: PyTorch multiplies in vector lanes (prod_rows' `lanes`), the reduced elements being
+/// contiguous in memory.
+/// Without `a.rows_view`, `self` is contiguous and `a.dim` leads it (every dim before it has size 1): the
+/// kernel reads it in place as (width, rows).
 Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name, bool innermost) {
     Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
     kernels::prod_rows(a.rows_view.defined() ? a.view() : kernels::RowsView{self.detach(), a.rows, a.width, true}, out,
