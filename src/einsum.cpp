@@ -48,7 +48,9 @@ Tensor sum_keep(const Tensor& t, const std::vector<std::int64_t>& dims) {
 }
 
 // Multiplies a and b (both laid out over the same P dims, broadcastable) and sums the dims `summed`,
-// which stay as size 1: a bmm over (batch, a's own dims, summed) x (batch, summed, b's own dims).
+// which stay as size 1: a bmm over (batch, a's own dims, summed) x (batch, summed, b's own dims), or,
+// as PyTorch 1.13's sumproduct_pair, a plain product when no summed dim is left on both sides (its
+// gradients are then sums, not matrix products).
 Tensor contract_pair(Tensor a, Tensor b, const std::vector<bool>& summed) {
     const std::int64_t p = a.dim();
     std::vector<std::int64_t> pre_a, pre_b;  // summed dims that only one side has: summed first
@@ -73,6 +75,7 @@ Tensor contract_pair(Tensor a, Tensor b, const std::vector<bool>& summed) {
         else
             ones.push_back(d);
     }
+    if (sum.empty()) return a * b;
     auto numel = [](const Tensor& t, const std::vector<std::int64_t>& dims) {
         std::int64_t n = 1;
         for (std::int64_t d : dims) n *= t.size(d);
