@@ -652,7 +652,9 @@ template <typename T>
 void check_column_sums(std::int64_t rows, std::int64_t cols) {
     std::mt19937 gen(static_cast<unsigned>(rows * 131 + cols));
     std::uniform_real_distribution<double> mag(-20, 20);
-    std::vector<T> x(static_cast<std::size_t>(rows * cols)), want(static_cast<std::size_t>(cols));
+    // (at least one element, so that the pointer is not null when there are no rows)
+    std::vector<T> x(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * cols))),
+        want(static_cast<std::size_t>(cols));
     for (T& v : x) v = static_cast<T>(std::exp2(mag(gen)) * (gen() % 2 ? -1 : 1));
     vm::outer_sum(x.data(), rows, cols, want.data());
     const vm::ColumnSums<T> sums(rows, cols);
