@@ -390,14 +390,14 @@ Tensor cumprod_backward(const Tensor& grad, const Tensor& input, const Tensor& o
     const Tensor is_zero = input.eq(0.0);
     if (!is_zero.any().item<bool>()) return reversed_cumsum(w).div(input);
     const Tensor zeros_so_far = is_zero.cumsum(d);
-    const Tensor before = zeros_so_far.eq(0.0), first = is_zero.logical_and(zeros_so_far.eq(1.0));
-    const Tensor after_first = zeros_so_far.eq(1.0).logical_and(first.logical_not());  // up to the second zero
+    const Tensor before = zeros_so_far.eq(0.0), first_run = zeros_so_far.eq(1.0);  // [first zero, second zero)
+    const Tensor first = is_zero.logical_and(first_run), after_first = first_run.logical_and(first.logical_not());
     const Tensor before_part = reversed_cumsum(w.masked_fill(before.logical_not(), 0.0)).div(input);
     // y just before the first zero (1 when the slice starts with it).
     const Tensor at = before.sum(dims, true);
     const Tensor prev = output.gather(d, (at - 1).clamp_min(0.0)).masked_fill(at.eq(0.0), 1.0);
     const Tensor first_part =
-        (input.masked_fill(after_first.logical_not(), 1.0).cumprod(d) * grad.masked_fill(zeros_so_far.ne(1.0), 0.0))
+        (input.masked_fill(after_first.logical_not(), 1.0).cumprod(d) * grad.masked_fill(first_run.logical_not(), 0.0))
             .sum(dims, true) *
         prev;
     return where(before, before_part, where(first, first_part, zeros_like(input)));

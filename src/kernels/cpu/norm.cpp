@@ -202,9 +202,7 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
                     T* qr = pdx ? q.data() : nullptr;
                     std::pair<T*, T*> acc{nullptr, nullptr};
                     if (slots) acc = columns.row_slots(slots, r);
-                    rms_norm_row_terms(gr, xr, pw, rs, qr, acc.first, cut);
-                    rms_norm_row_terms(gr + cut, xr + cut, pw ? pw + cut : nullptr, rs, qr ? qr + cut : nullptr,
-                                       acc.second ? acc.second + cut : nullptr, width - cut);
+                    rms_norm_row_terms(gr, xr, pw, rs, qr, acc.first, acc.second, cut, width);
                     if (!pdx) continue;
                     const T dms = inner_sum(q.data(), width) * T(-0.5) * (rs * rs * rs) / static_cast<T>(width);
                     rms_norm_row_dx(gr, xr, pw, rs, dms, pdx + r * width, width, stream,

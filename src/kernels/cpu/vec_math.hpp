@@ -393,13 +393,14 @@ void layer_norm_row_backward(const double* g, const double* x, const double* w, 
                              double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
 /// RMSNorm's backward, the first pass over a row, as the autograd of PyTorch's composite
 /// y = x * rstd * w computes it: with t = g * w (g without w), q = t * x (when q is not null) for the
-/// sum Σ t·x, and acc += g * (x * rstd) (when acc is not null) for the weight gradient, each product
+/// sum Σ t·x, and g * (x * rstd) added into acc for the elements before `cut` and into acc_rest for
+/// the others (each when not null; both indexed by the element), for the weight gradient, each product
 /// rounded. w may be null.
 void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
-                        std::int64_t n);
+                        float* acc_rest, std::int64_t cut, std::int64_t n);
 /// As the float overload.
 void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* q, double* acc,
-                        std::int64_t n);
+                        double* acc_rest, std::int64_t cut, std::int64_t n);
 /// RMSNorm's backward, the second pass over a row: dx = t * rstd + dms * (x + x), t as in
 /// rms_norm_row_terms and dms the gradient of the row's mean of squares. `stream` and `ahead` as
 /// layer_norm_row_backward's.

@@ -2017,12 +2017,13 @@ template <class B, bool kHasW>
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
-/// vec_math.hpp's rms_norm_row_terms, the weight compiled in or out: t = g * w (g without w), then
-/// q = t * x and acc += g * (x * rstd), each product rounded as PyTorch's separate kernels round it.
+/// rms_norm_row_terms_ over n elements into one accumulator: t = g * w (g without w), then q = t * x and
+/// acc += g * (x * rstd), each product rounded as PyTorch's separate kernels round it.
 template <class B, bool kHasW>
-[[gnu::flatten]] void rms_norm_row_terms_(const typename B::value_type* g, const typename B::value_type* x,
-                                          const typename B::value_type* w, typename B::value_type rstd,
-                                          typename B::value_type* q, typename B::value_type* acc, std::int64_t n) {
+[[gnu::always_inline]] inline void rms_terms_span(const typename B::value_type* g, const typename B::value_type* x,
+                                                  const typename B::value_type* w, typename B::value_type rstd,
+                                                  typename B::value_type* q, typename B::value_type* acc,
+                                                  std::int64_t n) {
     constexpr std::int64_t kW = B::size;
     const B rb(rstd);
     std::int64_t i = 0;
@@ -2039,6 +2040,18 @@ template <class B, bool kHasW>
         if (q) q[i] = (kHasW ? g[i] * w[i] : g[i]) * x[i];
         if (acc) acc[i] = acc[i] + g[i] * (x[i] * rstd);
     }
+}
+
+/// vec_math.hpp's rms_norm_row_terms, the weight compiled in or out: the elements before `cut` add into
+/// acc, the others into acc_rest.
+template <class B, bool kHasW>
+[[gnu::flatten]] void rms_norm_row_terms_(const typename B::value_type* g, const typename B::value_type* x,
+                                          const typename B::value_type* w, typename B::value_type rstd,
+                                          typename B::value_type* q, typename B::value_type* acc,
+                                          typename B::value_type* acc_rest, std::int64_t cut, std::int64_t n) {
+    rms_terms_span<B, kHasW>(g, x, w, rstd, q, acc, cut);
+    rms_terms_span<B, kHasW>(g + cut, x + cut, kHasW ? w + cut : w, rstd, q ? q + cut : q,
+                             acc_rest ? acc_rest + cut : acc_rest, n - cut);
 }
 
 /// vec_math.hpp's rms_norm_row_dx, the weight compiled in or out: dx = t * rstd + dms * (x + x), t as
@@ -3252,11 +3265,12 @@ VecMathKernels<T> kernels_for() {
         else
             layer_norm_row_backward_<B, false>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
     };
-    k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* q, T* acc, std::int64_t n) {
+    k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* q, T* acc, T* acc_rest, std::int64_t cut,
+                              std::int64_t n) {
         if (w)
-            rms_norm_row_terms_<B, true>(g, x, w, rstd, q, acc, n);
+            rms_norm_row_terms_<B, true>(g, x, w, rstd, q, acc, acc_rest, cut, n);
         else
-            rms_norm_row_terms_<B, false>(g, x, w, rstd, q, acc, n);
+            rms_norm_row_terms_<B, false>(g, x, w, rstd, q, acc, acc_rest, cut, n);
     };
     k.rms_norm_row_dx = [](const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                            std::int64_t ahead) {

@@ -107,7 +107,8 @@ struct VecMathKernels {
                        std::int64_t ahead, bool plus_zero);
     void (*layer_norm_row_backward)(const T* g, const T* x, const T* w, T rstd, T mean, T* dx, T* acc_w, T* acc_b,
                                     std::int64_t n, bool stream, std::int64_t ahead);
-    void (*rms_norm_row_terms)(const T* g, const T* x, const T* w, T rstd, T* q, T* acc, std::int64_t n);
+    void (*rms_norm_row_terms)(const T* g, const T* x, const T* w, T rstd, T* q, T* acc, T* acc_rest, std::int64_t cut,
+                               std::int64_t n);
     void (*rms_norm_row_dx)(const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                             std::int64_t ahead);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
