@@ -2,6 +2,8 @@
 // (forward, backward, init, repr, error texts) and gradcheck.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -9,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 #include "xgrad/nn.hpp"
 #include "xgrad/xgrad.hpp"
 
+using xgrad::Shape;
 using xgrad::Tensor;
 namespace nn = xgrad::nn;
 namespace F = xgrad::nn::functional;
@@ -87,6 +91,15 @@ std::map<std::string, std::string> reprs() {
 
 using golden::printed;
 
+/// check_close, and PyTorch's bits where vec_math's kernels have FMA, as PyTorch's AVX2 build (without it
+/// some multiply-adds round twice): batch_norm is PyTorch's CPU kernel.
+void check_bits(const Tensor& actual, const Tensor& expected, const std::string& what, double rtol, double atol) {
+    namespace vm = xgrad::kernels::cpu;
+    golden::check_close(actual, expected, what, rtol, atol);
+    if (vm::simd_arch() != vm::SimdArch::kSse2)
+        CHECK_MESSAGE(golden::bits_differ(actual, expected) == 0, what << ": bits");
+}
+
 }  // namespace
 
 TEST_CASE("conv and pooling match PyTorch forward and backward, float32 and float64") {
@@ -100,15 +113,15 @@ TEST_CASE("conv and pooling match PyTorch forward and backward, float32 and floa
             for (int i = 0; i < c.inputs; ++i)
                 in.push_back(golden::get(kFile, key + ".in" + std::to_string(i)).clone().requires_grad_());
             Tensor out = c.fn(in);
-            golden::check_close(out, golden::get(kFile, key + ".out"), key + " out", rtol, atol);
+            const auto check = std::string(c.name).rfind("batch_norm", 0) == 0 ? check_bits : golden::check_close;
+            check(out, golden::get(kFile, key + ".out"), key + " out", rtol, atol);
             // group_norm is composed of layer_norm and the affine ops: its grad_fn is the last of them.
             if (std::string(c.name).rfind("group_norm", 0) != 0)
                 CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
             (out * golden::get(kFile, key + ".w")).sum().backward();
             for (int i = 0; i < c.inputs; ++i)
-                golden::check_close(in[static_cast<std::size_t>(i)].grad(),
-                                    golden::get(kFile, key + ".g" + std::to_string(i)),
-                                    key + " grad " + std::to_string(i), rtol, atol);
+                check(in[static_cast<std::size_t>(i)].grad(), golden::get(kFile, key + ".g" + std::to_string(i)),
+                      key + " grad " + std::to_string(i), rtol, atol);
         }
 }
 
@@ -333,21 +346,114 @@ TEST_CASE("bad convolution and pooling arguments throw PyTorch's messages") {
     check_throws([] { F::max_pool2d(xgrad::ones({1, 2, 2}, xgrad::kInt64), 2); }, {"max_pool2d", "floating"});
 }
 
+namespace {
+
+/// batch_norm.txt's inputs (gen_batch_norm.py's inputs()): x, the upstream gradient, weight, bias,
+/// running mean and running variance, the same doubles rounded to the dtype.
+std::vector<Tensor> batch_norm_inputs(xgrad::DType dtype, const Shape& shape) {
+    std::vector<double> x, up, w, b, rm, rv;
+    for (std::int64_t k = 0; k < shape.numel(); ++k) {
+        const auto kd = static_cast<double>(k);
+        x.push_back(std::sin(0.37 * (kd + 1)) * 2 + 0.5 + 0.1 * static_cast<double>(k % 3));
+        up.push_back(std::cos(0.53 * (kd + 1)));
+    }
+    for (std::int64_t j = 0; j < shape[1]; ++j) {
+        const auto jd = static_cast<double>(j);
+        w.push_back(1 + 0.5 * std::sin(0.11 * jd + 0.5));
+        b.push_back(0.1 * std::cos(0.23 * jd));
+        rm.push_back(0.2 * std::sin(0.7 * jd));
+        rv.push_back(1.5 + 0.5 * std::cos(0.3 * jd));
+    }
+    const Shape c{shape[1]};
+    return {xgrad::from_vector(x, shape, dtype), xgrad::from_vector(up, shape, dtype),
+            xgrad::from_vector(w, c, dtype),     xgrad::from_vector(b, c, dtype),
+            xgrad::from_vector(rm, c, dtype),    xgrad::from_vector(rv, c, dtype)};
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU kernels") {
+    // gen_batch_norm.py's SHAPES and PLAIN: 2-D input (PyTorch's channels-last kernel) with channels left
+    // over after whole registers; images shorter than a register, odd and even, with whole registers and
+    // tails (its contiguous kernel).
+    const std::vector<Shape> shapes{{6, 4},    {16, 8},    {9, 13},    {64, 7},    {2, 3, 2},   {3, 4, 3},
+                                    {3, 5, 7}, {2, 3, 40}, {5, 3, 33}, {3, 2, 65}, {2, 2, 5, 7}};
+    const std::vector<Shape> plain{{9, 13}, {3, 5, 7}, {5, 3, 33}};
+    namespace vm = xgrad::kernels::cpu;
+    const int threads = xgrad::get_num_threads();
+    const vm::SimdArch arch = vm::simd_arch();
+    // Every instruction set: check_bits asks for PyTorch's bits where it has FMA.
+    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
+        for (const int t : {1, 2}) {
+            if (!vm::simd_arch_supported(a)) continue;
+            vm::set_simd_arch(a);
+            xgrad::set_num_threads(t);
+            for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+                for (const Shape& shape : shapes) {
+                    std::string key = xgrad::to_string(dtype).substr(6) + ".";
+                    for (std::int64_t i = 0; i < shape.size(); ++i) {
+                        if (i > 0) key += "x";
+                        key += std::to_string(shape[i]);
+                    }
+                    const auto in = batch_norm_inputs(dtype, shape);
+                    const bool has_plain = std::find(plain.begin(), plain.end(), shape) != plain.end();
+                    for (const std::string mode : {"train", "eval", "plain"}) {
+                        if (mode == "plain" && !has_plain) continue;
+                        const std::string k = key + "." + mode;
+                        CAPTURE(k);
+                        CAPTURE(t);
+                        CAPTURE(static_cast<int>(a));
+                        const bool affine = mode != "plain", training = mode != "eval";
+                        Tensor x = in[0].clone().requires_grad_();
+                        Tensor w = affine ? in[2].clone().requires_grad_() : Tensor();
+                        Tensor b = affine ? in[3].clone().requires_grad_() : Tensor();
+                        Tensor rm = affine ? in[4].clone() : Tensor(), rv = affine ? in[5].clone() : Tensor();
+                        Tensor y = F::batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
+                        (y * in[1]).sum().backward();
+                        check_bits(y, golden::get("batch_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
+                        check_bits(x.grad(), golden::get("batch_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
+                        if (!affine) continue;
+                        check_bits(w.grad(), golden::get("batch_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
+                        check_bits(b.grad(), golden::get("batch_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
+                        if (!training) continue;
+                        check_bits(rm, golden::get("batch_norm.txt", k + ".rm"), k + ".rm", 1e-6, 1e-7);
+                        check_bits(rv, golden::get("batch_norm.txt", k + ".rv"), k + ".rv", 1e-6, 1e-7);
+                    }
+                }
+        }
+    vm::set_simd_arch(arch);
+    // Channels split between threads: each channel's numbers are computed alone, in one order.
+    for (const Shape& shape : {Shape{8, 96, 50}, Shape{700, 96}}) {
+        CAPTURE(xgrad::to_string(shape));
+        const auto in = batch_norm_inputs(xgrad::kFloat32, shape);
+        std::vector<Tensor> results;
+        for (const int t : {1, 2}) {
+            xgrad::set_num_threads(t);
+            Tensor x = in[0].clone().requires_grad_(), w = in[2].clone().requires_grad_();
+            Tensor rv = in[5].clone();
+            Tensor y = F::batch_norm(x, Tensor(in[4].clone()), rv, w, in[3], true, 0.1, 1e-5);
+            (y * in[1]).sum().backward();
+            for (const Tensor& r : {y, x.grad(), w.grad(), rv}) results.push_back(r);
+        }
+        for (std::size_t i = 0; i < 4; ++i) CHECK(golden::bits_differ(results[i], results[i + 4]) == 0);
+    }
+    xgrad::set_num_threads(threads);
+}
+
 TEST_CASE("BatchNorm2d and BatchNorm1d keep PyTorch's running statistics and use them in eval mode") {
     nn::BatchNorm2d bn(3);
     for (int step = 0; step < 2; ++step) {
         const std::string s = std::to_string(step);
-        golden::check_close(bn(golden::get(kFile, "bn2d.x" + s)), golden::get(kFile, "bn2d.y" + s), "bn2d y" + s, 1e-5,
-                            1e-5);
+        check_bits(bn(golden::get(kFile, "bn2d.x" + s)), golden::get(kFile, "bn2d.y" + s), "bn2d y" + s, 1e-5, 1e-5);
     }
     const auto state = bn.state_dict();
     std::vector<std::string> names;
     for (const auto& [name, t] : state) names.push_back(name);
     CHECK(names == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
     for (const auto& [name, t] : state)
-        golden::check_close(t, golden::get(kFile, "bn2d.state." + name), "bn2d " + name, 1e-6, 1e-7);
+        check_bits(t, golden::get(kFile, "bn2d.state." + name), "bn2d " + name, 1e-6, 1e-7);
     bn.eval();
-    golden::check_close(bn(golden::get(kFile, "bn2d.x1")), golden::get(kFile, "bn2d.eval"), "bn2d eval", 1e-5, 1e-5);
+    check_bits(bn(golden::get(kFile, "bn2d.x1")), golden::get(kFile, "bn2d.eval"), "bn2d eval", 1e-5, 1e-5);
     CHECK(bn.num_batches_tracked.item<std::int64_t>() == 2);  // eval mode leaves the statistics alone
     // Module::to(dtype) changes the floating-point tensors only, as PyTorch's.
     bn.to(xgrad::kFloat64);
@@ -359,11 +465,10 @@ TEST_CASE("BatchNorm2d and BatchNorm1d keep PyTorch's running statistics and use
     nn::BatchNorm1d bn1(4, 1e-5, std::nullopt);  // momentum None: a cumulative average
     for (int step = 0; step < 3; ++step) {
         const std::string s = std::to_string(step);
-        golden::check_close(bn1(golden::get(kFile, "bn1d.x" + s)), golden::get(kFile, "bn1d.y" + s), "bn1d y" + s, 1e-5,
-                            1e-5);
+        check_bits(bn1(golden::get(kFile, "bn1d.x" + s)), golden::get(kFile, "bn1d.y" + s), "bn1d y" + s, 1e-5, 1e-5);
     }
     for (const auto& [name, t] : bn1.state_dict())
-        golden::check_close(t, golden::get(kFile, "bn1d.state." + name), "bn1d " + name, 1e-6, 1e-7);
+        check_bits(t, golden::get(kFile, "bn1d.state." + name), "bn1d " + name, 1e-6, 1e-7);
 }
 
 TEST_CASE("Dropout2d draws one mask value per channel as PyTorch") {

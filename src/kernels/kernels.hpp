@@ -141,6 +141,22 @@ struct Backend {
     void (*rms_norm_forward)(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd);
     void (*rms_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                               const Tensor& dx, const Tensor& dweight);
+    /// BatchNorm over x (N, C, *), contiguous, per channel: in training, the batch's mean and inverse
+    /// standard deviation 1 / sqrt(var + eps) (biased variance) into save_mean and save_invstd (C), and
+    /// running_mean and running_var (C, contiguous, x's dtype; each may be undefined) updated in place
+    /// with `momentum` (the unbiased variance); in evaluation, save_mean and save_invstd from the
+    /// running statistics. Then out = x · invstd·w + (b - mean·invstd·w). weight and bias may be
+    /// undefined. The CPU's numbers are PyTorch 1.13's CPU kernel's (cpu/batch_norm.cpp).
+    void (*batch_norm_forward)(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                               const Tensor& save_mean, const Tensor& save_invstd);
+    /// Its backward, grad and x contiguous: writes each defined one of dx (x's shape), dweight and
+    /// dbias (C). In training, mean and invstd are the forward's save_mean and save_invstd; in
+    /// evaluation, mean is the running mean and invstd holds the running variance (the kernel takes
+    /// 1 / sqrt(var + eps) of it, in double as PyTorch's backward does).
+    void (*batch_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& invstd, bool training, double eps, const Tensor& dx,
+                                const Tensor& dweight, const Tensor& dbias);
 
     /// Softmax (or log_softmax when `log`) over the last dim of contiguous x, into out.
     void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
@@ -300,6 +316,18 @@ inline void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, 
 inline void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                               const Tensor& dx, const Tensor& dweight) {
     backend(x.device()).rms_norm_backward(grad, x, weight, rstd, dx, dweight);
+}
+inline void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                               const Tensor& save_mean, const Tensor& save_invstd) {
+    backend(out.device())
+        .batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
+                            save_invstd);
+}
+inline void batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& invstd, bool training, double eps, const Tensor& dx,
+                                const Tensor& dweight, const Tensor& dbias) {
+    backend(x.device()).batch_norm_backward(grad, x, weight, mean, invstd, training, eps, dx, dweight, dbias);
 }
 inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
     backend(out.device()).softmax_rows(x, out, log);

@@ -1,5 +1,5 @@
-// batch_norm (one recorded op, composed of existing ops), group_norm (layer_norm's kernel on groups),
-// dropout2d, and the BatchNorm1d/2d, GroupNorm and Dropout2d modules.
+// batch_norm (one recorded op, PyTorch's CPU kernel: kernels::batch_norm_forward/backward), group_norm (layer_norm's
+// kernel on groups), dropout2d, and the BatchNorm1d/2d, GroupNorm and Dropout2d modules.
 #include "xgrad/nn/batchnorm.hpp"
 
 #include <sstream>
@@ -7,6 +7,7 @@
 
 #include "detail/format.hpp"
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/functional.hpp"
 #include "xgrad/random.hpp"
@@ -17,13 +18,6 @@ using detail::fail;
 using Grads = detail::GradList;
 
 namespace {
-
-/// The dims a per-channel statistic of (N, C, *) reduces: 0, 2, 3, ...
-Dims channel_reduced(std::int64_t dim) {
-    std::vector<std::int64_t> d{0};
-    for (std::int64_t i = 2; i < dim; ++i) d.push_back(i);
-    return Dims(d);
-}
 
 /// (1, C, 1, ...) for a per-channel tensor broadcast against input of `dim` dims.
 Shape channel_shape(std::int64_t channels, std::int64_t dim) {
@@ -58,50 +52,48 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
         size << input.shape();
         fail(op, "Expected more than 1 value per channel when training, got input size " + size.str());
     }
-    const Dims dims = channel_reduced(input.dim());
-    const Shape cs = channel_shape(c, input.dim());
-    Tensor out, xhat, invstd, w;
+    // PyTorch's CPU kernel on a contiguous input (kernels::batch_norm_forward); running statistics and
+    // parameters of another dtype or layout go through copies in the input's dtype.
+    const DType dt = input.dtype();
+    const Device dev = input.device();
+    const Tensor x = input.detach().contiguous();
+    auto as_input = [&](const Tensor& t) { return t.defined() ? t.detach().to(dt).contiguous() : Tensor(); };
+    const Tensor w = as_input(weight), b = as_input(bias);
+    auto stats_copy = [&](const Tensor& t) {
+        if (!t.defined()) return Tensor();
+        return t.dtype() == dt && t.is_contiguous() ? t : t.detach().to(dt).contiguous();
+    };
+    const Tensor rm = stats_copy(running_mean), rv = stats_copy(running_var);
+    Tensor out = detail::make_empty(x.shape(), dt, dev);
+    Tensor save_mean = detail::make_empty(Shape{c}, dt, dev), save_invstd = detail::make_empty(Shape{c}, dt, dev);
     {
         NoGradGuard no_grad;
-        const Tensor x = input.detach();
-        Tensor mean;
-        if (training) {
-            mean = x.mean(dims, true);
-            const Tensor var = x.var(dims, false, true);
-            invstd = (var + eps).rsqrt();
-            if (running_mean.defined()) {
-                Tensor rm = running_mean, rv = running_var;
-                const double n = static_cast<double>(x.numel() / c);
-                rm.mul_(1 - momentum).add_(mean.view(Shape{c}).to(rm.dtype()), momentum);
-                rv.mul_(1 - momentum).add_((var * (n / (n - 1))).view(Shape{c}).to(rv.dtype()), momentum);
-            }
-        } else {
-            mean = running_mean.detach().to(x.dtype()).view(cs);
-            invstd = (running_var.detach().to(x.dtype()).view(cs) + eps).rsqrt();
-        }
-        xhat = (x - mean) * invstd;
-        out = xhat;
-        if (weight.defined()) {
-            w = weight.detach().to(x.dtype()).view(cs);
-            out = out * w;
-        }
-        if (bias.defined()) out = out + bias.detach().to(x.dtype()).view(cs);
+        kernels::batch_norm_forward(x, w, b, rm, rv, training, momentum, eps, out, save_mean, save_invstd);
+        if (rm.defined() && rm.impl() != running_mean.impl()) Tensor(running_mean).copy_(rm);
+        if (rv.defined() && rv.impl() != running_var.impl()) Tensor(running_var).copy_(rv);
+    }
+    if (!training) {
+        // With running statistics they are the mean of the backward, and 1 / sqrt(var + eps) is taken there
+        // again, in double as PyTorch's backward does.
+        save_mean = rm.clone();
+        save_invstd = rv.clone();
     }
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
     detail::record(
         out, "NativeBatchNormBackward0", {&input, &weight, &bias},
-        [sxhat = detail::Saved(xhat), invstd, w, dims, training, wshape = weight.defined() ? weight.shape() : Shape{c}](
-            const Tensor& g, const detail::NeedsGrad& need) {
-            const Tensor& xhat = sxhat;
+        [sx = detail::Saved(x), sw = detail::Saved(w), save_mean, save_invstd, training, eps,
+         wshape = weight.defined() ? weight.shape() : Shape{c},
+         wtype = weight.defined() ? weight.dtype() : dt](const Tensor& grad, const detail::NeedsGrad& need) {
+            const Tensor &x = sx, &w = sw;
+            const Tensor g = grad.contiguous();
+            Tensor dx = need[0] ? detail::make_empty(x.shape(), x.dtype(), x.device()) : Tensor();
+            Tensor dw = need[1] ? detail::make_empty(Shape{save_mean.numel()}, x.dtype(), x.device()) : Tensor();
+            Tensor db = need[2] ? detail::make_empty(Shape{save_mean.numel()}, x.dtype(), x.device()) : Tensor();
+            kernels::batch_norm_backward(g, x, w, save_mean, save_invstd, training, eps, dx, dw, db);
             Grads r(3);
-            if (need[0]) {
-                const Tensor gw = w.defined() ? g * w : g;  // the gradient of xhat
-                // Batch statistics depend on x: dx = invstd·(gw - mean(gw) - xhat·mean(gw·xhat)).
-                r[0] =
-                    training ? (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true)) * invstd : gw * invstd;
-            }
-            if (need[1]) r[1] = (g * xhat).sum(dims).view(wshape);
-            if (need[2]) r[2] = g.sum(dims).view(wshape);
+            r[0] = dx;
+            if (need[1]) r[1] = dw.view(wshape).to(wtype);
+            if (need[2]) r[2] = db.view(wshape).to(wtype);
             return r;
         });
     return out;

@@ -20,7 +20,9 @@ namespace functional {
 /// In `training`, normalises with the batch's mean and biased variance and, when the running
 /// statistics are defined, updates them in place: `running = (1 - momentum)·running + momentum·stat`,
 /// with the unbiased variance, as PyTorch does. Otherwise normalises with the running statistics.
-/// One recorded operation (`NativeBatchNormBackward0`).
+/// One recorded operation (`NativeBatchNormBackward0`). On the CPU the forward, the backward and the
+/// running statistics are PyTorch 1.13's bits where the CPU has FMA (its CPU kernels, one thread's
+/// order at any thread count; see "The same numbers, to the last bit" in docs/from_pytorch.md).
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                   double momentum = 0.1, double eps = 1e-5);

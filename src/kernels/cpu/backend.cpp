@@ -29,6 +29,8 @@ const Backend& backend() {
         .layer_norm_backward = layer_norm_backward,
         .rms_norm_forward = rms_norm_forward,
         .rms_norm_backward = rms_norm_backward,
+        .batch_norm_forward = batch_norm_forward,
+        .batch_norm_backward = batch_norm_backward,
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
         .softmax_inner = softmax_inner,

@@ -33,6 +33,12 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weig
 void rms_norm_forward(const Tensor& x, const Tensor& weight, double eps, const Tensor& out, const Tensor& rstd);
 void rms_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& rstd, const Tensor& dx,
                        const Tensor& dweight);
+void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                        const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                        const Tensor& save_mean, const Tensor& save_invstd);
+void batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& invstd, bool training, double eps, const Tensor& dx, const Tensor& dweight,
+                         const Tensor& dbias);
 void softmax_rows(const Tensor& x, const Tensor& out, bool log);
 void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
 void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log);

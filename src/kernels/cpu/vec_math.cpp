@@ -486,6 +486,20 @@ void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<floa
 void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n) {
     kernels<double>().sgd(p, g, buf, c, n);
 }
+void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n) {
+    kernels<float>().fma_arrays(a, b, c, out, n);
+}
+void fma_arrays(const double* a, const double* b, const double* c, double* out, std::int64_t n) {
+    kernels<double>().fma_arrays(a, b, c, out, n);
+}
+void batch_norm_row_dx(const float* g, const float* x, float mean, float k, float grad_mean, float invstd, float w,
+                       float* dx, std::int64_t n) {
+    kernels<float>().batch_norm_row_dx(g, x, mean, k, grad_mean, invstd, w, dx, n);
+}
+void batch_norm_row_dx(const double* g, const double* x, double mean, double k, double grad_mean, double invstd,
+                       double w, double* dx, std::int64_t n) {
+    kernels<double>().batch_norm_row_dx(g, x, mean, k, grad_mean, invstd, w, dx, n);
+}
 void axpy(float* y, const float* x, float a, std::int64_t n) {
     kernels<float>().axpy(y, x, a, n);
 }

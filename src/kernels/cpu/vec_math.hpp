@@ -479,6 +479,21 @@ void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<floa
 /// As the float overload.
 void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n);
 
+/// out[i] = a[i]·b[i] + c[i], one fused multiply-add where the instruction set has FMA (as PyTorch's
+/// compiler fuses its vectorised a * b + c), two roundings elsewhere. out may be c.
+void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n);
+/// As the float overload.
+void fma_arrays(const double* a, const double* b, const double* c, double* out, std::int64_t n);
+
+/// One row of BatchNorm's training backward, as PyTorch 1.13's CPU kernel computes it (its AVX2 build, the
+/// subtraction of the product fused by its compiler): dx = ((g - grad_mean) - (x - mean)·k)·invstd·w,
+/// the product and its subtraction one fused multiply-add where the instruction set has FMA.
+void batch_norm_row_dx(const float* g, const float* x, float mean, float k, float grad_mean, float invstd, float w,
+                       float* dx, std::int64_t n);
+/// As the float overload.
+void batch_norm_row_dx(const double* g, const double* x, double mean, double k, double grad_mean, double invstd,
+                       double w, double* dx, std::int64_t n);
+
 /// y[i] = y[i] + a * x[i]: PyTorch's y.add_(x, alpha=a), one fused multiply-add where the instruction
 /// set has FMA (its AVX2 kernel's fmadd), two roundings elsewhere.
 void axpy(float* y, const float* x, float a, std::int64_t n);

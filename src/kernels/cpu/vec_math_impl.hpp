@@ -1899,6 +1899,33 @@ void axpy_(typename B::value_type* y, const typename B::value_type* x, typename 
     for (; i < n; ++i) y[i] = mla_s<B>(a, x[i], y[i]);
 }
 
+/// out = a·b + c (vec_math.hpp's fma_arrays).
+template <class B>
+void fma_arrays_(const typename B::value_type* a, const typename B::value_type* b, const typename B::value_type* c,
+                 typename B::value_type* out, std::int64_t n) {
+    constexpr std::int64_t kW = B::size;
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW)
+        mla(B::load_unaligned(a + i), B::load_unaligned(b + i), B::load_unaligned(c + i)).store_unaligned(out + i);
+    for (; i < n; ++i) out[i] = mla_s<B>(a[i], b[i], c[i]);
+}
+
+/// dx = ((g - grad_mean) - (x - mean)·k)·invstd·w, the subtraction of the product fused (vec_math.hpp's
+/// batch_norm_row_dx).
+template <class B>
+void batch_norm_row_dx_(const typename B::value_type* g, const typename B::value_type* x, typename B::value_type mean,
+                        typename B::value_type k, typename B::value_type grad_mean, typename B::value_type invstd,
+                        typename B::value_type w, typename B::value_type* dx, std::int64_t n) {
+    constexpr std::int64_t kW = B::size;
+    const B mb(mean), kb(k), gmb(grad_mean), ib(invstd), wb(w);
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW) {
+        const B centred = B::load_unaligned(x + i) - mb;
+        (mla(-centred, kb, B::load_unaligned(g + i) - gmb) * ib * wb).store_unaligned(dx + i);
+    }
+    for (; i < n; ++i) dx[i] = mla_s<B>(-(x[i] - mean), k, g[i] - grad_mean) * invstd * w;
+}
+
 /// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
 /// shuffles (lanes 4 apart, then 2, then 1), doubles in order (its generic path).
 template <typename T>
@@ -3279,6 +3306,8 @@ VecMathKernels<T> kernels_for() {
         else
             rms_norm_row_dx_<B, false>(g, x, w, rstd, dms, dx, n, stream, ahead);
     };
+    k.batch_norm_row_dx = batch_norm_row_dx_<B>;
+    k.fma_arrays = fma_arrays_<B>;
     k.sgd = sgd_<B>;
     k.axpy = axpy_<B>;
     k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {

@@ -111,6 +111,10 @@ struct VecMathKernels {
                                std::int64_t n);
     void (*rms_norm_row_dx)(const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                             std::int64_t ahead);
+    // out = a·b + c elementwise (vec_math.hpp's fma_arrays).
+    void (*fma_arrays)(const T* a, const T* b, const T* c, T* out, std::int64_t n);
+    // One row of BatchNorm's training backward (vec_math.hpp's batch_norm_row_dx).
+    void (*batch_norm_row_dx)(const T* g, const T* x, T mean, T k, T grad_mean, T invstd, T w, T* dx, std::int64_t n);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
     // SGD's update and y += a·x (vec_math.hpp's sgd_update and axpy).

@@ -276,6 +276,32 @@ void rms_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, 
                             x.device().index());
 }
 
+/// (N, C, product of the other dims) of a batch_norm input.
+std::array<std::int64_t, 3> batch_dims(const Tensor& x) {
+    const std::int64_t n = x.size(0), c = x.size(1);
+    return {n, c, n * c == 0 ? 0 : x.numel() / (n * c)};
+}
+
+void batch_norm_forward_entry(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm, const Tensor& rv,
+                              bool training, double momentum, double eps, const Tensor& out, const Tensor& save_mean,
+                              const Tensor& save_invstd) {
+    use_device(out, {&x, &w, &b, &rm, &rv, &save_mean, &save_invstd}, "batch_norm");
+    check_floating(x, "batch_norm");
+    const auto d = batch_dims(x);
+    cuda::batch_norm_forward(scalar(x.dtype()), ptr(x), ptr(w), ptr(b), ptr(rm), ptr(rv), training, momentum, eps,
+                             ptr(out), ptr(save_mean), ptr(save_invstd), d[0], d[1], d[2]);
+}
+
+void batch_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                               const Tensor& invstd, bool training, double eps, const Tensor& dx, const Tensor& dw,
+                               const Tensor& db) {
+    use_device(x, {&g, &w, &mean, &invstd, &dx, &dw, &db}, "batch_norm");
+    check_floating(x, "batch_norm");
+    const auto d = batch_dims(x);
+    cuda::batch_norm_backward(scalar(x.dtype()), ptr(g), ptr(x), ptr(w), ptr(mean), ptr(invstd), training, eps, ptr(dx),
+                              ptr(dw), ptr(db), d[0], d[1], d[2]);
+}
+
 /// Rows of the last dim, as the CPU kernels count them.
 std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& t) {
     const std::int64_t width = t.dim() == 0 ? 1 : t.size(-1);
@@ -464,6 +490,8 @@ const Backend& backend() {
         .layer_norm_backward = layer_norm_backward_entry,
         .rms_norm_forward = rms_norm_forward_entry,
         .rms_norm_backward = rms_norm_backward_entry,
+        .batch_norm_forward = batch_norm_forward_entry,
+        .batch_norm_backward = batch_norm_backward_entry,
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
         // None over a middle dim: the op transposes it last (PyTorch's CUDA softmax has its own numbers).

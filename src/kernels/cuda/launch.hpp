@@ -86,6 +86,15 @@ void rms_norm_forward(Scalar t, const void* x, const void* weight, double eps, v
                       std::int64_t width);
 void rms_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* rstd, void* dx,
                        void* dweight, std::int64_t rows, std::int64_t width, int device);
+/// BatchNorm's forward over (n, channels, image) elements, one block per channel (kernels::Backend's
+/// batch_norm_forward); rm and rv may be null (no running statistics to update).
+void batch_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, void* rm, void* rv,
+                        bool training, double momentum, double eps, void* out, void* save_mean, void* save_invstd,
+                        std::int64_t n, std::int64_t channels, std::int64_t image);
+/// Its backward (kernels::Backend's batch_norm_backward); dx, dw and db may each be null.
+void batch_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
+                         const void* invstd, bool training, double eps, void* dx, void* dw, void* db, std::int64_t n,
+                         std::int64_t channels, std::int64_t image);
 
 // ---- softmax.cu: over rows of `width` contiguous elements ---------------------------------------------
 void softmax_rows(Scalar t, const void* x, void* out, std::int64_t rows, std::int64_t width, bool log);
