@@ -92,7 +92,7 @@ std::map<std::string, std::string> reprs() {
 using golden::printed;
 
 /// check_close, and PyTorch's bits where vec_math's kernels have FMA, as PyTorch's AVX2 build (without it
-/// some multiply-adds round twice): batch_norm is PyTorch's CPU kernel.
+/// some multiply-adds round twice): batch_norm and group_norm are PyTorch's CPU kernels.
 void check_bits(const Tensor& actual, const Tensor& expected, const std::string& what, double rtol, double atol) {
     namespace vm = xgrad::kernels::cpu;
     golden::check_close(actual, expected, what, rtol, atol);
@@ -113,11 +113,11 @@ TEST_CASE("conv and pooling match PyTorch forward and backward, float32 and floa
             for (int i = 0; i < c.inputs; ++i)
                 in.push_back(golden::get(kFile, key + ".in" + std::to_string(i)).clone().requires_grad_());
             Tensor out = c.fn(in);
-            const auto check = std::string(c.name).rfind("batch_norm", 0) == 0 ? check_bits : golden::check_close;
+            const std::string name = c.name;
+            const bool norm = name.rfind("batch_norm", 0) == 0 || name.rfind("group_norm", 0) == 0;
+            const auto check = norm ? check_bits : golden::check_close;
             check(out, golden::get(kFile, key + ".out"), key + " out", rtol, atol);
-            // group_norm is composed of layer_norm and the affine ops: its grad_fn is the last of them.
-            if (std::string(c.name).rfind("group_norm", 0) != 0)
-                CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
+            CHECK(out.grad_fn_name() == golden::grad_fn_name(kFile, key));
             (out * golden::get(kFile, key + ".w")).sum().backward();
             for (int i = 0; i < c.inputs; ++i)
                 check(in[static_cast<std::size_t>(i)].grad(), golden::get(kFile, key + ".g" + std::to_string(i)),
@@ -349,7 +349,8 @@ TEST_CASE("bad convolution and pooling arguments throw PyTorch's messages") {
 namespace {
 
 /// batch_norm.txt's inputs (gen_batch_norm.py's inputs()): x, the upstream gradient, weight, bias,
-/// running mean and running variance, the same doubles rounded to the dtype.
+/// running mean and running variance, the same doubles rounded to the dtype; group_norm.txt's are the
+/// first four.
 std::vector<Tensor> batch_norm_inputs(xgrad::DType dtype, const Shape& shape) {
     std::vector<double> x, up, w, b, rm, rv;
     for (std::int64_t k = 0; k < shape.numel(); ++k) {
@@ -438,6 +439,68 @@ TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU ke
         for (std::size_t i = 0; i < 4; ++i) CHECK(golden::bits_differ(results[i], results[i + 4]) == 0);
     }
     xgrad::set_num_threads(threads);
+}
+
+TEST_CASE("group_norm gives PyTorch's bits on shapes that run every part of its CPU kernel") {
+    // gen_group_norm.py's CASES and MIXED: images and groups with 0 to 7 elements after whole registers.
+    const std::vector<std::pair<Shape, std::int64_t>> cases{
+        {{2, 6, 4, 3}, 3}, {{3, 4, 5}, 2},   {{2, 8, 7, 5}, 4}, {{2, 8, 37}, 2}, {{2, 16, 3, 11}, 8},
+        {{2, 12, 1}, 3},   {{2, 6, 2}, 2},   {{2, 10, 6}, 2},   {{2, 14, 7}, 2}, {{2, 18, 13}, 2},
+        {{1, 26, 15}, 2},  {{1, 13, 22}, 1}, {{2, 22, 3}, 2},   {{1, 14, 23}, 7}};
+    const std::vector<std::pair<Shape, std::int64_t>> mixed{{{2, 6, 4, 3}, 3}, {{2, 14, 7}, 2}};
+    namespace vm = xgrad::kernels::cpu;
+    const int threads = xgrad::get_num_threads();
+    const vm::SimdArch arch = vm::simd_arch();
+    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
+        for (const int t : {1, 2}) {
+            if (!vm::simd_arch_supported(a)) continue;
+            vm::set_simd_arch(a);
+            xgrad::set_num_threads(t);
+            for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+                for (const auto& [shape, groups] : cases) {
+                    std::string key = xgrad::to_string(dtype).substr(6) + ".";
+                    for (std::int64_t i = 0; i < shape.size(); ++i) {
+                        if (i > 0) key += "x";
+                        key += std::to_string(shape[i]);
+                    }
+                    key += ".g" + std::to_string(groups);
+                    const auto in = batch_norm_inputs(dtype, shape);
+                    const bool has_mixed =
+                        std::find(mixed.begin(), mixed.end(), std::pair{shape, groups}) != mixed.end();
+                    for (const std::string mode : {"wb", "w", "b", "plain"}) {
+                        if (mode != "wb" && !has_mixed) continue;
+                        const std::string k = key + "." + mode;
+                        CAPTURE(k);
+                        CAPTURE(t);
+                        CAPTURE(static_cast<int>(a));
+                        const bool has_w = mode == "wb" || mode == "w", has_b = mode == "wb" || mode == "b";
+                        Tensor x = in[0].clone().requires_grad_();
+                        Tensor w = has_w ? in[2].clone().requires_grad_() : Tensor();
+                        Tensor b = has_b ? in[3].clone().requires_grad_() : Tensor();
+                        Tensor y = F::group_norm(x, groups, w, b, 1e-5);
+                        check_bits(y, golden::get("group_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
+                        if (mode == "b") continue;  // PyTorch 1.13's backward throws without a weight
+                        (y * in[1]).sum().backward();
+                        check_bits(x.grad(), golden::get("group_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
+                        if (has_w)
+                            check_bits(w.grad(), golden::get("group_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
+                        if (has_b)
+                            check_bits(b.grad(), golden::get("group_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
+                    }
+                }
+        }
+    vm::set_simd_arch(arch);
+    xgrad::set_num_threads(threads);
+    // Without a weight the bias still gets its gradient (Σ g per channel), where PyTorch 1.13 throws.
+    Tensor x = xgrad::randn({2, 4, 3}, xgrad::kFloat64).requires_grad_();
+    Tensor b = xgrad::randn({4}, xgrad::kFloat64).requires_grad_();
+    Tensor g = xgrad::randn({2, 4, 3}, xgrad::kFloat64);
+    F::group_norm(x, 2, Tensor(), b).backward(g);
+    golden::check_close(b.grad(), g.sum({0, 2}), "bias alone", 1e-12, 1e-12);
+    // gradcheck, float64, with the weight and bias and without
+    golden::check_gradcheck([](const Ins& v) { return F::group_norm(v[0], 2, v[1], v[2]); },
+                            {x, xgrad::randn({4}, xgrad::kFloat64).requires_grad_(), b}, "group_norm");
+    golden::check_gradcheck([](const Ins& v) { return F::group_norm(v[0], 4); }, {x}, "group_norm plain");
 }
 
 TEST_CASE("BatchNorm2d and BatchNorm1d keep PyTorch's running statistics and use them in eval mode") {

@@ -157,6 +157,17 @@ struct Backend {
     void (*batch_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                 const Tensor& invstd, bool training, double eps, const Tensor& dx,
                                 const Tensor& dweight, const Tensor& dbias);
+    /// GroupNorm over x (N, C, *), contiguous, in `groups` groups of C / groups channels: per (sample,
+    /// group) the mean and 1 / sqrt(var + eps) (biased variance) into mean and rstd (N·groups), and
+    /// out = x·scale + bias per channel, scale = rstd·w and bias = -scale·mean + b (without weight and
+    /// bias, (x - mean)·rstd). The CPU's numbers are PyTorch 1.13's CPU kernel's (cpu/group_norm.cpp).
+    void (*group_norm_forward)(const Tensor& x, const Tensor& weight, const Tensor& bias, std::int64_t groups,
+                               double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd);
+    /// Its backward, grad and x contiguous: writes each defined one of dx (x's shape), dweight and
+    /// dbias (C).
+    void (*group_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
+                                const Tensor& dbias);
 
     /// Softmax (or log_softmax when `log`) over the last dim of contiguous x, into out.
     void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
@@ -328,6 +339,15 @@ inline void batch_norm_backward(const Tensor& grad, const Tensor& x, const Tenso
                                 const Tensor& invstd, bool training, double eps, const Tensor& dx,
                                 const Tensor& dweight, const Tensor& dbias) {
     backend(x.device()).batch_norm_backward(grad, x, weight, mean, invstd, training, eps, dx, dweight, dbias);
+}
+inline void group_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, std::int64_t groups,
+                               double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+    backend(out.device()).group_norm_forward(x, weight, bias, groups, eps, out, mean, rstd);
+}
+inline void group_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
+                                const Tensor& dbias) {
+    backend(x.device()).group_norm_backward(grad, x, weight, mean, rstd, groups, dx, dweight, dbias);
 }
 inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
     backend(out.device()).softmax_rows(x, out, log);

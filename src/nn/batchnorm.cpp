@@ -1,5 +1,5 @@
-// batch_norm (one recorded op, PyTorch's CPU kernel: kernels::batch_norm_forward/backward), group_norm (layer_norm's
-// kernel on groups), dropout2d, and the BatchNorm1d/2d, GroupNorm and Dropout2d modules.
+// batch_norm and group_norm (one recorded op each, PyTorch's CPU kernels: kernels::batch_norm_* and
+// kernels::group_norm_*), dropout2d, and the BatchNorm1d/2d, GroupNorm and Dropout2d modules.
 #include "xgrad/nn/batchnorm.hpp"
 
 #include <sstream>
@@ -16,17 +16,6 @@ namespace xgrad::nn {
 
 using detail::fail;
 using Grads = detail::GradList;
-
-namespace {
-
-/// (1, C, 1, ...) for a per-channel tensor broadcast against input of `dim` dims.
-Shape channel_shape(std::int64_t channels, std::int64_t dim) {
-    std::vector<std::int64_t> s(static_cast<std::size_t>(dim), 1);
-    s[1] = channels;
-    return Shape(s);
-}
-
-}  // namespace
 
 namespace functional {
 
@@ -112,13 +101,38 @@ Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& we
         if (t->defined() && (t->dim() != 1 || t->numel() != c))
             fail(op, "Expected weight and bias to be 1-dimensional with " + std::to_string(c) +
                          " elements, but got shape " + to_string(t->shape()));
-    const std::int64_t width = n * num_groups == 0 ? 0 : input.numel() / (n * num_groups);
-    Tensor y = layer_norm(input.reshape(Shape{n, num_groups, width}), Shape{width}, Tensor(), Tensor(), eps)
-                   .reshape(input.shape());
-    const Shape cs = channel_shape(c, input.dim());
-    if (weight.defined()) y = y * weight.view(cs);
-    if (bias.defined()) y = y + bias.view(cs);
-    return y;
+    if (!input.is_floating_point()) fail(op, "needs a floating-point input, got " + to_string(input.dtype()));
+    // PyTorch's CPU kernel on a contiguous input (kernels::group_norm_forward).
+    const DType dt = input.dtype();
+    const Device dev = input.device();
+    const Tensor x = input.detach().contiguous();
+    auto as_input = [&](const Tensor& t) {
+        if (t.defined()) detail::check_same_device(input, t, op);
+        return t.defined() ? t.detach().to(dt).contiguous() : Tensor();
+    };
+    const Tensor w = as_input(weight), b = as_input(bias);
+    Tensor out = detail::make_empty(x.shape(), dt, dev);
+    Tensor mean = detail::make_empty(Shape{n * num_groups}, dt, dev),
+           rstd = detail::make_empty(Shape{n * num_groups}, dt, dev);
+    kernels::group_norm_forward(x, w, b, num_groups, eps, out, mean, rstd);
+    if (!detail::needs_grad({&input, &weight, &bias})) return out;
+    detail::record(out, "NativeGroupNormBackward0", {&input, &weight, &bias},
+                   [sx = detail::Saved(x), sw = detail::Saved(w), mean, rstd, num_groups, c,
+                    wtype = weight.defined() ? weight.dtype() : dt,
+                    btype = bias.defined() ? bias.dtype() : dt](const Tensor& grad, const detail::NeedsGrad& need) {
+                       const Tensor &x = sx, &w = sw;
+                       const Tensor g = grad.contiguous();
+                       Tensor dx = need[0] ? detail::make_empty(x.shape(), x.dtype(), x.device()) : Tensor();
+                       Tensor dw = need[1] ? detail::make_empty(Shape{c}, x.dtype(), x.device()) : Tensor();
+                       Tensor db = need[2] ? detail::make_empty(Shape{c}, x.dtype(), x.device()) : Tensor();
+                       kernels::group_norm_backward(g, x, w, mean, rstd, num_groups, dx, dw, db);
+                       Grads r(3);
+                       r[0] = dx;
+                       if (need[1]) r[1] = dw.to(wtype);
+                       if (need[2]) r[2] = db.to(btype);
+                       return r;
+                   });
+    return out;
 }
 
 Tensor dropout2d(const Tensor& input, double p, bool training, Generator* gen) {

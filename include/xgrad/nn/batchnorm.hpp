@@ -27,7 +27,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                   double momentum = 0.1, double eps = 1e-5);
 /// Group normalisation of input (N, C, *) over `num_groups` groups of channels, then a per-channel
-/// affine transform, as `torch.nn.functional.group_norm` (layer_norm's fused kernel on (N, G, C/G·*)).
+/// affine transform, as `torch.nn.functional.group_norm`. One recorded operation
+/// (`NativeGroupNormBackward0`); on the CPU, PyTorch 1.13's bits where the CPU has FMA (its CPU kernel;
+/// see "The same numbers, to the last bit" in docs/from_pytorch.md).
 Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 /// Zeroes whole channels of input (N, C, H, W), or (N, C, L) as PyTorch 1.13 treats 3-D input, with

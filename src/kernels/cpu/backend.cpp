@@ -31,6 +31,8 @@ const Backend& backend() {
         .rms_norm_backward = rms_norm_backward,
         .batch_norm_forward = batch_norm_forward,
         .batch_norm_backward = batch_norm_backward,
+        .group_norm_forward = group_norm_forward,
+        .group_norm_backward = group_norm_backward,
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
         .softmax_inner = softmax_inner,

@@ -39,6 +39,11 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 void batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                          const Tensor& invstd, bool training, double eps, const Tensor& dx, const Tensor& dweight,
                          const Tensor& dbias);
+void group_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, std::int64_t groups, double eps,
+                        const Tensor& out, const Tensor& mean, const Tensor& rstd);
+void group_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
+                         const Tensor& dbias);
 void softmax_rows(const Tensor& x, const Tensor& out, bool log);
 void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
 void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log);

@@ -486,6 +486,18 @@ void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<floa
 void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n) {
     kernels<double>().sgd(p, g, buf, c, n);
 }
+void lanes_fma_sums(const float* a, const float* b, std::int64_t n, float* acc_ab, float* acc_a) {
+    kernels<float>().lanes_fma_sums(a, b, n, acc_ab, acc_a);
+}
+void lanes_fma_sums(const double* a, const double* b, std::int64_t n, double* acc_ab, double* acc_a) {
+    kernels<double>().lanes_fma_sums(a, b, n, acc_ab, acc_a);
+}
+void group_norm_row_dx(const float* g, const float* x, float c1, float c2, float c3, float* dx, std::int64_t n) {
+    kernels<float>().group_norm_row_dx(g, x, c1, c2, c3, dx, n);
+}
+void group_norm_row_dx(const double* g, const double* x, double c1, double c2, double c3, double* dx, std::int64_t n) {
+    kernels<double>().group_norm_row_dx(g, x, c1, c2, c3, dx, n);
+}
 void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n) {
     kernels<float>().fma_arrays(a, b, c, out, n);
 }

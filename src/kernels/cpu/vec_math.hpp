@@ -479,6 +479,20 @@ void sgd_update(float* p, const float* g, float* buf, const SgdCoefficients<floa
 /// As the float overload.
 void sgd_update(double* p, const double* g, double* buf, const SgdCoefficients<double>& c, std::int64_t n);
 
+/// Sums in the lanes of PyTorch's AVX2 register (8 floats, 4 doubles) over n elements, n a multiple of
+/// the lanes: acc_ab[l] = a[i]·b[i] + acc_ab[l] (one fused multiply-add where the instruction set has
+/// FMA, as GCC fuses PyTorch's ds_vec + dy_vec * x_vec) and acc_a[l] = acc_a[l] + a[i], for the
+/// elements i of lane l = i mod the lanes, in order. GroupNorm's backward sums.
+void lanes_fma_sums(const float* a, const float* b, std::int64_t n, float* acc_ab, float* acc_a);
+/// As the float overload.
+void lanes_fma_sums(const double* a, const double* b, std::int64_t n, double* acc_ab, double* acc_a);
+/// One row of GroupNorm's input gradient, as PyTorch 1.13's CPU kernel (its AVX2 build, which fuses the
+/// first product with the sum): dx = (c1·g + c2·x) + c3, c1·g + (c2·x) one fused multiply-add where the
+/// instruction set has FMA.
+void group_norm_row_dx(const float* g, const float* x, float c1, float c2, float c3, float* dx, std::int64_t n);
+/// As the float overload.
+void group_norm_row_dx(const double* g, const double* x, double c1, double c2, double c3, double* dx, std::int64_t n);
+
 /// out[i] = a[i]·b[i] + c[i], one fused multiply-add where the instruction set has FMA (as PyTorch's
 /// compiler fuses its vectorised a * b + c), two roundings elsewhere. out may be c.
 void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n);

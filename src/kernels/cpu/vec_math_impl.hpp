@@ -1899,6 +1899,44 @@ void axpy_(typename B::value_type* y, const typename B::value_type* x, typename 
     for (; i < n; ++i) y[i] = mla_s<B>(a, x[i], y[i]);
 }
 
+/// The lanes of an AVX2 register of sums over n elements (a multiple of the lanes): acc_ab[l] =
+/// a·b + acc_ab[l] and acc_a[l] += a, lane by lane (vec_math.hpp's lanes_fma_sums). The lanes are an
+/// array whatever the batch width, so that an AVX-512 build sums as PyTorch's AVX2 kernel does; the
+/// compiler turns the lane loops into one register's operations.
+template <class B>
+void lanes_fma_sums_(const typename B::value_type* a, const typename B::value_type* b, std::int64_t n,
+                     typename B::value_type* acc_ab, typename B::value_type* acc_a) {
+    using T = typename B::value_type;
+    constexpr int kL = 32 / static_cast<int>(sizeof(T));
+    T ab[kL], sa[kL];
+    for (int l = 0; l < kL; ++l) {
+        ab[l] = acc_ab[l];
+        sa[l] = acc_a[l];
+    }
+    for (std::int64_t i = 0; i + kL <= n; i += kL)
+        for (int l = 0; l < kL; ++l) {
+            ab[l] = mla_s<B>(a[i + l], b[i + l], ab[l]);
+            sa[l] = sa[l] + a[i + l];
+        }
+    for (int l = 0; l < kL; ++l) {
+        acc_ab[l] = ab[l];
+        acc_a[l] = sa[l];
+    }
+}
+
+/// dx = (c1·g + c2·x) + c3, the first product fused with the sum (vec_math.hpp's group_norm_row_dx).
+template <class B>
+void group_norm_row_dx_(const typename B::value_type* g, const typename B::value_type* x, typename B::value_type c1,
+                        typename B::value_type c2, typename B::value_type c3, typename B::value_type* dx,
+                        std::int64_t n) {
+    constexpr std::int64_t kW = B::size;
+    const B b1(c1), b2(c2), b3(c3);
+    std::int64_t i = 0;
+    for (; i + kW <= n; i += kW)
+        (mla(b1, B::load_unaligned(g + i), b2 * B::load_unaligned(x + i)) + b3).store_unaligned(dx + i);
+    for (; i < n; ++i) dx[i] = mla_s<B>(c1, g[i], c2 * x[i]) + c3;
+}
+
 /// out = a·b + c (vec_math.hpp's fma_arrays).
 template <class B>
 void fma_arrays_(const typename B::value_type* a, const typename B::value_type* b, const typename B::value_type* c,
@@ -3308,6 +3346,8 @@ VecMathKernels<T> kernels_for() {
     };
     k.batch_norm_row_dx = batch_norm_row_dx_<B>;
     k.fma_arrays = fma_arrays_<B>;
+    k.lanes_fma_sums = lanes_fma_sums_<B>;
+    k.group_norm_row_dx = group_norm_row_dx_<B>;
     k.sgd = sgd_<B>;
     k.axpy = axpy_<B>;
     k.adam = [](T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n) {

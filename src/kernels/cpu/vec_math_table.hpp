@@ -111,6 +111,9 @@ struct VecMathKernels {
                                std::int64_t n);
     void (*rms_norm_row_dx)(const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                             std::int64_t ahead);
+    // GroupNorm's backward rows (vec_math.hpp's lanes_fma_sums and group_norm_row_dx).
+    void (*lanes_fma_sums)(const T* a, const T* b, std::int64_t n, T* acc_ab, T* acc_a);
+    void (*group_norm_row_dx)(const T* g, const T* x, T c1, T c2, T c3, T* dx, std::int64_t n);
     // out = a·b + c elementwise (vec_math.hpp's fma_arrays).
     void (*fma_arrays)(const T* a, const T* b, const T* c, T* out, std::int64_t n);
     // One row of BatchNorm's training backward (vec_math.hpp's batch_norm_row_dx).

@@ -302,6 +302,25 @@ void batch_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w
                               ptr(dw), ptr(db), d[0], d[1], d[2]);
 }
 
+void group_norm_forward_entry(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_t groups, double eps,
+                              const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+    use_device(out, {&x, &w, &b, &mean, &rstd}, "group_norm");
+    check_floating(x, "group_norm");
+    const auto d = batch_dims(x);
+    cuda::group_norm_forward(scalar(x.dtype()), ptr(x), ptr(w), ptr(b), eps, ptr(out), ptr(mean), ptr(rstd), d[0], d[1],
+                             d[2], groups);
+}
+
+void group_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                               const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dw,
+                               const Tensor& db) {
+    use_device(x, {&g, &w, &mean, &rstd, &dx, &dw, &db}, "group_norm");
+    check_floating(x, "group_norm");
+    const auto d = batch_dims(x);
+    cuda::group_norm_backward(scalar(x.dtype()), ptr(g), ptr(x), ptr(w), ptr(mean), ptr(rstd), ptr(dx), ptr(dw),
+                              ptr(db), d[0], d[1], d[2], groups, x.device().index());
+}
+
 /// Rows of the last dim, as the CPU kernels count them.
 std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& t) {
     const std::int64_t width = t.dim() == 0 ? 1 : t.size(-1);
@@ -492,6 +511,8 @@ const Backend& backend() {
         .rms_norm_backward = rms_norm_backward_entry,
         .batch_norm_forward = batch_norm_forward_entry,
         .batch_norm_backward = batch_norm_backward_entry,
+        .group_norm_forward = group_norm_forward_entry,
+        .group_norm_backward = group_norm_backward_entry,
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
         // None over a middle dim: the op transposes it last (PyTorch's CUDA softmax has its own numbers).

@@ -95,6 +95,15 @@ void batch_norm_forward(Scalar t, const void* x, const void* weight, const void*
 void batch_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
                          const void* invstd, bool training, double eps, void* dx, void* dw, void* db, std::int64_t n,
                          std::int64_t channels, std::int64_t image);
+/// GroupNorm's forward over (n, channels, image) elements in `groups` groups (kernels::Backend's
+/// group_norm_forward); weight and bias may be null.
+void group_norm_forward(Scalar t, const void* x, const void* weight, const void* bias, double eps, void* out,
+                        void* mean, void* rstd, std::int64_t n, std::int64_t channels, std::int64_t image,
+                        std::int64_t groups);
+/// Its backward (kernels::Backend's group_norm_backward); dx, dw and db may each be null.
+void group_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
+                         const void* rstd, void* dx, void* dw, void* db, std::int64_t n, std::int64_t channels,
+                         std::int64_t image, std::int64_t groups, int device);
 
 // ---- softmax.cu: over rows of `width` contiguous elements ---------------------------------------------
 void softmax_rows(Scalar t, const void* x, void* out, std::int64_t rows, std::int64_t width, bool log);
