@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -149,12 +150,14 @@ void check_module(const std::string& name, std::uint64_t seed, const std::functi
 
 TEST_CASE("padding strings, circular pad, pooling options and normalize match PyTorch forward and backward") {
     // PyTorch's bits too (where the CPU has FMA, as PyTorch's AVX2 build), except for convolutions
-    // (oneDNN's order of sums) and cdist (its own kernels).
+    // (oneDNN's order of sums) and cdist's matrix-product form (the BLAS's kernel for the CPU).
     const bool fma = xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2;
     for (const Case& c : kCases)
         for (const char* dt : {"float32", "float64"}) {
             const std::string name = c.name;
-            const bool bits = fma && name.rfind("cdist.", 0) != 0 && name.rfind("conv", 0) != 0;
+            const bool mm = name.rfind("cdist.", 0) == 0 && name.find("_mm") != std::string::npos &&
+                            name.find("donot") == std::string::npos;
+            const bool bits = fma && !mm && name.rfind("conv", 0) != 0;
             const std::string key = std::string(c.name) + "." + dt;
             INFO(key);
             const bool f32 = std::string(dt) == "float32";
@@ -174,6 +177,48 @@ TEST_CASE("padding strings, circular pad, pooling options and normalize match Py
                 if (bits) CHECK_MESSAGE(golden::bits_differ(got, want) == 0, "grad ", i);
             }
         }
+}
+
+TEST_CASE("cdist's direct kernel gives PyTorch's bits for 1 to 25 features") {
+    // gen_cdist.py: (6, m) and (5, m) inputs from formulas of the indices, p = 2, 3 and 0.5; which squares
+    // PyTorch rounds apart from the sum depends on m. Exact on every instruction set for p = 2; the
+    // powers are SLEEF's, within an ulp without FMA.
+    namespace vm = xgrad::kernels::cpu;
+    const vm::SimdArch arch = vm::simd_arch();
+    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2}) {
+        if (!vm::simd_arch_supported(a)) continue;
+        vm::set_simd_arch(a);
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 25})
+                for (const double p : {2.0, 3.0, 0.5}) {
+                    std::vector<double> xv, yv, uv;
+                    for (std::int64_t k = 0; k < 6 * m; ++k)
+                        xv.push_back(std::sin(0.37 * static_cast<double>(k + 1)) * 2 + 0.5 +
+                                     0.1 * static_cast<double>(k % 3));
+                    for (std::int64_t k = 0; k < 5 * m; ++k)
+                        yv.push_back(std::cos(0.53 * static_cast<double>(k + 1)) * 1.5);
+                    for (std::int64_t k = 0; k < 30; ++k) uv.push_back(std::sin(0.71 * static_cast<double>(k + 1)));
+                    Tensor x = xgrad::from_vector(xv, {6, m}, dtype).requires_grad_();
+                    Tensor y = xgrad::from_vector(yv, {5, m}, dtype).requires_grad_();
+                    Tensor d = xgrad::cdist(x, y, p, "donot_use_mm_for_euclid_dist");
+                    (d * xgrad::from_vector(uv, {6, 5}, dtype)).sum().backward();
+                    char key[64];
+                    std::snprintf(key, sizeof key, "%s.m%lld.p%g", xgrad::to_string(dtype).substr(6).c_str(),
+                                  static_cast<long long>(m), p);
+                    const std::string k = key;
+                    CAPTURE(k);
+                    CAPTURE(static_cast<int>(a));
+                    const bool exact = a != vm::SimdArch::kSse2 || p == 2;
+                    for (const auto& result :
+                         {std::pair<std::string, Tensor>{".d", d}, {".gx", x.grad()}, {".gy", y.grad()}}) {
+                        const std::string what = k + result.first;
+                        const Tensor want = golden::get("cdist.txt", what);
+                        golden::check_close(result.second, want, what, 1e-5, 1e-6);
+                        if (exact) CHECK_MESSAGE(golden::bits_differ(result.second, want) == 0, what << ": bits");
+                    }
+                }
+    }
+    vm::set_simd_arch(arch);
 }
 
 TEST_CASE("Conv2d and Conv1d with padding strings and padding modes match PyTorch's modules") {

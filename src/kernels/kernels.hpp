@@ -168,6 +168,15 @@ struct Backend {
     void (*group_norm_backward)(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                 const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
                                 const Tensor& dbias);
+    /// torch.cdist's direct kernel (PyTorch's _cdist_forward): out (B, R1, R2) = the p-distance of each
+    /// row of a (B, R1, M) to each row of b (B, R2, M), all contiguous. The CPU's numbers are PyTorch
+    /// 1.13's CPU kernel's (cpu/distance.cpp).
+    void (*cdist_forward)(const Tensor& a, const Tensor& b, double p, const Tensor& out);
+    /// Its backward for a (PyTorch's _cdist_backward): out (B, R1, M) = Σ over b's rows of the derivative
+    /// of each distance times grad (B, R1, R2), dist the forward's result; all contiguous. b's gradient
+    /// is the same call with the roles swapped and grad and dist transposed.
+    void (*cdist_backward)(const Tensor& grad, const Tensor& a, const Tensor& b, double p, const Tensor& dist,
+                           const Tensor& out);
 
     /// Softmax (or log_softmax when `log`) over the last dim of contiguous x, into out.
     void (*softmax_rows)(const Tensor& x, const Tensor& out, bool log);
@@ -348,6 +357,13 @@ inline void group_norm_backward(const Tensor& grad, const Tensor& x, const Tenso
                                 const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
                                 const Tensor& dbias) {
     backend(x.device()).group_norm_backward(grad, x, weight, mean, rstd, groups, dx, dweight, dbias);
+}
+inline void cdist_forward(const Tensor& a, const Tensor& b, double p, const Tensor& out) {
+    backend(out.device()).cdist_forward(a, b, p, out);
+}
+inline void cdist_backward(const Tensor& grad, const Tensor& a, const Tensor& b, double p, const Tensor& dist,
+                           const Tensor& out) {
+    backend(out.device()).cdist_backward(grad, a, b, p, dist, out);
 }
 inline void softmax_rows(const Tensor& x, const Tensor& out, bool log) {
     backend(out.device()).softmax_rows(x, out, log);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail/tensor_impl.hpp"
+#include "kernels/kernels.hpp"
 #include "xgrad/autograd.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/ops.hpp"
@@ -96,57 +97,13 @@ using detail::GradList;
 using detail::NeedsGrad;
 using detail::Saved;
 
-/// Rows of x1 per step of the direct distances, so that a step's (batch, rows, R, M) differences stay
-/// near 2^24 elements whatever the sizes.
-std::int64_t rows_per_step(std::int64_t batch, std::int64_t r, std::int64_t m) {
-    return std::max<std::int64_t>(1, (std::int64_t{1} << 24) / std::max<std::int64_t>(1, batch * r * m));
-}
-
-/// The p-distance of each difference (…, M) → (…), as PyTorch's CPU kernels define it.
-Tensor reduce_p(const Tensor& diff, double p) {
-    if (p == 0) return diff.ne(0.0).sum(-1).to(diff.dtype());
-    if (p == 1) return diff.abs().sum(-1);
-    if (p == 2) return diff.pow(2.0).sum(-1).sqrt();
-    if (std::isinf(p)) return diff.abs().amax(-1);
-    return diff.abs().pow(p).sum(-1).pow(1.0 / p);
-}
-
-/// d dist / d x1 of each difference, times the gradient (PyTorch's _cdist_backward per element): zero
-/// where the distance is zero (and, for p < 1, where the difference is).
-Tensor p_term(const Tensor& diff, const Tensor& dist, const Tensor& g, double p) {
-    if (p == 0) return zeros_like(diff);
-    if (p == 1) return g * diff.sign();
-    const Tensor zero_dist = dist.eq(0.0);
-    if (std::isinf(p)) return g * diff.sign() * diff.abs().eq(dist).to(diff.dtype());
-    Tensor t;
-    if (p == 2)
-        t = g * diff / dist;
-    else if (p < 2)
-        t = g * diff.sign() * diff.abs().pow(p - 1) / dist.pow(p - 1);
-    else
-        t = g * diff * diff.abs().pow(p - 2) / dist.pow(p - 1);
-    t = t.masked_fill(zero_dist, 0.0);
-    if (p < 1) t = t.masked_fill(diff.eq(0.0), 0.0);
-    return t;
-}
-
-/// PyTorch's _cdist_forward: every pair's p-distance, directly, in steps of rows, in the shape `out`;
-/// recorded there as CdistBackward0 with _cdist_backward's per-element derivative.
+/// PyTorch's _cdist_forward: every pair's p-distance, directly (kernels::cdist_forward), in the shape
+/// `out`; recorded there as CdistBackward0, whose gradients are PyTorch's _cdist_backward for each side
+/// (kernels::cdist_backward, the second with the roles swapped).
 Tensor direct_cdist(const Tensor& a, const Tensor& b, double p, const Shape& out) {
-    const std::int64_t batch = a.size(0), rows = a.size(1), r = b.size(1), m = a.size(2);
-    Tensor dist;
-    {
-        NoGradGuard no_grad;
-        if (rows == 0 || r == 0 || m == 0) {
-            dist = zeros({batch, rows, r}, TensorOptions{.dtype = a.dtype(), .device = a.device()});
-        } else {
-            const std::int64_t step = rows_per_step(batch, r, m);
-            std::vector<Tensor> parts;
-            for (std::int64_t i = 0; i < rows; i += step)
-                parts.push_back(reduce_p(a.narrow(1, i, std::min(step, rows - i)).unsqueeze(2) - b.unsqueeze(1), p));
-            dist = parts.size() == 1 ? parts[0] : cat(parts, 1);
-        }
-    }
+    const Tensor ac = a.detach().contiguous(), bc = b.detach().contiguous();
+    Tensor dist = detail::make_empty(Shape{a.size(0), a.size(1), b.size(1)}, a.dtype(), a.device());
+    kernels::cdist_forward(ac, bc, p, dist);
     Tensor result;
     {
         NoGradGuard no_grad;
@@ -154,22 +111,20 @@ Tensor direct_cdist(const Tensor& a, const Tensor& b, double p, const Shape& out
     }
     if (!detail::needs_grad({&a, &b})) return result;
     detail::record(result, "CdistBackward0", {&a, &b},
-                   [sa = Saved(a), sb = Saved(b), sd = Saved(dist), p](const Tensor& grad, const NeedsGrad& need) {
-                       const Tensor &x1 = sa, &x2 = sb, &d = sd;
-                       const Tensor g = grad.reshape(d.shape());
-                       const std::int64_t rows = x1.size(1), step = rows_per_step(x1.size(0), x2.size(1), x1.size(2));
-                       std::vector<Tensor> ga;
-                       Tensor gb = zeros_like(x2);
-                       for (std::int64_t i = 0; i < rows; i += step) {
-                           const std::int64_t n = std::min(step, rows - i);
-                           const Tensor t = p_term(x1.narrow(1, i, n).unsqueeze(2) - x2.unsqueeze(1),
-                                                   d.narrow(1, i, n).unsqueeze(-1), g.narrow(1, i, n).unsqueeze(-1), p);
-                           if (need[0]) ga.push_back(t.sum(Dims{2}));
-                           if (need[1]) gb = gb - t.sum(Dims{1});
+                   [sa = Saved(ac), sb = Saved(bc), dist, p](const Tensor& grad, const NeedsGrad& need) {
+                       const Tensor &x1 = sa, &x2 = sb;
+                       const Tensor g = grad.reshape(dist.shape()).contiguous();
+                       Tensor g1, g2;
+                       if (need[0]) {
+                           g1 = detail::make_empty(x1.shape(), x1.dtype(), x1.device());
+                           kernels::cdist_backward(g, x1, x2, p, dist, g1);
                        }
-                       Tensor g1;
-                       if (need[0]) g1 = ga.empty() ? zeros_like(x1) : (ga.size() == 1 ? ga[0] : cat(ga, 1));
-                       return GradList{g1, need[1] ? gb : Tensor()};
+                       if (need[1]) {
+                           g2 = detail::make_empty(x2.shape(), x2.dtype(), x2.device());
+                           kernels::cdist_backward(g.transpose(1, 2).contiguous(), x2, x1, p,
+                                                   dist.transpose(1, 2).contiguous(), g2);
+                       }
+                       return GradList{g1, g2};
                    });
     return result;
 }

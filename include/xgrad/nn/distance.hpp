@@ -83,7 +83,8 @@ namespace xgrad {
 /// than 25 rows on either side (`compute_mode` "use_mm_for_euclid_dist_if_necessary", the default;
 /// "use_mm_for_euclid_dist" always, "donot_use_mm_for_euclid_dist" never), as PyTorch: one matrix
 /// product, √(‖a‖² − 2 a·b + ‖b‖²), fast and accurate to about √eps of the norms. Otherwise the
-/// differences themselves, in steps of rows. Gradients as PyTorch's (zero where a distance is zero).
+/// differences themselves, PyTorch's direct kernel, whose results on the CPU are PyTorch 1.13's bits.
+/// Gradients as PyTorch's (zero where a distance is zero).
 /// @code
 /// Tensor d = xgrad::cdist(queries, keys);          // (100, 64) and (500, 64): (100, 500)
 /// Tensor l1 = xgrad::cdist(a, b, 1.0);             // Manhattan distances

@@ -33,6 +33,8 @@ const Backend& backend() {
         .batch_norm_backward = batch_norm_backward,
         .group_norm_forward = group_norm_forward,
         .group_norm_backward = group_norm_backward,
+        .cdist_forward = cdist_forward,
+        .cdist_backward = cdist_backward,
         .softmax_rows = softmax_rows,
         .softmax_backward_rows = softmax_backward_rows,
         .softmax_inner = softmax_inner,

@@ -44,6 +44,9 @@ void group_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 void group_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                          const Tensor& rstd, std::int64_t groups, const Tensor& dx, const Tensor& dweight,
                          const Tensor& dbias);
+void cdist_forward(const Tensor& a, const Tensor& b, double p, const Tensor& out);
+void cdist_backward(const Tensor& grad, const Tensor& a, const Tensor& b, double p, const Tensor& dist,
+                    const Tensor& out);
 void softmax_rows(const Tensor& x, const Tensor& out, bool log);
 void softmax_backward_rows(const Tensor& grad, const Tensor& out, const Tensor& dx, bool log);
 void softmax_inner(const Tensor& x, const Tensor& out, std::int64_t dim, std::int64_t inner, bool log);

@@ -321,6 +321,20 @@ void group_norm_backward_entry(const Tensor& g, const Tensor& x, const Tensor& w
                               ptr(db), d[0], d[1], d[2], groups, x.device().index());
 }
 
+void cdist_forward_entry(const Tensor& a, const Tensor& b, double p, const Tensor& out) {
+    use_device(out, {&a, &b}, "cdist");
+    check_floating(a, "cdist");
+    cuda::cdist_forward(scalar(a.dtype()), ptr(a), ptr(b), p, ptr(out), a.size(0), a.size(1), b.size(1), a.size(2));
+}
+
+void cdist_backward_entry(const Tensor& grad, const Tensor& a, const Tensor& b, double p, const Tensor& dist,
+                          const Tensor& out) {
+    use_device(out, {&grad, &a, &b, &dist}, "cdist");
+    check_floating(a, "cdist");
+    cuda::cdist_backward(scalar(a.dtype()), ptr(grad), ptr(a), ptr(b), p, ptr(dist), ptr(out), a.size(0), a.size(1),
+                         b.size(1), a.size(2));
+}
+
 /// Rows of the last dim, as the CPU kernels count them.
 std::pair<std::int64_t, std::int64_t> rows_and_width(const Tensor& t) {
     const std::int64_t width = t.dim() == 0 ? 1 : t.size(-1);
@@ -513,6 +527,8 @@ const Backend& backend() {
         .batch_norm_backward = batch_norm_backward_entry,
         .group_norm_forward = group_norm_forward_entry,
         .group_norm_backward = group_norm_backward_entry,
+        .cdist_forward = cdist_forward_entry,
+        .cdist_backward = cdist_backward_entry,
         .softmax_rows = softmax_rows_entry,
         .softmax_backward_rows = softmax_backward_rows_entry,
         // None over a middle dim: the op transposes it last (PyTorch's CUDA softmax has its own numbers).

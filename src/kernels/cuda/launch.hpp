@@ -104,6 +104,12 @@ void group_norm_forward(Scalar t, const void* x, const void* weight, const void*
 void group_norm_backward(Scalar t, const void* grad, const void* x, const void* weight, const void* mean,
                          const void* rstd, void* dx, void* dw, void* db, std::int64_t n, std::int64_t channels,
                          std::int64_t image, std::int64_t groups, int device);
+/// cdist's direct kernel over (batch, r1, m) and (batch, r2, m) rows (kernels::Backend's cdist_forward).
+void cdist_forward(Scalar t, const void* a, const void* b, double p, void* out, std::int64_t batch, std::int64_t r1,
+                   std::int64_t r2, std::int64_t m);
+/// Its backward for a (kernels::Backend's cdist_backward).
+void cdist_backward(Scalar t, const void* grad, const void* a, const void* b, double p, const void* dist, void* out,
+                    std::int64_t batch, std::int64_t r1, std::int64_t r2, std::int64_t m);
 
 // ---- softmax.cu: over rows of `width` contiguous elements ---------------------------------------------
 void softmax_rows(Scalar t, const void* x, void* out, std::int64_t rows, std::int64_t width, bool log);
