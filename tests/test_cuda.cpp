@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -926,6 +927,32 @@ TEST_CASE("convolution, pooling and batch/group norm: im2col/col2im and pooling 
                  {x, randn({4}, dt), randn({4}, dt)});
         check_op("group_norm", [](const Inputs& v) { return F::group_norm(v[0], 2, v[1], v[2]); },
                  {x, randn({4}, dt), randn({4}, dt)});
+        check_op("group_norm without weight and bias", [](const Inputs& v) { return F::group_norm(v[0], 4); }, {x});
+        check_op("group_norm, weight alone", [](const Inputs& v) { return F::group_norm(v[0], 1, v[1]); },
+                 {x, randn({4}, dt)});
+        check_op("batch_norm (2-D, training)",
+                 [](const Inputs& v) { return F::batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); },
+                 {randn({9, 6}, dt), randn({6}, dt), randn({6}, dt)});
+        check_op("batch_norm (evaluation)",
+                 [](const Inputs& v) { return F::batch_norm(v[0], v[3], v[4], v[1], v[2], false); },
+                 {x, randn({4}, dt), randn({4}, dt), randn({4}, dt), xgrad::rand({4}, dt) + 0.5});
+        // The running statistics a training step leaves behind.
+        for (const Shape& shape : {Shape{9, 6}, Shape{3, 6, 5, 4}}) {
+            const Tensor in = randn(shape, dt);
+            Tensor rm = xgrad::zeros({6}, dt), rv = xgrad::ones({6}, dt);
+            Tensor rm_gpu = rm.to(kGpu), rv_gpu = rv.to(kGpu);
+            F::batch_norm(in, rm, rv, Tensor(), Tensor(), true, 0.3);
+            F::batch_norm(in.to(kGpu), rm_gpu, rv_gpu, Tensor(), Tensor(), true, 0.3);
+            check_match(rm_gpu, rm, "batch_norm running_mean", tol_for(dt));
+            check_match(rv_gpu, rv, "batch_norm running_var", tol_for(dt));
+        }
+        for (const double p : {2.0, 1.0, 0.5, 3.0, std::numeric_limits<double>::infinity()})
+            check_op("cdist, direct, p = " + std::to_string(p),
+                     [p](const Inputs& v) {
+                         return xgrad::cdist(xgrad::cat({v[0], v[1].narrow(0, 0, 1)}), v[1], p,
+                                             "donot_use_mm_for_euclid_dist");
+                     },
+                     {randn({5, 7}, dt), randn({4, 7}, dt)});
     }
 }
 
