@@ -348,9 +348,8 @@ TEST_CASE("bad convolution and pooling arguments throw PyTorch's messages") {
 
 namespace {
 
-/// batch_norm.txt's inputs (gen_batch_norm.py's inputs()): x, the upstream gradient, weight, bias,
-/// running mean and running variance, the same doubles rounded to the dtype; group_norm.txt's are the
-/// first four.
+/// batch_norm.txt's and group_norm.txt's inputs (golden_writer.py's channel_inputs()): x, the upstream
+/// gradient, weight, bias, running mean and running variance, the same doubles rounded to the dtype.
 std::vector<Tensor> batch_norm_inputs(xgrad::DType dtype, const Shape& shape) {
     std::vector<double> x, up, w, b, rm, rv;
     for (std::int64_t k = 0; k < shape.numel(); ++k) {
@@ -371,6 +370,33 @@ std::vector<Tensor> batch_norm_inputs(xgrad::DType dtype, const Shape& shape) {
             xgrad::from_vector(rm, c, dtype),    xgrad::from_vector(rv, c, dtype)};
 }
 
+/// "float32.2x3x4": a golden key of a dtype and a shape.
+std::string shape_key(xgrad::DType dtype, const Shape& shape) {
+    std::string key = xgrad::to_string(dtype).substr(6) + ".";
+    for (std::int64_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) key += "x";
+        key += std::to_string(shape[i]);
+    }
+    return key;
+}
+
+/// body(instruction set, threads) on every instruction set this CPU has (check_bits asks for PyTorch's
+/// bits where it has FMA), at 1 and 2 threads; then the instruction set and threads as they were.
+void over_archs_and_threads(const std::function<void(int, int)>& body) {
+    namespace vm = xgrad::kernels::cpu;
+    const int threads = xgrad::get_num_threads();
+    const vm::SimdArch arch = vm::simd_arch();
+    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
+        for (const int t : {1, 2}) {
+            if (!vm::simd_arch_supported(a)) continue;
+            vm::set_simd_arch(a);
+            xgrad::set_num_threads(t);
+            body(static_cast<int>(a), t);
+        }
+    vm::set_simd_arch(arch);
+    xgrad::set_num_threads(threads);
+}
+
 }  // namespace
 
 TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU kernels") {
@@ -380,50 +406,38 @@ TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU ke
     const std::vector<Shape> shapes{{6, 4},    {16, 8},    {9, 13},    {64, 7},    {2, 3, 2},   {3, 4, 3},
                                     {3, 5, 7}, {2, 3, 40}, {5, 3, 33}, {3, 2, 65}, {2, 2, 5, 7}};
     const std::vector<Shape> plain{{9, 13}, {3, 5, 7}, {5, 3, 33}};
-    namespace vm = xgrad::kernels::cpu;
-    const int threads = xgrad::get_num_threads();
-    const vm::SimdArch arch = vm::simd_arch();
-    // Every instruction set: check_bits asks for PyTorch's bits where it has FMA.
-    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
-        for (const int t : {1, 2}) {
-            if (!vm::simd_arch_supported(a)) continue;
-            vm::set_simd_arch(a);
-            xgrad::set_num_threads(t);
-            for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
-                for (const Shape& shape : shapes) {
-                    std::string key = xgrad::to_string(dtype).substr(6) + ".";
-                    for (std::int64_t i = 0; i < shape.size(); ++i) {
-                        if (i > 0) key += "x";
-                        key += std::to_string(shape[i]);
-                    }
-                    const auto in = batch_norm_inputs(dtype, shape);
-                    const bool has_plain = std::find(plain.begin(), plain.end(), shape) != plain.end();
-                    for (const std::string mode : {"train", "eval", "plain"}) {
-                        if (mode == "plain" && !has_plain) continue;
-                        const std::string k = key + "." + mode;
-                        CAPTURE(k);
-                        CAPTURE(t);
-                        CAPTURE(static_cast<int>(a));
-                        const bool affine = mode != "plain", training = mode != "eval";
-                        Tensor x = in[0].clone().requires_grad_();
-                        Tensor w = affine ? in[2].clone().requires_grad_() : Tensor();
-                        Tensor b = affine ? in[3].clone().requires_grad_() : Tensor();
-                        Tensor rm = affine ? in[4].clone() : Tensor(), rv = affine ? in[5].clone() : Tensor();
-                        Tensor y = F::batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
-                        (y * in[1]).sum().backward();
-                        check_bits(y, golden::get("batch_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
-                        check_bits(x.grad(), golden::get("batch_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
-                        if (!affine) continue;
-                        check_bits(w.grad(), golden::get("batch_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
-                        check_bits(b.grad(), golden::get("batch_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
-                        if (!training) continue;
-                        check_bits(rm, golden::get("batch_norm.txt", k + ".rm"), k + ".rm", 1e-6, 1e-7);
-                        check_bits(rv, golden::get("batch_norm.txt", k + ".rv"), k + ".rv", 1e-6, 1e-7);
-                    }
+    over_archs_and_threads([&](int a, int t) {
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (const Shape& shape : shapes) {
+                const std::string key = shape_key(dtype, shape);
+                const auto in = batch_norm_inputs(dtype, shape);
+                const bool has_plain = std::find(plain.begin(), plain.end(), shape) != plain.end();
+                for (const std::string mode : {"train", "eval", "plain"}) {
+                    if (mode == "plain" && !has_plain) continue;
+                    const std::string k = key + "." + mode;
+                    CAPTURE(k);
+                    CAPTURE(t);
+                    CAPTURE(a);
+                    const bool affine = mode != "plain", training = mode != "eval";
+                    Tensor x = in[0].clone().requires_grad_();
+                    Tensor w = affine ? in[2].clone().requires_grad_() : Tensor();
+                    Tensor b = affine ? in[3].clone().requires_grad_() : Tensor();
+                    Tensor rm = affine ? in[4].clone() : Tensor(), rv = affine ? in[5].clone() : Tensor();
+                    Tensor y = F::batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
+                    (y * in[1]).sum().backward();
+                    check_bits(y, golden::get("batch_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
+                    check_bits(x.grad(), golden::get("batch_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
+                    if (!affine) continue;
+                    check_bits(w.grad(), golden::get("batch_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
+                    check_bits(b.grad(), golden::get("batch_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
+                    if (!training) continue;
+                    check_bits(rm, golden::get("batch_norm.txt", k + ".rm"), k + ".rm", 1e-6, 1e-7);
+                    check_bits(rv, golden::get("batch_norm.txt", k + ".rv"), k + ".rv", 1e-6, 1e-7);
                 }
-        }
-    vm::set_simd_arch(arch);
+            }
+    });
     // Channels split between threads: each channel's numbers are computed alone, in one order.
+    const int threads = xgrad::get_num_threads();
     for (const Shape& shape : {Shape{8, 96, 50}, Shape{700, 96}}) {
         CAPTURE(xgrad::to_string(shape));
         const auto in = batch_norm_inputs(xgrad::kFloat32, shape);
@@ -448,49 +462,32 @@ TEST_CASE("group_norm gives PyTorch's bits on shapes that run every part of its 
         {{2, 12, 1}, 3},   {{2, 6, 2}, 2},   {{2, 10, 6}, 2},   {{2, 14, 7}, 2}, {{2, 18, 13}, 2},
         {{1, 26, 15}, 2},  {{1, 13, 22}, 1}, {{2, 22, 3}, 2},   {{1, 14, 23}, 7}};
     const std::vector<std::pair<Shape, std::int64_t>> mixed{{{2, 6, 4, 3}, 3}, {{2, 14, 7}, 2}};
-    namespace vm = xgrad::kernels::cpu;
-    const int threads = xgrad::get_num_threads();
-    const vm::SimdArch arch = vm::simd_arch();
-    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2})
-        for (const int t : {1, 2}) {
-            if (!vm::simd_arch_supported(a)) continue;
-            vm::set_simd_arch(a);
-            xgrad::set_num_threads(t);
-            for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
-                for (const auto& [shape, groups] : cases) {
-                    std::string key = xgrad::to_string(dtype).substr(6) + ".";
-                    for (std::int64_t i = 0; i < shape.size(); ++i) {
-                        if (i > 0) key += "x";
-                        key += std::to_string(shape[i]);
-                    }
-                    key += ".g" + std::to_string(groups);
-                    const auto in = batch_norm_inputs(dtype, shape);
-                    const bool has_mixed =
-                        std::find(mixed.begin(), mixed.end(), std::pair{shape, groups}) != mixed.end();
-                    for (const std::string mode : {"wb", "w", "b", "plain"}) {
-                        if (mode != "wb" && !has_mixed) continue;
-                        const std::string k = key + "." + mode;
-                        CAPTURE(k);
-                        CAPTURE(t);
-                        CAPTURE(static_cast<int>(a));
-                        const bool has_w = mode == "wb" || mode == "w", has_b = mode == "wb" || mode == "b";
-                        Tensor x = in[0].clone().requires_grad_();
-                        Tensor w = has_w ? in[2].clone().requires_grad_() : Tensor();
-                        Tensor b = has_b ? in[3].clone().requires_grad_() : Tensor();
-                        Tensor y = F::group_norm(x, groups, w, b, 1e-5);
-                        check_bits(y, golden::get("group_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
-                        if (mode == "b") continue;  // PyTorch 1.13's backward throws without a weight
-                        (y * in[1]).sum().backward();
-                        check_bits(x.grad(), golden::get("group_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
-                        if (has_w)
-                            check_bits(w.grad(), golden::get("group_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
-                        if (has_b)
-                            check_bits(b.grad(), golden::get("group_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
-                    }
+    over_archs_and_threads([&](int a, int t) {
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (const auto& [shape, groups] : cases) {
+                const std::string key = shape_key(dtype, shape) + ".g" + std::to_string(groups);
+                const auto in = batch_norm_inputs(dtype, shape);
+                const bool has_mixed = std::find(mixed.begin(), mixed.end(), std::pair{shape, groups}) != mixed.end();
+                for (const std::string mode : {"wb", "w", "b", "plain"}) {
+                    if (mode != "wb" && !has_mixed) continue;
+                    const std::string k = key + "." + mode;
+                    CAPTURE(k);
+                    CAPTURE(t);
+                    CAPTURE(a);
+                    const bool has_w = mode == "wb" || mode == "w", has_b = mode == "wb" || mode == "b";
+                    Tensor x = in[0].clone().requires_grad_();
+                    Tensor w = has_w ? in[2].clone().requires_grad_() : Tensor();
+                    Tensor b = has_b ? in[3].clone().requires_grad_() : Tensor();
+                    Tensor y = F::group_norm(x, groups, w, b, 1e-5);
+                    check_bits(y, golden::get("group_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
+                    if (mode == "b") continue;  // PyTorch 1.13's backward throws without a weight
+                    (y * in[1]).sum().backward();
+                    check_bits(x.grad(), golden::get("group_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
+                    if (has_w) check_bits(w.grad(), golden::get("group_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
+                    if (has_b) check_bits(b.grad(), golden::get("group_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
                 }
-        }
-    vm::set_simd_arch(arch);
-    xgrad::set_num_threads(threads);
+            }
+    });
     // Without a weight the bias still gets its gradient (Σ g per channel), where PyTorch 1.13 throws.
     Tensor x = xgrad::randn({2, 4, 3}, xgrad::kFloat64).requires_grad_();
     Tensor b = xgrad::randn({4}, xgrad::kFloat64).requires_grad_();

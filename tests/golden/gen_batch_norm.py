@@ -9,15 +9,14 @@
 # shapes cover both, with channel counts that leave channels over after whole AVX2 registers, images
 # shorter than a register, images of odd and even length (float64's variance sum fuses the last product
 # of an odd image), and images long enough for whole registers and a tail. The inputs are formulas of
-# the indices (inputs() below; the test computes the same doubles with C's sin and cos, as Python's
-# math module does, and rounds them to the dtype), so only the results are stored. One thread, as
-# PyTorch's channels-last sums are per thread.
-import math
+# the indices (golden_writer.py's channel_inputs(); the test computes the same doubles with C's sin and
+# cos, as Python's math module does, and rounds them to the dtype), so only the results are stored.
+# One thread, as PyTorch's channels-last sums are per thread.
 import os
 
 import torch
 import torch.nn.functional as F
-from golden_writer import tensor_line
+from golden_writer import channel_inputs, tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_norm.txt")
 torch.set_num_threads(1)
@@ -28,29 +27,12 @@ SHAPES = [(6, 4), (16, 8), (9, 13), (64, 7), (2, 3, 2), (3, 4, 3), (3, 5, 7), (2
 PLAIN = [(9, 13), (3, 5, 7), (5, 3, 33)]
 
 
-def inputs(dt, shape):
-    """x, the upstream gradient, the weight, the bias, the running mean and the running variance."""
-    dtype = getattr(torch, dt)
-    numel = math.prod(shape)
-    c = shape[1]
-
-    def t(values, s):
-        return torch.tensor(values, dtype=torch.float64).reshape(s).to(dtype)
-
-    x = [math.sin(0.37 * (k + 1)) * 2 + 0.5 + 0.1 * (k % 3) for k in range(numel)]
-    up = [math.cos(0.53 * (k + 1)) for k in range(numel)]
-    w = [1 + 0.5 * math.sin(0.11 * j + 0.5) for j in range(c)]
-    b = [0.1 * math.cos(0.23 * j) for j in range(c)]
-    rm = [0.2 * math.sin(0.7 * j) for j in range(c)]
-    rv = [1.5 + 0.5 * math.cos(0.3 * j) for j in range(c)]
-    return t(x, shape), t(up, shape), t(w, (c,)), t(b, (c,)), t(rm, (c,)), t(rv, (c,))
-
 
 lines = []
 for dt in ("float32", "float64"):
     for shape in SHAPES:
         key = dt + "." + "x".join(map(str, shape))
-        x, up, w, b, rm, rv = inputs(dt, shape)
+        x, up, w, b, rm, rv = channel_inputs(dt, shape)
         runs = [("train", True, True), ("eval", False, True)] + ([("plain", True, False)] if shape in PLAIN else [])
         for mode, training, affine in runs:
             xl = x.clone().requires_grad_()

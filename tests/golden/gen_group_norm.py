@@ -7,15 +7,14 @@
 # PyTorch's backward sums over each channel's image and over each group's channels in AVX2 registers,
 # then the elements left over, some of which its compiler vectorised in narrower registers. The
 # shapes give images and groups with 0 to 7 elements left over after whole registers, and the weight
-# and the bias alone, together, and neither. The inputs are formulas of the indices (inputs() below,
-# as gen_batch_norm.py's; the test computes the same doubles with C's sin and cos and rounds them to
-# the dtype), so only the results are stored. One thread.
-import math
+# and the bias alone, together, and neither. The inputs are formulas of the indices (golden_writer.py's
+# channel_inputs(); the test computes the same doubles with C's sin and cos and rounds them to the
+# dtype), so only the results are stored. One thread.
 import os
 
 import torch
 import torch.nn.functional as F
-from golden_writer import tensor_line
+from golden_writer import channel_inputs, tensor_line
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "group_norm.txt")
 torch.set_num_threads(1)
@@ -29,27 +28,12 @@ CASES = [((2, 6, 4, 3), 3), ((3, 4, 5), 2), ((2, 8, 7, 5), 4), ((2, 8, 37), 2), 
 MIXED = [((2, 6, 4, 3), 3), ((2, 14, 7), 2)]
 
 
-def inputs(dt, shape):
-    """x, the upstream gradient, the weight and the bias."""
-    dtype = getattr(torch, dt)
-    numel = math.prod(shape)
-    c = shape[1]
-
-    def t(values, s):
-        return torch.tensor(values, dtype=torch.float64).reshape(s).to(dtype)
-
-    x = [math.sin(0.37 * (k + 1)) * 2 + 0.5 + 0.1 * (k % 3) for k in range(numel)]
-    up = [math.cos(0.53 * (k + 1)) for k in range(numel)]
-    w = [1 + 0.5 * math.sin(0.11 * j + 0.5) for j in range(c)]
-    b = [0.1 * math.cos(0.23 * j) for j in range(c)]
-    return t(x, shape), t(up, shape), t(w, (c,)), t(b, (c,))
-
 
 lines = []
 for dt in ("float32", "float64"):
     for shape, groups in CASES:
         key = f"{dt}.{'x'.join(map(str, shape))}.g{groups}"
-        x, up, w, b = inputs(dt, shape)
+        x, up, w, b, _, _ = channel_inputs(dt, shape)
         runs = ["wb"] + (["w", "b", "plain"] if (shape, groups) in MIXED else [])
         for mode in runs:
             xl = x.clone().requires_grad_()

@@ -3,6 +3,7 @@
 One tensor per line: `name dtype ndim d0 .. d{ndim-1} v0 v1 ...`, floats as float.hex() (exact).
 """
 
+import math
 import zlib
 
 import torch
@@ -88,3 +89,24 @@ def optimizer_update(lines, make_optimizer, name, opts):
             p.grad = grads[t].clone()
             opt.step()
         lines.append(tensor_line(f"{key}.p", p))
+
+
+def channel_inputs(dt, shape):
+    """Inputs of a normalisation over dim 1 from formulas of the indices (gen_batch_norm.py and
+    gen_group_norm.py; test_conv.cpp computes the same doubles with C's sin and cos, as Python's math
+    module does, and rounds them to the dtype): x and the upstream gradient of `shape`, and per channel
+    the weight, the bias, a running mean and a running variance."""
+    dtype = getattr(torch, dt)
+    numel = math.prod(shape)
+    c = shape[1]
+
+    def t(values, s):
+        return torch.tensor(values, dtype=torch.float64).reshape(s).to(dtype)
+
+    x = [math.sin(0.37 * (k + 1)) * 2 + 0.5 + 0.1 * (k % 3) for k in range(numel)]
+    up = [math.cos(0.53 * (k + 1)) for k in range(numel)]
+    w = [1 + 0.5 * math.sin(0.11 * j + 0.5) for j in range(c)]
+    b = [0.1 * math.cos(0.23 * j) for j in range(c)]
+    rm = [0.2 * math.sin(0.7 * j) for j in range(c)]
+    rv = [1.5 + 0.5 * math.cos(0.3 * j) for j in range(c)]
+    return t(x, shape), t(up, shape), t(w, (c,)), t(b, (c,)), t(rm, (c,)), t(rv, (c,))

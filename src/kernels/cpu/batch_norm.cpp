@@ -118,7 +118,7 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
             for (std::int64_t r = 0; r < n; ++r) {
                 const T* xr = px + r * channels + c0;
                 for (std::int64_t j = 0; j < width; ++j) d[j] = xr[j] - pm[c0 + j];
-                fma_arrays(d.data(), d.data(), q.data(), q.data(), width);
+                vmla(d.data(), d.data(), q.data(), q.data(), width);
             }
             for (std::int64_t j = 0; j < width; ++j) {
                 pi[c0 + j] = inv_std<T>(static_cast<double>(q[j] / static_cast<T>(count)), eps);
@@ -145,7 +145,7 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
         for (std::int64_t r = 0; r < n; ++r) {
             if (image == 1) {
                 const std::int64_t at = r * channels + c0;
-                fma_arrays(px + at, alpha.data(), beta.data(), py + at, c1 - c0);
+                vmla(px + at, alpha.data(), beta.data(), py + at, c1 - c0);
                 continue;
             }
             for (std::int64_t c = c0; c < c1; ++c) {
@@ -189,7 +189,7 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
                     s[j] = s[j] + gr[j];
                     centred[j] = xr[j] - pm[c0 + j];
                 }
-                fma_arrays(centred.data(), gr, d.data(), d.data(), width);
+                vmla(centred.data(), gr, d.data(), d.data(), width);
             }
             for (std::int64_t j = 0; j < width; ++j) {
                 is[j] = inv(c0 + j);
@@ -212,7 +212,7 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
                     centred[j] = -(xr[j] - pm[c0 + j]);
                     gc[j] = gr[j] - gm[j];
                 }
-                fma_arrays(centred.data(), k.data(), gc.data(), dr, fused);
+                vmla(centred.data(), k.data(), gc.data(), dr, fused);
                 for (std::int64_t j = fused; j < width; ++j) dr[j] = gc[j] + centred[j] * k[j];
                 for (std::int64_t j = 0; j < width; ++j) dr[j] = dr[j] * is[j] * wc[j];
             }

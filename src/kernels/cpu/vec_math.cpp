@@ -498,12 +498,6 @@ void group_norm_row_dx(const float* g, const float* x, float c1, float c2, float
 void group_norm_row_dx(const double* g, const double* x, double c1, double c2, double c3, double* dx, std::int64_t n) {
     kernels<double>().group_norm_row_dx(g, x, c1, c2, c3, dx, n);
 }
-void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n) {
-    kernels<float>().fma_arrays(a, b, c, out, n);
-}
-void fma_arrays(const double* a, const double* b, const double* c, double* out, std::int64_t n) {
-    kernels<double>().fma_arrays(a, b, c, out, n);
-}
 void batch_norm_row_dx(const float* g, const float* x, float mean, float k, float grad_mean, float invstd, float w,
                        float* dx, std::int64_t n) {
     kernels<float>().batch_norm_row_dx(g, x, mean, k, grad_mean, invstd, w, dx, n);

@@ -493,12 +493,6 @@ void group_norm_row_dx(const float* g, const float* x, float c1, float c2, float
 /// As the float overload.
 void group_norm_row_dx(const double* g, const double* x, double c1, double c2, double c3, double* dx, std::int64_t n);
 
-/// out[i] = a[i]·b[i] + c[i], one fused multiply-add where the instruction set has FMA (as PyTorch's
-/// compiler fuses its vectorised a * b + c), two roundings elsewhere. out may be c.
-void fma_arrays(const float* a, const float* b, const float* c, float* out, std::int64_t n);
-/// As the float overload.
-void fma_arrays(const double* a, const double* b, const double* c, double* out, std::int64_t n);
-
 /// One row of BatchNorm's training backward, as PyTorch 1.13's CPU kernel computes it (its AVX2 build, the
 /// subtraction of the product fused by its compiler): dx = ((g - grad_mean) - (x - mean)·k)·invstd·w,
 /// the product and its subtraction one fused multiply-add where the instruction set has FMA.

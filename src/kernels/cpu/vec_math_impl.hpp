@@ -1937,17 +1937,6 @@ void group_norm_row_dx_(const typename B::value_type* g, const typename B::value
     for (; i < n; ++i) dx[i] = mla_s<B>(c1, g[i], c2 * x[i]) + c3;
 }
 
-/// out = a·b + c (vec_math.hpp's fma_arrays).
-template <class B>
-void fma_arrays_(const typename B::value_type* a, const typename B::value_type* b, const typename B::value_type* c,
-                 typename B::value_type* out, std::int64_t n) {
-    constexpr std::int64_t kW = B::size;
-    std::int64_t i = 0;
-    for (; i + kW <= n; i += kW)
-        mla(B::load_unaligned(a + i), B::load_unaligned(b + i), B::load_unaligned(c + i)).store_unaligned(out + i);
-    for (; i < n; ++i) out[i] = mla_s<B>(a[i], b[i], c[i]);
-}
-
 /// dx = ((g - grad_mean) - (x - mean)·k)·invstd·w, the subtraction of the product fused (vec_math.hpp's
 /// batch_norm_row_dx).
 template <class B>
@@ -3345,7 +3334,6 @@ VecMathKernels<T> kernels_for() {
             rms_norm_row_dx_<B, false>(g, x, w, rstd, dms, dx, n, stream, ahead);
     };
     k.batch_norm_row_dx = batch_norm_row_dx_<B>;
-    k.fma_arrays = fma_arrays_<B>;
     k.lanes_fma_sums = lanes_fma_sums_<B>;
     k.group_norm_row_dx = group_norm_row_dx_<B>;
     k.sgd = sgd_<B>;

@@ -114,8 +114,6 @@ struct VecMathKernels {
     // GroupNorm's backward rows (vec_math.hpp's lanes_fma_sums and group_norm_row_dx).
     void (*lanes_fma_sums)(const T* a, const T* b, std::int64_t n, T* acc_ab, T* acc_a);
     void (*group_norm_row_dx)(const T* g, const T* x, T c1, T c2, T c3, T* dx, std::int64_t n);
-    // out = a·b + c elementwise (vec_math.hpp's fma_arrays).
-    void (*fma_arrays)(const T* a, const T* b, const T* c, T* out, std::int64_t n);
     // One row of BatchNorm's training backward (vec_math.hpp's batch_norm_row_dx).
     void (*batch_norm_row_dx)(const T* g, const T* x, T mean, T k, T grad_mean, T invstd, T w, T* dx, std::int64_t n);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
