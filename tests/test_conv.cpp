@@ -436,6 +436,15 @@ TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU ke
                 }
             }
     });
+    // The running statistics change in place, as an in-place op's: a graph that saved them cannot use them.
+    for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        Tensor rm = xgrad::zeros({3}), s = xgrad::ones({3}, dtype).requires_grad_();
+        Tensor y = (s * rm.to(dtype)).sum();  // float64: saves a converted copy, which stays as it was
+        Tensor z = (s.to(xgrad::kFloat32) * rm).sum();
+        F::batch_norm(xgrad::randn({4, 3}, dtype), rm, xgrad::ones({3}), Tensor(), Tensor(), true);
+        if (dtype == xgrad::kFloat64) CHECK_NOTHROW(y.backward());
+        CHECK_THROWS_WITH(z.backward(), doctest::Contains("modified by an inplace operation"));
+    }
     // Channels split between threads: each channel's numbers are computed alone, in one order.
     const int threads = xgrad::get_num_threads();
     for (const Shape& shape : {Shape{8, 96, 50}, Shape{700, 96}}) {

@@ -58,8 +58,14 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     {
         NoGradGuard no_grad;
         kernels::batch_norm_forward(x, w, b, rm, rv, training, momentum, eps, out, save_mean, save_invstd);
-        if (rm.defined() && rm.impl() != running_mean.impl()) Tensor(running_mean).copy_(rm);
-        if (rv.defined() && rv.impl() != running_var.impl()) Tensor(running_var).copy_(rv);
+        // The running statistics changed in place: copied back, or their version moved on as an in-place op's.
+        for (const auto& [stat, copy] : {std::pair{&running_mean, &rm}, std::pair{&running_var, &rv}}) {
+            if (!training || !copy->defined()) continue;
+            if (copy->impl() != stat->impl())
+                Tensor(*stat).copy_(*copy);
+            else
+                detail::bump_version(*stat);
+        }
     }
     if (!training) {
         // With running statistics they are the mean of the backward, and 1 / sqrt(var + eps) is taken there
