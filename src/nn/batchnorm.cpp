@@ -67,12 +67,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                 detail::bump_version(*stat);
         }
     }
-    if (!training) {
-        // With running statistics they are the mean of the backward, and 1 / sqrt(var + eps) is taken there
-        // again, in double as PyTorch's backward does.
-        save_mean = rm.clone();
-        save_invstd = rv.clone();
-    }
+    // In evaluation the kernel's save_mean is the running mean; the backward takes 1 / sqrt(var + eps) of
+    // the running variance again, in double as PyTorch's backward does.
+    if (!training) save_invstd = rv.clone();
     if (!detail::needs_grad({&input, &weight, &bias})) return out;
     detail::record(
         out, "NativeBatchNormBackward0", {&input, &weight, &bias},

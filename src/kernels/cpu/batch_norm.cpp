@@ -27,18 +27,9 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
-/// Channels per parallel chunk: about kGrain elements of work each.
-std::int64_t channel_grain(std::int64_t per_channel) {
-    return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(per_channel, 1));
-}
-
+/// t's data, or null for an undefined tensor.
 template <typename T>
-const T* data_or_null(const Tensor& t) {
-    return t.defined() ? t.impl()->data<T>() : nullptr;
-}
-
-template <typename T>
-T* mutable_or_null(const Tensor& t) {
+T* data_or_null(const Tensor& t) {
     return t.defined() ? t.impl()->data<T>() : nullptr;
 }
 
@@ -98,15 +89,15 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
     const T* px = data_or_null<T>(x);
     const T* pw = data_or_null<T>(w);
     const T* pb = data_or_null<T>(b);
-    T* rm = mutable_or_null<T>(running_mean);
-    T* rv = mutable_or_null<T>(running_var);
+    T* rm = data_or_null<T>(running_mean);
+    T* rv = data_or_null<T>(running_var);
     T* py = out.impl()->data<T>();
     T* pm = save_mean.impl()->data<T>();
     T* pi = save_invstd.impl()->data<T>();
     if (training && image == 1) {
         // PyTorch's channels-last kernel: column sums down the rows, in the dtype, across a chunk of
         // channels at a time.
-        parallel_for(0, channels, channel_grain(2 * n), [&](std::int64_t c0, std::int64_t c1) {
+        parallel_for(0, channels, grain_for(2 * n), [&](std::int64_t c0, std::int64_t c1) {
             const std::int64_t width = c1 - c0;
             std::vector<T> s(static_cast<std::size_t>(width), T(0)), q(s), d(s);
             for (std::int64_t r = 0; r < n; ++r) {
@@ -126,7 +117,7 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
             }
         });
     }
-    parallel_for(0, channels, channel_grain(2 * count), [&](std::int64_t c0, std::int64_t c1) {
+    parallel_for(0, channels, grain_for(2 * count), [&](std::int64_t c0, std::int64_t c1) {
         std::vector<T> alpha(static_cast<std::size_t>(c1 - c0)), beta(alpha);
         for (std::int64_t c = c0; c < c1; ++c) {
             if (!training) {
@@ -166,9 +157,9 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
     const T* pw = data_or_null<T>(w);
     const T* pm = mean.impl()->data<T>();
     const T* pi = invstd.impl()->data<T>();
-    T* pdx = mutable_or_null<T>(dx);
-    T* pdw = mutable_or_null<T>(dw);
-    T* pdb = mutable_or_null<T>(db);
+    T* pdx = data_or_null<T>(dx);
+    T* pdw = data_or_null<T>(dw);
+    T* pdb = data_or_null<T>(db);
     // In evaluation `invstd` holds the running variance: PyTorch's backward takes its 1 / sqrt(var + eps)
     // in double (its forward, in the dtype).
     auto inv = [&](std::int64_t c) {
@@ -179,7 +170,7 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
         // dx in registers across the channels: for float64 its compiler fuses the subtraction of the
         // product in whole 4-lane registers only, not in the channels left over.
         const std::int64_t whole = sizeof(T) == 8 ? channels - channels % 4 : channels;
-        parallel_for(0, channels, channel_grain(3 * n), [&](std::int64_t c0, std::int64_t c1) {
+        parallel_for(0, channels, grain_for(3 * n), [&](std::int64_t c0, std::int64_t c1) {
             const std::int64_t width = c1 - c0, fused = std::clamp<std::int64_t>(whole - c0, 0, width);
             std::vector<T> s(static_cast<std::size_t>(width), T(0)), d(s), centred(s), gc(s), k(s), gm(s), is(s), wc(s);
             for (std::int64_t r = 0; r < n; ++r) {
@@ -219,7 +210,7 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
         });
         return;
     }
-    parallel_for(0, channels, channel_grain(3 * count), [&](std::int64_t c0, std::int64_t c1) {
+    parallel_for(0, channels, grain_for(3 * count), [&](std::int64_t c0, std::int64_t c1) {
         std::vector<T> centred(static_cast<std::size_t>(image));
         for (std::int64_t c = c0; c < c1; ++c) {
             const T m = pm[c], i = inv(c), wc = pw ? pw[c] : T(1);

@@ -75,34 +75,32 @@ void forward_impl(const Tensor& a, const Tensor& b, double p, const Tensor& out)
     const T pt = static_cast<T>(p);
     // p = 2: the squares of whole registers (8 and 4 floats, 4 and 2 doubles) rounded apart, the rest fused.
     const std::int64_t apart = sizeof(T) == 4 ? m / 4 * 4 : m / 2 * 2;
-    parallel_for(
-        0, batch * r1 * r2, std::max<std::int64_t>(1, kGrain / (16 * std::max<std::int64_t>(m, 1))),
-        [&](std::int64_t k0, std::int64_t k1) {
-            auto run = [&](std::int64_t plain, auto term, auto tail, auto finish) {
-                pair_distances(pa, pb, po, k0, k1, r1, r2, m, plain, term, tail, finish);
-            };
-            auto none = [](T agg, T) { return agg; };
-            auto same = [](T agg) { return agg; };
-            if (p == 0)
-                run(
-                    m, [](T agg, T d) { return agg + std::min(std::ceil(d), T(1)); }, none, same);
-            else if (p == 1)
-                run(
-                    m, [](T agg, T d) { return agg + d; }, none, same);
-            else if (p == 2)
-                run(
-                    apart, [](T agg, T d) { return agg + d * d; }, [](T agg, T d) { return std::fma(d, d, agg); },
-                    [](T agg) { return std::sqrt(agg); });
-            else if (std::isinf(p))
-                run(
-                    m, [](T agg, T d) { return std::max(agg, d); }, none, same);
-            else
-                run(
-                    m, [pt](T agg, T d) { return agg + std::pow(d, pt); }, none,
-                    [pt](T agg) {
-                        return static_cast<T>(std::pow(static_cast<double>(agg), 1.0 / static_cast<double>(pt)));
-                    });
-        });
+    parallel_for(0, batch * r1 * r2, grain_for(16 * m), [&](std::int64_t k0, std::int64_t k1) {
+        auto run = [&](std::int64_t plain, auto term, auto tail, auto finish) {
+            pair_distances(pa, pb, po, k0, k1, r1, r2, m, plain, term, tail, finish);
+        };
+        auto none = [](T agg, T) { return agg; };
+        auto same = [](T agg) { return agg; };
+        if (p == 0)
+            run(
+                m, [](T agg, T d) { return agg + std::min(std::ceil(d), T(1)); }, none, same);
+        else if (p == 1)
+            run(
+                m, [](T agg, T d) { return agg + d; }, none, same);
+        else if (p == 2)
+            run(
+                apart, [](T agg, T d) { return agg + d * d; }, [](T agg, T d) { return std::fma(d, d, agg); },
+                [](T agg) { return std::sqrt(agg); });
+        else if (std::isinf(p))
+            run(
+                m, [](T agg, T d) { return std::max(agg, d); }, none, same);
+        else
+            run(
+                m, [pt](T agg, T d) { return agg + std::pow(d, pt); }, none,
+                [pt](T agg) {
+                    return static_cast<T>(std::pow(static_cast<double>(agg), 1.0 / static_cast<double>(pt)));
+                });
+    });
 }
 
 template <typename T>
@@ -119,50 +117,48 @@ void backward_impl(const Tensor& grad, const Tensor& a, const Tensor& b, double 
     const T pt = static_cast<T>(p);
     // The exponents of |d| and of the distance (PyTorch's p - 1 or p - 2, in the dtype).
     const T e_diff = p < 2 ? pt - T(1) : pt - T(2), e_dist = pt - T(1);
-    parallel_for(0, batch * r1, std::max<std::int64_t>(1, kGrain / (16 * std::max<std::int64_t>(r2 * m, 1))),
-                 [&](std::int64_t q0, std::int64_t q1) {
-                     std::vector<T> diff(static_cast<std::size_t>(m)), mag(diff), powed(diff),
-                         exps(diff.size(), e_diff);
-                     for (std::int64_t q = q0; q < q1; ++q) {
-                         const std::int64_t l = q / r1;
-                         const T* x = pa + q * m;
-                         T* res = po + q * m;
-                         for (std::int64_t j = 0; j < r2; ++j) {
-                             const T* y = pb + (l * r2 + j) * m;
-                             const T g = pg[q * r2 + j], dv = pd[q * r2 + j];
-                             if (p == 1) {
-                                 for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * sign_of(x[f] - y[f]);
-                                 continue;
-                             }
-                             if (std::isinf(p)) {
-                                 for (std::int64_t f = 0; f < m; ++f) {
-                                     const T d = x[f] - y[f];
-                                     const T hit = T(1) - std::min(T(1), std::ceil(std::abs(std::abs(d) - dv)));
-                                     res[f] = res[f] + g * sign_of(d) * hit;
-                                 }
-                                 continue;
-                             }
-                             if (dv == 0) continue;  // PyTorch's term is 0 there
-                             if (p == 2) {
-                                 for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * (x[f] - y[f]) / dv;
-                                 continue;
-                             }
-                             for (std::int64_t f = 0; f < m; ++f) {
-                                 diff[f] = x[f] - y[f];
-                                 mag[f] = std::abs(diff[f]);
-                             }
-                             T dist_pow;
-                             vpow(&dv, &e_dist, &dist_pow, 1);
-                             vpow(mag.data(), exps.data(), powed.data(), m);
-                             for (std::int64_t f = 0; f < m; ++f) {
-                                 const T lead = p < 2 ? sign_of(diff[f]) : diff[f];
-                                 // For p < 1 PyTorch blends in 0 where the difference is 0 (0·∞ there).
-                                 const T term = p < 1 && diff[f] == 0 ? T(0) : lead * powed[f] * g / dist_pow;
-                                 res[f] = res[f] + term;
-                             }
-                         }
-                     }
-                 });
+    parallel_for(0, batch * r1, grain_for(16 * r2 * m), [&](std::int64_t q0, std::int64_t q1) {
+        std::vector<T> diff(static_cast<std::size_t>(m)), mag(diff), powed(diff), exps(diff.size(), e_diff);
+        for (std::int64_t q = q0; q < q1; ++q) {
+            const std::int64_t l = q / r1;
+            const T* x = pa + q * m;
+            T* res = po + q * m;
+            for (std::int64_t j = 0; j < r2; ++j) {
+                const T* y = pb + (l * r2 + j) * m;
+                const T g = pg[q * r2 + j], dv = pd[q * r2 + j];
+                if (p == 1) {
+                    for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * sign_of(x[f] - y[f]);
+                    continue;
+                }
+                if (std::isinf(p)) {
+                    for (std::int64_t f = 0; f < m; ++f) {
+                        const T d = x[f] - y[f];
+                        const T hit = T(1) - std::min(T(1), std::ceil(std::abs(std::abs(d) - dv)));
+                        res[f] = res[f] + g * sign_of(d) * hit;
+                    }
+                    continue;
+                }
+                if (dv == 0) continue;  // PyTorch's term is 0 there
+                if (p == 2) {
+                    for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * (x[f] - y[f]) / dv;
+                    continue;
+                }
+                for (std::int64_t f = 0; f < m; ++f) {
+                    diff[f] = x[f] - y[f];
+                    mag[f] = std::abs(diff[f]);
+                }
+                T dist_pow;
+                vpow(&dv, &e_dist, &dist_pow, 1);
+                vpow(mag.data(), exps.data(), powed.data(), m);
+                for (std::int64_t f = 0; f < m; ++f) {
+                    const T lead = p < 2 ? sign_of(diff[f]) : diff[f];
+                    // For p < 1 PyTorch blends in 0 where the difference is 0 (0·∞ there).
+                    const T term = p < 1 && diff[f] == 0 ? T(0) : lead * powed[f] * g / dist_pow;
+                    res[f] = res[f] + term;
+                }
+            }
+        }
+    });
 }
 
 }  // namespace

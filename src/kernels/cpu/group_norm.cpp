@@ -29,11 +29,6 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
-/// Rows per parallel chunk: about kGrain elements of work each.
-std::int64_t row_grain(std::int64_t per_row) {
-    return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(per_row, 1));
-}
-
 /// The lanes of PyTorch's AVX2 register for T.
 template <typename T>
 constexpr int kLanes = 32 / static_cast<int>(sizeof(T));
@@ -87,7 +82,7 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_
     T* pm = mean.impl()->data<T>();
     T* pr = rstd.impl()->data<T>();
     const T e = static_cast<T>(eps);
-    parallel_for(0, n * groups, row_grain(2 * row), [&](std::int64_t i0, std::int64_t i1) {
+    parallel_for(0, n * groups, grain_for(2 * row), [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t i = i0; i < i1; ++i) {
             const T* xr = px + i * row;
             T* yr = py + i * row;
@@ -126,7 +121,7 @@ void backward_impl(const Tensor& grad, const Tensor& x, const Tensor& w, const T
     const T* pr = rstd.impl()->data<T>();
     std::vector<T> ds(static_cast<std::size_t>(n * channels)), dbs(ds.size());
     // Σ g·x and Σ g over each (sample, channel) image.
-    parallel_for(0, n * channels, row_grain(2 * image), [&](std::int64_t r0, std::int64_t r1) {
+    parallel_for(0, n * channels, grain_for(2 * image), [&](std::int64_t r0, std::int64_t r1) {
         const std::int64_t whole = image / kL * kL;
         const std::int64_t apart = whole + (sizeof(T) == 4 ? rounded_apart(image - whole, 4) : 0);
         for (std::int64_t r = r0; r < r1; ++r) {
@@ -150,7 +145,7 @@ void backward_impl(const Tensor& grad, const Tensor& x, const Tensor& w, const T
     if (dx.defined()) {
         T* pdx = dx.impl()->data<T>();
         const T s = T(1) / static_cast<T>(d * image);
-        parallel_for(0, n * groups, row_grain(3 * d * image), [&](std::int64_t i0, std::int64_t i1) {
+        parallel_for(0, n * groups, grain_for(3 * d * image), [&](std::int64_t i0, std::int64_t i1) {
             for (std::int64_t i = i0; i < i1; ++i) {
                 const std::int64_t g = i % groups;
                 T ds_val, db_val;

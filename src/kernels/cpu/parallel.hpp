@@ -39,4 +39,9 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, F&& 
 /// Elements an elementwise kernel handles per thread at least (PyTorch's grain size).
 constexpr std::int64_t kGrain = 32768;
 
+/// Items per thread at least when each item is `per_item` elements of work: about kGrain elements.
+inline std::int64_t grain_for(std::int64_t per_item) {
+    return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(per_item, 1));
+}
+
 }  // namespace xgrad::kernels::cpu

@@ -17,11 +17,6 @@ namespace xgrad::kernels::cpu {
 
 namespace {
 
-/// Rows per thread chunk so that a chunk holds at least kGrain elements.
-std::int64_t row_grain(std::int64_t width) {
-    return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(width, 1));
-}
-
 /// Rows whose chains of dependent operations (a product, or a running sum or product, element by
 /// element) are interleaved, so that the core overlaps them. A scan reads and writes each row: with
 /// eight, rows 4 KiB apart (width 1024 floats, as a transposed 1024-row tensor has) put 16 lines in one
@@ -97,7 +92,7 @@ void int_sum_rows(const T* in, const RowsView& v, std::int64_t* o) {
         }
         return;
     }
-    parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+    parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t r = lo; r < hi; ++r) o[r] = row_sum(in + r * v.width, v.width);
     });
 }
@@ -124,7 +119,7 @@ void sum_slices_in_place(const RowsView& v, T* o) {
             break;
         }
     const std::int64_t slices = v.width / v.slice;
-    parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+    parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
         Strides index(static_cast<std::size_t>(nd), 0);
         for (std::int64_t r = lo; r < hi; ++r) {
             std::int64_t at = 0;
@@ -190,7 +185,7 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
                              });
             }
         } else {
-            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 for (std::int64_t r = lo; r < hi; ++r) o[r] = inner_sum(in + r * v.width, v.width);
             });
         }
@@ -215,7 +210,7 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
         if (mo || (std::is_same_v<T, double> && v.rows > 1)) {
             // PyTorch 1.13's var_mean, and its double var over dims with more than one result: a Welford
             // pass in double along each row.
-            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 constexpr std::int64_t kBlock = 64;
                 double m[kBlock], q[kBlock];
                 for (std::int64_t r = lo; r < hi; r += kBlock) {
@@ -244,7 +239,7 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
             // float: the row's moments in double in one pass (var_row); its variance rounds to the float
             // PyTorch's Welford pass gives.
             const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
-            parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+            parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 for (std::int64_t r = lo; r < hi; ++r) {
                     double m = 0, m2 = 0;
                     // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
@@ -261,7 +256,7 @@ void norm_rows(const RowsView& v, const Tensor& out, double p, bool lanes) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+        parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) o[r] = norm_row(in + r * v.width, v.width, static_cast<T>(p), lanes);
         });
     });
@@ -293,7 +288,7 @@ constexpr std::int64_t kColumnBlock = 2048;
 /// kColumnBlock, the blocks shared between threads.
 template <class F>
 void for_column_blocks(const RowsView& v, F&& body) {
-    parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+    parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t b0 = lo; b0 < hi; b0 += kColumnBlock) body(b0, std::min(hi, b0 + kColumnBlock));
     });
 }
@@ -329,7 +324,7 @@ void extreme_rows(const RowsView& v, const Tensor& out, bool max) {
                 columns([](T b, T a) { return b < a; });
             return;
         }
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+        parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
                 if constexpr (std::is_floating_point_v<T>) {
@@ -350,7 +345,7 @@ void arg_extreme_rows(const RowsView& v, const Tensor& values, const Tensor& ind
         const T* in = v.input.impl()->data<T>();
         T* o = values.impl()->data<T>();
         auto* idx = indices.impl()->data<std::int64_t>();
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+        parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t r = lo; r < hi; ++r) {
                 const T* x = in + r * v.width;
                 const std::int64_t at = extreme_index(x, v.width, max);
@@ -384,7 +379,7 @@ void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
             });
             return;
         }
-        parallel_for(0, v.rows, row_grain(v.width), [&](std::int64_t lo, std::int64_t hi) {
+        parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
             std::int64_t r = lo;
             // Element by element, each row's product is one chain of dependent multiplies: kProdChains
             // rows at a time, so that their chains overlap (each row's order, and so its bits,
@@ -453,7 +448,7 @@ void scan_rows(const RowsView& v, const Tensor& out, bool prod, bool reverse) {
             if (v.outer)
                 scan_columns(op);
             else
-                parallel_for(0, v.rows, row_grain(v.width),
+                parallel_for(0, v.rows, grain_for(v.width),
                              [&](std::int64_t lo, std::int64_t hi) { scan(op, lo, hi); });
         };
         if (prod)
