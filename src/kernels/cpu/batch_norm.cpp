@@ -51,33 +51,45 @@ void update_running(T* rm, T* rv, std::int64_t c, T mean, T var_sum, std::int64_
     }
 }
 
-/// A channel's mean and variance sum over an image of more than one element: sums in double.
-template <typename T>
+/// The means and variance sums of channels [c, c + K) over images of more than one element: sums in
+/// double, each channel's in its own order (PyTorch's), the K channels' chains of adds side by side so
+/// that they overlap instead of each waiting on its last add.
+template <int K, typename T>
 void image_moments(const T* x, std::int64_t n, std::int64_t channels, std::int64_t image, std::int64_t c, T* mean,
                    T* var_sum) {
     const std::int64_t count = n * image;
-    double s = 0;
+    auto rows = [&](std::int64_t b, const T** r) {
+        for (int k = 0; k < K; ++k) r[k] = x + (b * channels + c + k) * image;
+    };
+    const T* r[K];
+    double s[K] = {};
     for (std::int64_t b = 0; b < n; ++b) {
-        const T* row = x + (b * channels + c) * image;
-        for (std::int64_t i = 0; i < image; ++i) s += static_cast<double>(row[i]);
+        rows(b, r);
+        for (std::int64_t i = 0; i < image; ++i)
+            for (int k = 0; k < K; ++k) s[k] += static_cast<double>(r[k][i]);
     }
-    const T m = static_cast<T>(s / static_cast<double>(count));
-    double q = 0;
+    T m[K];
+    for (int k = 0; k < K; ++k) m[k] = static_cast<T>(s[k] / static_cast<double>(count));
+    double q[K] = {};
     const bool fused_last = sizeof(T) == 8 && image % 2 == 1;
     const std::int64_t plain = fused_last ? image - 1 : image;
     for (std::int64_t b = 0; b < n; ++b) {
-        const T* row = x + (b * channels + c) * image;
-        for (std::int64_t i = 0; i < plain; ++i) {
-            const T d = row[i] - m;
-            q += static_cast<double>(d * d);
-        }
-        if (fused_last) {
-            const double d = static_cast<double>(row[plain] - m);
-            q = std::fma(d, d, q);
-        }
+        rows(b, r);
+        for (std::int64_t i = 0; i < plain; ++i)
+            for (int k = 0; k < K; ++k) {
+                const T d = r[k][i] - m[k];
+                q[k] += static_cast<double>(d * d);
+            }
+        if (fused_last)
+            for (int k = 0; k < K; ++k) {
+                const double d = static_cast<double>(r[k][plain] - m[k]);
+                q[k] = std::fma(d, d, q[k]);
+            }
     }
-    *mean = m;
-    *var_sum = static_cast<T>(q);
+    for (int k = 0; k < K; ++k) {
+        mean[k] = m[k];
+        var_sum[k] = static_cast<T>(q[k]);
+    }
 }
 
 template <typename T>
@@ -119,15 +131,22 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
     }
     parallel_for(0, channels, grain_for(2 * count), [&](std::int64_t c0, std::int64_t c1) {
         std::vector<T> alpha(static_cast<std::size_t>(c1 - c0)), beta(alpha);
+        if (training && image > 1) {
+            constexpr int kSide = 8;
+            std::vector<T> var_sum(static_cast<std::size_t>(c1 - c0));
+            std::int64_t c = c0;
+            for (; c + kSide <= c1; c += kSide)
+                image_moments<kSide>(px, n, channels, image, c, &pm[c], &var_sum[c - c0]);
+            for (; c < c1; ++c) image_moments<1>(px, n, channels, image, c, &pm[c], &var_sum[c - c0]);
+            for (c = c0; c < c1; ++c) {
+                pi[c] = inv_std<T>(static_cast<double>(var_sum[c - c0] / static_cast<T>(count)), eps);
+                update_running(rm, rv, c, pm[c], var_sum[c - c0], count, momentum);
+            }
+        }
         for (std::int64_t c = c0; c < c1; ++c) {
             if (!training) {
                 pm[c] = rm[c];
                 pi[c] = T(1) / std::sqrt(rv[c] + static_cast<T>(eps));
-            } else if (image > 1) {
-                T var_sum;
-                image_moments(px, n, channels, image, c, &pm[c], &var_sum);
-                pi[c] = inv_std<T>(static_cast<double>(var_sum / static_cast<T>(count)), eps);
-                update_running(rm, rv, c, pm[c], var_sum, count, momentum);
             }
             // PyTorch's linear and constant terms: y = x·alpha + beta, beta = bias - mean·alpha fused.
             alpha[c - c0] = pi[c] * (pw ? pw[c] : T(1));

@@ -3,9 +3,9 @@
 // cases of both dtypes, with and without the affine parameters).
 //
 // x is (N, C, image), its channels in G groups of D. The forward takes each (sample, group) row of
-// D·image elements: LayerNorm's moments (norm_moments), rstd = 1 / sqrt(max(var, 0) + eps), then per
-// channel y = scale·x + bias fused, with scale = rstd·w and bias = -scale·mean + b rounded apart, or
-// (x - mean)·rstd without weight and bias.
+// D·image elements: LayerNorm's moments (norm_moments_rows, four rows side by side), rstd =
+// 1 / sqrt(max(var, 0) + eps), then per channel y = scale·x + bias fused, with scale = rstd·w and
+// bias = -scale·mean + b rounded apart, or (x - mean)·rstd without weight and bias.
 //
 // The backward follows PyTorch's loops, including what its compiler made of them. Per (sample,
 // channel), ds = Σ g·x and db = Σ g over the image: the whole registers in an AVX2 register's lanes
@@ -83,11 +83,18 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_
     T* pr = rstd.impl()->data<T>();
     const T e = static_cast<T>(eps);
     parallel_for(0, n * groups, grain_for(2 * row), [&](std::int64_t i0, std::int64_t i1) {
+        // The moments of up to four rows at once (their chains of operations overlap), then each row's output.
+        T m4[4] = {}, q4[4] = {};
         for (std::int64_t i = i0; i < i1; ++i) {
             const T* xr = px + i * row;
             T* yr = py + i * row;
-            T m = 0, m2 = 0;
-            if (row > 0) norm_moments(xr, row, &m, &m2);
+            if ((i - i0) % 4 == 0 && row > 0) {
+                const int count = static_cast<int>(std::min<std::int64_t>(4, i1 - i));
+                const T* rows4[4];
+                for (int k = 0; k < count; ++k) rows4[k] = xr + k * row;
+                norm_moments_rows(rows4, count, row, m4, q4);
+            }
+            const T m = m4[(i - i0) % 4], m2 = q4[(i - i0) % 4];
             const T rs = T(1) / std::sqrt(std::max(row > 0 ? m2 / static_cast<T>(row) : T(0), T(0)) + e);
             pm[i] = m;
             pr[i] = rs;
