@@ -221,6 +221,49 @@ TEST_CASE("cdist's direct kernel gives PyTorch's bits for 1 to 25 features") {
     vm::set_simd_arch(arch);
 }
 
+TEST_CASE("cdist's direct kernel gives PyTorch's bits for p = 1 and 2 with many pairs and long rows") {
+    // gen_cdist.py's "wide" cases: (3, m) to (65, m), m = 17 and 65. xgrad puts the pairs (forward) and
+    // the features (backward) side by side in vector lanes, in blocks of 64, 16, 8, 4 or 2 lanes by
+    // instruction set and dtype, with the ones left over alone: these sizes reach every path. Exact on
+    // every instruction set (without FMA the fused squares are fused lane by lane).
+    namespace vm = xgrad::kernels::cpu;
+    const vm::SimdArch arch = vm::simd_arch();
+    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2}) {
+        if (!vm::simd_arch_supported(a)) continue;
+        vm::set_simd_arch(a);
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (std::int64_t m : {17, 65})
+                for (const double p : {1.0, 2.0}) {
+                    std::vector<double> xv, yv, uv;
+                    for (std::int64_t k = 0; k < 3 * m; ++k)
+                        xv.push_back(std::sin(0.37 * static_cast<double>(k + 1)) * 2 + 0.5);
+                    for (std::int64_t k = 0; k < 65 * m; ++k)
+                        yv.push_back(std::cos(0.53 * static_cast<double>(k + 1)) * 1.5);
+                    for (std::int64_t k = 0; k < 3 * 65; ++k) uv.push_back(std::sin(0.71 * static_cast<double>(k + 1)));
+                    Tensor x = xgrad::from_vector(xv, {3, m}, dtype).requires_grad_();
+                    Tensor y = xgrad::from_vector(yv, {65, m}, dtype).requires_grad_(m == 17);
+                    Tensor d = xgrad::cdist(x, y, p, "donot_use_mm_for_euclid_dist");
+                    (d * xgrad::from_vector(uv, {3, 65}, dtype)).sum().backward();
+                    char key[64];
+                    std::snprintf(key, sizeof key, "wide.%s.m%lld.p%g", xgrad::to_string(dtype).substr(6).c_str(),
+                                  static_cast<long long>(m), p);
+                    const std::string k = key;
+                    CAPTURE(k);
+                    CAPTURE(static_cast<int>(a));
+                    const Tensor results[] = {d, x.grad(), m == 17 ? y.grad() : Tensor()};
+                    const char* const parts[] = {".d", ".gx", ".gy"};
+                    for (int r = 0; r < 3; ++r) {
+                        if (!results[r].defined()) continue;
+                        const std::string what = k + parts[r];
+                        const Tensor want = golden::get("cdist.txt", what);
+                        golden::check_close(results[r], want, what, 1e-5, 1e-6);
+                        CHECK_MESSAGE(golden::bits_differ(results[r], want) == 0, what << ": bits");
+                    }
+                }
+    }
+    vm::set_simd_arch(arch);
+}
+
 TEST_CASE("Conv2d and Conv1d with padding strings and padding modes match PyTorch's modules") {
     using M = nn::Module;
     auto fwd = [](M& m, const Tensor& x) { return m.forward(x); };

@@ -50,5 +50,27 @@ for dt in ("float32", "float64"):
             lines.append(tensor_line(k + ".gx", x.grad))
             lines.append(tensor_line(k + ".gy", y.grad))
 
+# Many rows on the other side and long rows, p = 1 and 2: xgrad's kernels put pairs (forward) and
+# features (backward) side by side in vector lanes, in blocks of up to 64, so these reach every block
+# size on every instruction set. x (3, m), y (65, m), the upstream gradient (3, 65); y's gradient for
+# m = 17 only (for 65 features it would be 4225 numbers, and x's covers the same kernel).
+for dt in ("float32", "float64"):
+    dtype = getattr(torch, dt)
+    for m in (17, 65):
+        for p in (1.0, 2.0):
+            def t(values, s):
+                return torch.tensor(values, dtype=torch.float64).reshape(s).to(dtype)
+
+            x = t([math.sin(0.37 * (k + 1)) * 2 + 0.5 for k in range(3 * m)], (3, m)).requires_grad_()
+            y = t([math.cos(0.53 * (k + 1)) * 1.5 for k in range(65 * m)], (65, m)).requires_grad_(m == 17)
+            up = t([math.sin(0.71 * (k + 1)) for k in range(3 * 65)], (3, 65))
+            d = torch.cdist(x, y, p=p, compute_mode="donot_use_mm_for_euclid_dist")
+            (d * up).sum().backward()
+            k = f"wide.{dt}.m{m}.p{p:g}"
+            lines.append(tensor_line(k + ".d", d))
+            lines.append(tensor_line(k + ".gx", x.grad))
+            if m == 17:
+                lines.append(tensor_line(k + ".gy", y.grad))
+
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -30,13 +30,12 @@ T sign_of(T v) {
     return v == v ? s : v;
 }
 
-/// Each pair's distance over [k0, k1): `term(agg, d)` adds a feature's |d| to the sum for the first
-/// `plain` features, `tail(agg, d)` for the rest, and `finish` ends it. Eight pairs go side by side,
-/// each summed in its own order (PyTorch's compiler vectorised its loop over the pairs so): their
-/// chains of adds overlap.
-template <typename T, typename Term, typename Tail, typename Finish>
+/// Each pair's distance over [k0, k1) for p other than 1 and 2: `term(agg, d)` adds a feature's |d| to
+/// the sum and `finish` ends it. Eight pairs go side by side, each summed in its own order: their chains
+/// of adds overlap.
+template <typename T, typename Term, typename Finish>
 void pair_distances(const T* pa, const T* pb, T* po, std::int64_t k0, std::int64_t k1, std::int64_t r1, std::int64_t r2,
-                    std::int64_t m, std::int64_t plain, Term term, Tail tail, Finish finish) {
+                    std::int64_t m, Term term, Finish finish) {
     constexpr int kSide = 8;
     auto rows = [&](std::int64_t k, const T** x, const T** y) {
         const std::int64_t l = k / (r1 * r2), i = k / r2 % r1, j = k % r2;
@@ -49,10 +48,8 @@ void pair_distances(const T* pa, const T* pb, T* po, std::int64_t k0, std::int64
         const T* y[kSide];
         T agg[kSide] = {};
         for (int u = 0; u < kSide; ++u) rows(k + u, &x[u], &y[u]);
-        for (std::int64_t f = 0; f < plain; ++f)
+        for (std::int64_t f = 0; f < m; ++f)
             for (int u = 0; u < kSide; ++u) agg[u] = term(agg[u], std::abs(x[u][f] - y[u][f]));
-        for (std::int64_t f = plain; f < m; ++f)
-            for (int u = 0; u < kSide; ++u) agg[u] = tail(agg[u], std::abs(x[u][f] - y[u][f]));
         for (int u = 0; u < kSide; ++u) po[k + u] = finish(agg[u]);
     }
     for (; k < k1; ++k) {
@@ -60,8 +57,7 @@ void pair_distances(const T* pa, const T* pb, T* po, std::int64_t k0, std::int64
         const T* y;
         rows(k, &x, &y);
         T agg = 0;
-        for (std::int64_t f = 0; f < plain; ++f) agg = term(agg, std::abs(x[f] - y[f]));
-        for (std::int64_t f = plain; f < m; ++f) agg = tail(agg, std::abs(x[f] - y[f]));
+        for (std::int64_t f = 0; f < m; ++f) agg = term(agg, std::abs(x[f] - y[f]));
         po[k] = finish(agg);
     }
 }
@@ -75,28 +71,33 @@ void forward_impl(const Tensor& a, const Tensor& b, double p, const Tensor& out)
     const T pt = static_cast<T>(p);
     // p = 2: the squares of whole registers (8 and 4 floats, 4 and 2 doubles) rounded apart, the rest fused.
     const std::int64_t apart = sizeof(T) == 4 ? m / 4 * 4 : m / 2 * 2;
+    if (p == 1 || p == 2) {
+        // Each batch's second input transposed, (m, r2): the pairs of a row of the first go side by side
+        // in vector lanes, each summed in its own order.
+        std::vector<T> yt(static_cast<std::size_t>(batch * m * r2));
+        for (std::int64_t l = 0; l < batch; ++l)
+            for (std::int64_t j = 0; j < r2; ++j)
+                for (std::int64_t f = 0; f < m; ++f) yt[(l * m + f) * r2 + j] = pb[(l * r2 + j) * m + f];
+        parallel_for(0, batch * r1 * r2, grain_for(16 * m), [&](std::int64_t k0, std::int64_t k1) {
+            for (std::int64_t k = k0; k < k1;) {
+                const std::int64_t l = k / (r1 * r2), i = k / r2 % r1, j = k % r2;
+                const std::int64_t count = std::min(k1 - k, r2 - j);
+                cdist_forward_row(pa + (l * r1 + i) * m, yt.data() + l * m * r2 + j, r2, count, m, static_cast<int>(p),
+                                  apart, po + k);
+                k += count;
+            }
+        });
+        return;
+    }
     parallel_for(0, batch * r1 * r2, grain_for(16 * m), [&](std::int64_t k0, std::int64_t k1) {
-        auto run = [&](std::int64_t plain, auto term, auto tail, auto finish) {
-            pair_distances(pa, pb, po, k0, k1, r1, r2, m, plain, term, tail, finish);
-        };
-        auto none = [](T agg, T) { return agg; };
+        auto run = [&](auto term, auto finish) { pair_distances(pa, pb, po, k0, k1, r1, r2, m, term, finish); };
         auto same = [](T agg) { return agg; };
         if (p == 0)
-            run(
-                m, [](T agg, T d) { return agg + std::min(std::ceil(d), T(1)); }, none, same);
-        else if (p == 1)
-            run(
-                m, [](T agg, T d) { return agg + d; }, none, same);
-        else if (p == 2)
-            run(
-                apart, [](T agg, T d) { return agg + d * d; }, [](T agg, T d) { return std::fma(d, d, agg); },
-                [](T agg) { return std::sqrt(agg); });
+            run([](T agg, T d) { return agg + std::min(std::ceil(d), T(1)); }, same);
         else if (std::isinf(p))
-            run(
-                m, [](T agg, T d) { return std::max(agg, d); }, none, same);
+            run([](T agg, T d) { return std::max(agg, d); }, same);
         else
-            run(
-                m, [pt](T agg, T d) { return agg + std::pow(d, pt); }, none,
+            run([pt](T agg, T d) { return agg + std::pow(d, pt); },
                 [pt](T agg) {
                     return static_cast<T>(std::pow(static_cast<double>(agg), 1.0 / static_cast<double>(pt)));
                 });
@@ -123,13 +124,13 @@ void backward_impl(const Tensor& grad, const Tensor& a, const Tensor& b, double 
             const std::int64_t l = q / r1;
             const T* x = pa + q * m;
             T* res = po + q * m;
+            if (p == 1 || p == 2) {  // vectorised over the features, as PyTorch's
+                cdist_backward_row(x, pb + l * r2 * m, pg + q * r2, pd + q * r2, r2, m, static_cast<int>(p), res);
+                continue;
+            }
             for (std::int64_t j = 0; j < r2; ++j) {
                 const T* y = pb + (l * r2 + j) * m;
                 const T g = pg[q * r2 + j], dv = pd[q * r2 + j];
-                if (p == 1) {
-                    for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * sign_of(x[f] - y[f]);
-                    continue;
-                }
                 if (std::isinf(p)) {
                     for (std::int64_t f = 0; f < m; ++f) {
                         const T d = x[f] - y[f];
@@ -139,10 +140,6 @@ void backward_impl(const Tensor& grad, const Tensor& a, const Tensor& b, double 
                     continue;
                 }
                 if (dv == 0) continue;  // PyTorch's term is 0 there
-                if (p == 2) {
-                    for (std::int64_t f = 0; f < m; ++f) res[f] = res[f] + g * (x[f] - y[f]) / dv;
-                    continue;
-                }
                 for (std::int64_t f = 0; f < m; ++f) {
                     diff[f] = x[f] - y[f];
                     mag[f] = std::abs(diff[f]);

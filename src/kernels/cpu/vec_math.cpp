@@ -506,6 +506,22 @@ void batch_norm_row_dx(const double* g, const double* x, double mean, double k, 
                        double w, double* dx, std::int64_t n) {
     kernels<double>().batch_norm_row_dx(g, x, mean, k, grad_mean, invstd, w, dx, n);
 }
+void cdist_forward_row(const float* x, const float* yt, std::int64_t stride, std::int64_t count, std::int64_t m, int p,
+                       std::int64_t apart, float* out) {
+    kernels<float>().cdist_forward_row(x, yt, stride, count, m, p, apart, out);
+}
+void cdist_forward_row(const double* x, const double* yt, std::int64_t stride, std::int64_t count, std::int64_t m,
+                       int p, std::int64_t apart, double* out) {
+    kernels<double>().cdist_forward_row(x, yt, stride, count, m, p, apart, out);
+}
+void cdist_backward_row(const float* x, const float* y, const float* g, const float* dist, std::int64_t rows,
+                        std::int64_t m, int p, float* res) {
+    kernels<float>().cdist_backward_row(x, y, g, dist, rows, m, p, res);
+}
+void cdist_backward_row(const double* x, const double* y, const double* g, const double* dist, std::int64_t rows,
+                        std::int64_t m, int p, double* res) {
+    kernels<double>().cdist_backward_row(x, y, g, dist, rows, m, p, res);
+}
 void axpy(float* y, const float* x, float a, std::int64_t n) {
     kernels<float>().axpy(y, x, a, n);
 }

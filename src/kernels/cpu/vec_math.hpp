@@ -502,6 +502,29 @@ void batch_norm_row_dx(const float* g, const float* x, float mean, float k, floa
 void batch_norm_row_dx(const double* g, const double* x, double mean, double k, double grad_mean, double invstd,
                        double w, double* dx, std::int64_t n);
 
+/// cdist's direct forward for p = 1 or p = 2 from one row to `count` rows of the other input, as PyTorch
+/// 1.13's CPU kernel computes each pair: out[j] = Σ_f t(x[f] - yt[f·stride + j]) added in order over the
+/// m features from 0 (then the square root for p = 2), with yt the other input transposed (features
+/// `stride` apart) and t(d) = |d| for p = 1, d² for p = 2, the first `apart` squares rounded apart from
+/// the sum and the rest fused with it (PyTorch's compiler's vectorised loop). Pairs go side by side in
+/// the lanes; each pair's sum is in the same order as alone.
+void cdist_forward_row(const float* x, const float* yt, std::int64_t stride, std::int64_t count, std::int64_t m, int p,
+                       std::int64_t apart, float* out);
+/// As the float overload.
+void cdist_forward_row(const double* x, const double* yt, std::int64_t stride, std::int64_t count, std::int64_t m,
+                       int p, std::int64_t apart, double* out);
+
+/// One row of cdist's backward for p = 1 or p = 2, as PyTorch 1.13's CPU kernel (_cdist_backward,
+/// vectorised over the features): res[f] = res[f] + t_j[f] for j = 0, …, rows - 1 in order, with x the
+/// row (m features), y the `rows` rows of the other input (m apart), g and dist their gradients and
+/// distances, and t_j = g_j·sign(x - y_j) for p = 1, (g_j·(x - y_j)) / dist_j for p = 2 (no term where
+/// dist_j is 0). sign is +1, -1, +0 for ±0 and NaN for NaN.
+void cdist_backward_row(const float* x, const float* y, const float* g, const float* dist, std::int64_t rows,
+                        std::int64_t m, int p, float* res);
+/// As the float overload.
+void cdist_backward_row(const double* x, const double* y, const double* g, const double* dist, std::int64_t rows,
+                        std::int64_t m, int p, double* res);
+
 /// y[i] = y[i] + a * x[i]: PyTorch's y.add_(x, alpha=a), one fused multiply-add where the instruction
 /// set has FMA (its AVX2 kernel's fmadd), two roundings elsewhere.
 void axpy(float* y, const float* x, float a, std::int64_t n);

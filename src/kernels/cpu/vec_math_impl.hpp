@@ -1953,6 +1953,109 @@ void batch_norm_row_dx_(const typename B::value_type* g, const typename B::value
     for (; i < n; ++i) dx[i] = mla_s<B>(-(x[i] - mean), k, g[i] - grad_mean) * invstd * w;
 }
 
+/// vec_math.hpp's cdist_forward_row for p = kP (1 or 2): four registers of pairs side by side (their
+/// chains of adds overlap), then one register, then the pairs left over one at a time. Where the arch
+/// has no FMA, the fused squares are fused lane by lane (C's fma), so that the bits stay PyTorch's.
+template <class B, int kP>
+void cdist_forward_row_(const typename B::value_type* x, const typename B::value_type* yt, std::int64_t stride,
+                        std::int64_t count, std::int64_t m, std::int64_t apart, typename B::value_type* out) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    const std::int64_t plain = kP == 2 ? std::min(apart, m) : m;
+    auto fused_square = [](const B& d, const B& agg) {
+        if constexpr (kFmaOf<B>) {
+            return mla(d, d, agg);
+        } else {
+            alignas(64) T a[kW], e[kW];
+            agg.store_aligned(a);
+            d.store_aligned(e);
+            for (std::int64_t l = 0; l < kW; ++l) a[l] = std::fma(e[l], e[l], a[l]);
+            return B::load_aligned(a);
+        }
+    };
+    auto block = [&]<int kV>(std::int64_t j, std::integral_constant<int, kV>) {
+        B agg[kV];
+        each_of<kV>([&](auto v) { agg[v] = B(T(0)); });
+        for (std::int64_t f = 0; f < plain; ++f) {
+            const B xf(x[f]);
+            const T* row = yt + f * stride + j;
+            each_of<kV>([&](auto v) {
+                const B d = xsimd::abs(xf - B::load_unaligned(row + v * kW));
+                agg[v] = kP == 2 ? agg[v] + d * d : agg[v] + d;
+            });
+        }
+        for (std::int64_t f = plain; f < m; ++f) {
+            const B xf(x[f]);
+            const T* row = yt + f * stride + j;
+            each_of<kV>(
+                [&](auto v) { agg[v] = fused_square(xsimd::abs(xf - B::load_unaligned(row + v * kW)), agg[v]); });
+        }
+        each_of<kV>([&](auto v) { (kP == 2 ? xsimd::sqrt(agg[v]) : agg[v]).store_unaligned(out + j + v * kW); });
+    };
+    std::int64_t j = 0;
+    for (; j + 4 * kW <= count; j += 4 * kW) block(j, std::integral_constant<int, 4>{});
+    for (; j + kW <= count; j += kW) block(j, std::integral_constant<int, 1>{});
+    for (; j < count; ++j) {
+        T agg = 0;
+        for (std::int64_t f = 0; f < m; ++f) {
+            const T d = std::abs(x[f] - yt[f * stride + j]);
+            agg = kP == 1 ? agg + d : f < plain ? agg + d * d : std::fma(d, d, agg);
+        }
+        out[j] = kP == 2 ? std::sqrt(agg) : agg;
+    }
+}
+
+/// vec_math.hpp's cdist_backward_row for p = kP (1 or 2): kV registers of features side by side (their
+/// chains of adds down the rows overlap), then one register at a time, then the features left over.
+template <class B, int kP>
+void cdist_backward_row_(const typename B::value_type* x, const typename B::value_type* y,
+                         const typename B::value_type* g, const typename B::value_type* dist, std::int64_t rows,
+                         std::int64_t m, typename B::value_type* res) {
+    using T = typename B::value_type;
+    constexpr std::int64_t kW = B::size;
+    auto term = [](const auto& d, const auto& gj, T dj) {
+        using V = std::decay_t<decltype(d)>;
+        if constexpr (kP == 2) {
+            return gj * d / V(dj);
+        } else {
+            const V one(T(1)), zero(T(0));
+            const V s = xsimd::select(d > zero, one, zero) - xsimd::select(d < zero, one, zero);
+            return gj * xsimd::select(d == d, s, d);
+        }
+    };
+    auto block = [&]<int kV>(std::int64_t f, std::integral_constant<int, kV>) {
+        B xv[kV], acc[kV];
+        each_of<kV>([&](auto v) {
+            xv[v] = B::load_unaligned(x + f + v * kW);
+            acc[v] = B::load_unaligned(res + f + v * kW);
+        });
+        for (std::int64_t j = 0; j < rows; ++j) {
+            if (kP == 2 && dist[j] == 0) continue;  // PyTorch's term is 0 there
+            const B gj(g[j]);
+            const T* yj = y + j * m + f;
+            each_of<kV>([&](auto v) { acc[v] = acc[v] + term(xv[v] - B::load_unaligned(yj + v * kW), gj, dist[j]); });
+        }
+        each_of<kV>([&](auto v) { acc[v].store_unaligned(res + f + v * kW); });
+    };
+    std::int64_t f = 0;
+    for (; f + 4 * kW <= m; f += 4 * kW) block(f, std::integral_constant<int, 4>{});
+    for (; f + kW <= m; f += kW) block(f, std::integral_constant<int, 1>{});
+    for (; f < m; ++f) {
+        T acc = res[f];
+        for (std::int64_t j = 0; j < rows; ++j) {
+            if (kP == 2 && dist[j] == 0) continue;
+            const T d = x[f] - y[j * m + f];
+            if constexpr (kP == 2) {
+                acc = acc + g[j] * d / dist[j];
+            } else {
+                const T s = static_cast<T>(d > 0) - static_cast<T>(d < 0);
+                acc = acc + g[j] * (d == d ? s : d);
+            }
+        }
+        res[f] = acc;
+    }
+}
+
 /// The lanes of PyTorch's AVX2 register of sums combined as its vec_reduce_all does: floats by AVX2's
 /// shuffles (lanes 4 apart, then 2, then 1), doubles in order (its generic path).
 template <typename T>
@@ -3334,6 +3437,20 @@ VecMathKernels<T> kernels_for() {
             rms_norm_row_dx_<B, false>(g, x, w, rstd, dms, dx, n, stream, ahead);
     };
     k.batch_norm_row_dx = batch_norm_row_dx_<B>;
+    k.cdist_forward_row = [](const T* x, const T* yt, std::int64_t stride, std::int64_t count, std::int64_t m, int p,
+                             std::int64_t apart, T* out) {
+        if (p == 2)
+            cdist_forward_row_<B, 2>(x, yt, stride, count, m, apart, out);
+        else
+            cdist_forward_row_<B, 1>(x, yt, stride, count, m, apart, out);
+    };
+    k.cdist_backward_row = [](const T* x, const T* y, const T* g, const T* dist, std::int64_t rows, std::int64_t m,
+                              int p, T* res) {
+        if (p == 2)
+            cdist_backward_row_<B, 2>(x, y, g, dist, rows, m, res);
+        else
+            cdist_backward_row_<B, 1>(x, y, g, dist, rows, m, res);
+    };
     k.lanes_fma_sums = lanes_fma_sums_<B>;
     k.group_norm_row_dx = group_norm_row_dx_<B>;
     k.sgd = sgd_<B>;

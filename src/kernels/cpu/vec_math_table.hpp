@@ -116,6 +116,12 @@ struct VecMathKernels {
     void (*group_norm_row_dx)(const T* g, const T* x, T c1, T c2, T c3, T* dx, std::int64_t n);
     // One row of BatchNorm's training backward (vec_math.hpp's batch_norm_row_dx).
     void (*batch_norm_row_dx)(const T* g, const T* x, T mean, T k, T grad_mean, T invstd, T w, T* dx, std::int64_t n);
+    // Distances from one row to columns of a transposed input, p = 1 or 2 (vec_math.hpp's cdist_forward_row).
+    void (*cdist_forward_row)(const T* x, const T* yt, std::int64_t stride, std::int64_t count, std::int64_t m, int p,
+                              std::int64_t apart, T* out);
+    // One row of cdist's backward for p = 1 or 2 (vec_math.hpp's cdist_backward_row).
+    void (*cdist_backward_row)(const T* x, const T* y, const T* g, const T* dist, std::int64_t rows, std::int64_t m,
+                               int p, T* res);
     // Adam's update of n elements (vec_math.hpp's adam_update; vmax null without amsgrad).
     void (*adam)(T* p, const T* g, T* m, T* v, T* vmax, const AdamCoefficients<T>& c, std::int64_t n);
     // SGD's update and y += a·x (vec_math.hpp's sgd_update and axpy).
