@@ -618,6 +618,57 @@ void bench_matmul() {
     goal("bmm_32x256", "limit", 80);
 }
 
+// ---- batch and group norm, cdist ------------------------------------------------------------------
+
+/// Not goals: the newer CPU kernels that give PyTorch's bits (batch_norm and group_norm in training on
+/// (32, 64, 56, 56) = 6.4M floats, 25 MiB; the direct cdist of 256 by 200 rows of 64), beside PyTorch's
+/// own kernels. The norms count their bytes as the LayerNorm rows do (forward: x read, y written;
+/// forward+backward: x, y, dy, x again and dx), cdist is timed per call.
+void bench_layers() {
+    group("BatchNorm2d and GroupNorm (training, 32x64x56x56), cdist (256x64 to 200x64, direct); not goals");
+    GroupLimit limit("layers");
+    const xgrad::Shape shape{32, 64, 56, 56};
+    const double n = 32.0 * 64 * 56 * 56, c = 64;
+    Tensor x = pattern_tensor(shape, 18, 1.0);
+    Tensor dy = pattern_tensor(shape, 19, 1.0);
+    Tensor w = pattern_tensor({64}, 20, 1.0);
+    Tensor b = pattern_tensor({64}, 21, 0.1);
+    Tensor mean = xgrad::zeros({64}), var = xgrad::ones({64});
+    auto norm = [&](bool batch, const Tensor& in) {
+        return batch ? F::batch_norm(in, mean, var, w, b, true) : F::group_norm(in, 32, w, b);
+    };
+    for (bool batch : {true, false}) {
+        const std::string name = batch ? "batch_norm" : "group_norm";
+        {
+            xgrad::NoGradGuard no_grad;
+            report_rate(name + "_fwd", measure([&] { Tensor y = norm(batch, x); }, {2, 5, 0.4, 400}),
+                        (2 * n + 4 * c) * kF, 1e9, "GB/s");
+        }
+        Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_(), bl = b.detach().requires_grad_();
+        auto fwd_bwd = [&] {
+            Tensor y = batch ? F::batch_norm(xl, mean, var, wl, bl, true) : F::group_norm(xl, 32, wl, bl);
+            y.backward(dy);
+            for (Tensor* p : {&xl, &wl, &bl}) p->mutable_grad() = Tensor();
+        };
+        report_rate(name + "_fwdbwd", measure(fwd_bwd, {2, 5, 0.4, 400}), (5 * n + 6 * c) * kF, 1e9, "GB/s");
+    }
+    Tensor q = pattern_tensor({256, 64}, 22, 1.0), k = pattern_tensor({200, 64}, 23, 1.0);
+    Tensor g = pattern_tensor({256, 200}, 24, 1.0);
+    for (double p : {2.0, 1.0}) {
+        const std::string name = std::string("cdist_p") + (p == 2.0 ? "2" : "1") + "_fwdbwd";
+        Tensor ql = q.detach().requires_grad_(), kl = k.detach().requires_grad_();
+        auto call = [&] {
+            Tensor d = xgrad::cdist(ql, kl, p, "donot_use_mm_for_euclid_dist");
+            d.backward(g);
+            for (Tensor* t : {&ql, &kl}) t->mutable_grad() = Tensor();
+        };
+        Stats t = stats_of(measure(call, {2, 10, 0.4, 2000}));
+        std::printf("%-26s %10.3f ms      (p10 %.3f, p90 %.3f)\n", name.c_str(), t.median * 1e3, t.p10 * 1e3,
+                    t.p90 * 1e3);
+        result(name, {t.median * 1e3, t.p10 * 1e3, t.p90 * 1e3}, "ms");
+    }
+}
+
 // ---- elementwise and reductions on 4096×4096 (16M) float32 ---------------------------------------
 
 void bench_elementwise_and_reductions() {
@@ -774,7 +825,7 @@ int main(int argc, char** argv) {
     g_timer = g_threads == 1 ? Timer::kProcessCpu : Timer::kWall;
     if (argc >= 2 && std::strcmp(argv[1], "mlp-rss-child") == 0) return mlp_rss_child();
 
-    // Optional filter: the groups named on the command line (limits tiny norm linear mm ew mlp mem,
+    // Optional filter: the groups named on the command line (limits tiny norm linear mm ew layers mlp mem,
     // and sweep, which only bench_docs.sh runs); none means all but sweep. run_bench.sh runs each
     // group in a process of its own, so that no group inherits another's heap (xgrad's block cache,
     // glibc's free lists and mmap threshold), and `limits` once for the "% limit" column.
@@ -793,6 +844,7 @@ int main(int argc, char** argv) {
     if (wanted("linear")) bench_linear();
     if (wanted("mm")) bench_matmul();
     if (wanted("ew")) bench_elementwise_and_reductions();
+    if (wanted("layers")) bench_layers();
     if (wanted("mlp")) bench_mlp();
     if (wanted("mem")) bench_memory();
     if (wanted("sweep")) sweep_norms();

@@ -1,6 +1,6 @@
 # The PyTorch twin of bench_core.cpp: the same workloads, sizes, values, accounting and output format.
 #
-# Usage: /usr/bin/python3 bench_core.py [--threads N] [tiny] [norm] [linear] [mm] [ew] [mlp] [mem] [sweep]
+# Usage: /usr/bin/python3 bench_core.py [--threads N] [tiny] [norm] [linear] [mm] [ew] [layers] [mlp] [mem] [sweep]
 # Prints readable lines, `RESULT name median p10 p90 unit` and `SWEEP series size seconds` lines, as
 # bench_core.cpp does (which also measures the machine's limits and states the goals). RMSNorm is
 # PyTorch 1.13's composite, x * rsqrt(mean(x^2) + eps) * w: 1.13 has no F.rms_norm.
@@ -270,6 +270,52 @@ def bench_elementwise_and_reductions():
     report_rate("gelu_cached", measure(lambda: F.gelu(small), 5, 20, 0.2, 2000, batch=10), small_bytes, 1e9, "GB/s")
 
 
+# ---- batch and group norm, cdist -----------------------------------------------------------------
+
+def bench_layers():
+    """Not goals: BatchNorm and GroupNorm in training, the direct cdist (bench_core.cpp's bench_layers)."""
+    shape = (32, 64, 56, 56)
+    n, c = 32.0 * 64 * 56 * 56, 64
+    x = pattern_tensor(shape, 18, 1.0)
+    dy = pattern_tensor(shape, 19, 1.0)
+    w = pattern_tensor((64,), 20, 1.0)
+    b = pattern_tensor((64,), 21, 0.1)
+    mean, var = torch.zeros(64), torch.ones(64)
+    for batch in (True, False):
+        name = "batch_norm" if batch else "group_norm"
+
+        def norm(inp, wt, bs):
+            if batch:
+                return F.batch_norm(inp, mean, var, wt, bs, True)
+            return F.group_norm(inp, 32, wt, bs)
+
+        with torch.no_grad():
+            report_rate(name + "_fwd", measure(lambda: norm(x, w, b), 2, 5, 0.4, 400), (2 * n + 4 * c) * FB, 1e9,
+                        "GB/s")
+        xl, wl, bl = (t.detach().requires_grad_() for t in (x, w, b))
+
+        def fwd_bwd():
+            norm(xl, wl, bl).backward(dy)
+            for t in (xl, wl, bl):
+                t.grad = None
+
+        report_rate(name + "_fwdbwd", measure(fwd_bwd, 2, 5, 0.4, 400), (5 * n + 6 * c) * FB, 1e9, "GB/s")
+    q, k = pattern_tensor((256, 64), 22, 1.0), pattern_tensor((200, 64), 23, 1.0)
+    g = pattern_tensor((256, 200), 24, 1.0)
+    for p in (2.0, 1.0):
+        name = "cdist_p%d_fwdbwd" % p
+        ql, kl = q.detach().requires_grad_(), k.detach().requires_grad_()
+
+        def call():
+            torch.cdist(ql, kl, p=p, compute_mode="donot_use_mm_for_euclid_dist").backward(g)
+            ql.grad = None
+            kl.grad = None
+
+        t = stats_of(measure(call, 2, 10, 0.4, 2000))
+        print("%-26s %10.3f ms      (p10 %.3f, p90 %.3f)" % (name, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3))
+        result(name, (t[0] * 1e3, t[1] * 1e3, t[2] * 1e3), "ms")
+
+
 # ---- the MLP training step -----------------------------------------------------------------------
 
 class Mlp:
@@ -351,7 +397,7 @@ def main():
     parser = argparse.ArgumentParser(description="PyTorch twin of xgrad's bench_core")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch.set_num_threads (default: PyTorch's own choice)")
-    parser.add_argument("which", nargs="*", help="tiny norm linear mm ew mlp mem sweep (default: all but sweep)")
+    parser.add_argument("which", nargs="*", help="tiny norm linear mm ew layers mlp mem sweep (default: all but sweep)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -377,6 +423,8 @@ def main():
         bench_matmul()
     if wanted("ew"):
         bench_elementwise_and_reductions()
+    if wanted("layers"):
+        bench_layers()
     if wanted("mlp"):
         bench_mlp(threads)
     if wanted("mem"):

@@ -40,7 +40,7 @@ else
     for t in 1 2; do
         echo "==== $t thread(s)"
         XGRAD_BENCH_THREADS=$t "$here/run_bench.sh" --out "$raw/t$t" "${libtorch[@]}" "$exe" "$py" \
-            limits tiny norm linear mm ew mlp mem sweep
+            limits tiny norm linear mm ew layers mlp mem sweep
     done
     load_end=$(cut -d' ' -f1-3 /proc/loadavg)
     echo "$load_start" > "$raw/load_start"

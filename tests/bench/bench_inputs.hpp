@@ -1,5 +1,5 @@
 // The benches' shared inputs: the deterministic values every bench and its PyTorch twins use, and the
-// tiny training step that bench_core, bench_cuda and bench_tiny_libtorch time.
+// tiny training step that bench_core, bench_cuda and bench_libtorch time.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The benches' output protocol (RESULT, GROUP and GOAL lines, read by join_results.awk), the
-// quantiles behind it and the clocks they read, shared by bench_core, bench_cuda and bench_tiny_libtorch.
+// quantiles behind it and the clocks they read, shared by bench_core, bench_cuda and bench_libtorch.
 #pragma once
 
 #include <algorithm>

@@ -2,13 +2,14 @@
 # Runs xgrad's bench_core, then its PyTorch twin with as many threads, and prints the joined table.
 #
 # Usage: run_bench.sh [--out DIR] [--libtorch EXE] BENCH_CORE_EXE BENCH_CORE_PY [GROUP...]
-#   GROUP: limits tiny norm linear mm ew mlp mem sweep (default: all but sweep; the machine's limits
+#   GROUP: limits tiny norm linear mm ew layers mlp mem sweep (default: all but sweep; the machine's limits
 #          are always measured). Without GROUP arguments, XGRAD_BENCH_ONLY (e.g. "norm mm") picks them,
 #          so that `XGRAD_BENCH_ONLY=norm meson compile -C build bench` runs a subset.
 #   --out DIR: keep both raw outputs there (xgrad.txt, torch.txt), for bench_docs.sh.
-#   --libtorch EXE: bench_tiny_libtorch (built where libtorch-dev is installed), run after the Python
-#          twin in the tiny group: the tiny step in xgrad and in PyTorch's C++ API, taking turns in one
-#          process (row tiny_step_libtorch).
+#   --libtorch EXE: bench_libtorch (built where libtorch-dev is installed), run after the Python twin
+#          in the tiny and mm groups: the tiny step and the large products in xgrad and in PyTorch's
+#          C++ API, taking turns in one process (rows tiny_step_libtorch, matmul_*_libtorch,
+#          bmm_32x256_libtorch).
 # Environment: XGRAD_BENCH_PYTHON (default /usr/bin/python3, the interpreter that has torch);
 #              XGRAD_BENCH_THREADS: threads for both sides (default 1). xgrad gets it as OMP_NUM_THREADS
 #              (its parallel loops are OpenMP's), PyTorch as torch.set_num_threads, and both as
@@ -92,7 +93,7 @@ fi
 # machine's limits first, which the "% limit" column needs. The two sides take turns group by group, so
 # that both meet the host in the same state: its bandwidth drifts by up to half over minutes.
 groups=(limits)
-for g in "${@:-tiny norm linear mm ew mlp mem}"; do
+for g in "${@:-tiny norm linear mm ew layers mlp mem}"; do
     for w in $g; do
         [ "$w" = limits ] || groups+=("$w")
     done
@@ -113,12 +114,12 @@ for g in "${groups[@]}"; do
         echo "== PyTorch: $g (torch.set_num_threads($threads))"
         "$python" "$py" --threads "$threads" "$g" | tee -a "$out/torch.txt"
     fi
-    if [ "$g" = tiny ] && [ -n "$libtorch" ]; then
-        # xgrad and libtorch in one process, taking turns; its XGRAD lines are xgrad's side of the row.
-        echo "== xgrad and libtorch, taking turns: tiny (set_num_threads($threads))"
-        "$libtorch" --threads "$threads" | tee "$out/libtorch.txt"
-        sed -n 's/^XGRAD //p' "$out/libtorch.txt" >> "$out/xgrad.txt"
-        grep -v '^XGRAD ' "$out/libtorch.txt" >> "$out/torch.txt" || true
+    if { [ "$g" = tiny ] || [ "$g" = mm ]; } && [ -n "$libtorch" ]; then
+        # xgrad and libtorch in one process, taking turns; its XGRAD lines are xgrad's side of the rows.
+        echo "== xgrad and libtorch, taking turns: $g (set_num_threads($threads))"
+        "$libtorch" --threads "$threads" "$g" | tee "$out/libtorch_$g.txt"
+        sed -n 's/^XGRAD //p' "$out/libtorch_$g.txt" >> "$out/xgrad.txt"
+        grep -v '^XGRAD ' "$out/libtorch_$g.txt" >> "$out/torch.txt" || true
     fi
 done
 
