@@ -96,7 +96,19 @@ const std::set<std::string> kExactGrads = {"log10",
                                            "hardsigmoid",
                                            "hardsigmoid_special",
                                            "quick_gelu",
-                                           "quick_gelu_special"};
+                                           "quick_gelu_special",
+                                           "elu",
+                                           "elu_special",
+                                           "elu_05",
+                                           "elu_05_special",
+                                           "celu",
+                                           "celu_special",
+                                           "celu_2",
+                                           "celu_2_special",
+                                           "celu_03",
+                                           "celu_03_special",
+                                           "selu",
+                                           "selu_special"};
 
 void check_case(const Case& c) {
     namespace vm = xgrad::kernels::cpu;
@@ -448,6 +460,8 @@ TEST_CASE("activations as functions match PyTorch's, kinks and special values in
     acts.push_back({"elu_05", [](const Tensor& x) { return F::elu(x, 0.5); }});
     acts.push_back({"celu", [](const Tensor& x) { return F::celu(x); }});
     acts.push_back({"celu_2", [](const Tensor& x) { return F::celu(x, 2.0); }});
+    // 1 / 0.3 is inexact: the backward's (g·(1/alpha))·alpha keeps PyTorch's order of products.
+    acts.push_back({"celu_03", [](const Tensor& x) { return F::celu(x, 0.3); }});
     acts.push_back({"softplus", [](const Tensor& x) { return F::softplus(x); }});
     acts.push_back({"softplus_beta", [](const Tensor& x) { return F::softplus(x, 2.0, 3.0); }});
     acts.push_back({"hardtanh", [](const Tensor& x) { return F::hardtanh(x); }});

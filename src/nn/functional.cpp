@@ -1,6 +1,7 @@
 // torch.nn.functional's layer functions: linear, the activations, dropout.
 #include "xgrad/nn/functional.hpp"
 
+#include <optional>
 #include <utility>
 
 #include "detail/linalg.hpp"
@@ -97,14 +98,17 @@ using kernels::UnaryOp;
 
 /// An activation with a kernel of its own forward (`fwd`) and backward (`bwd`, from g and the input),
 /// recorded as `name`; `a` and `b` are its parameters.
+/// `fwd` of input with parameters (a, b), recorded with `bwd` of (g, input) and parameters (a, b_backward),
+/// b_backward defaulting to b.
 Tensor activation(const Tensor& input, const char* op, UnaryOp fwd, BinaryOp bwd, const char* name, double a = 0,
-                  double b = 0) {
+                  double b = 0, std::optional<double> b_backward = std::nullopt) {
     detail::check_defined(input, op);
     if (!input.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(input.dtype()));
     Tensor out = detail::map_unary(input, fwd, a, b);
     if (detail::needs_grad({&input}))
         detail::record(out, name, {&input},
-                       [x = detail::Saved(input), op, bwd, a, b](const Tensor& g, const detail::NeedsGrad&) {
+                       [x = detail::Saved(input), op, bwd, a, b = b_backward.value_or(b)](const Tensor& g,
+                                                                                          const detail::NeedsGrad&) {
                            return Grads{detail::map_binary(g, x->to(g.dtype()), op, bwd, a, b)};
                        });
     return out;
@@ -131,7 +135,9 @@ Tensor selu(const Tensor& input) {
 
 Tensor celu(const Tensor& input, double alpha) {
     if (alpha == 0) fail("celu", "ZeroDivisionError: alpha cannot be 0 for CELU");
-    return activation(input, "celu", UnaryOp::kElu, BinaryOp::kEluBackward, "CeluBackward0", alpha, 1.0 / alpha);
+    // PyTorch 1.13's backward scales the input by 1 / alpha.toFloat(): alpha rounded to float first.
+    return activation(input, "celu", UnaryOp::kElu, BinaryOp::kEluBackward, "CeluBackward0", alpha, 1.0 / alpha,
+                      1.0 / static_cast<double>(static_cast<float>(alpha)));
 }
 
 Tensor softplus(const Tensor& input, double beta, double threshold) {

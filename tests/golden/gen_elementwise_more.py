@@ -191,6 +191,7 @@ acts = {
     "selu": F.selu,
     "celu": F.celu,
     "celu_2": lambda x: F.celu(x, 2.0),
+    "celu_03": lambda x: F.celu(x, 0.3),
     "softplus": F.softplus,
     "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=3.0),
     "mish": F.mish,

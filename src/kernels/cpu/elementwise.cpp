@@ -361,16 +361,12 @@ void unary_block(UnaryOp op, const T* px, T* py, std::int64_t n, double a, doubl
         const auto x = flat(px, un);
         auto y = flat(py, un);
         switch (op) {
-            // The ELU family with vec_math's exp (PyTorch's vectorised kernel: (exp(b x) - 1) a).
+            // The ELU family (PyTorch's vectorised kernel: x·pos, or (exp(x·input_scale) - 1)·neg).
             case UnaryOp::kElu:
-                xt::noalias(y) = x * static_cast<T>(b);
-                vexp(py, py, n);
-                xt::noalias(y) = xt::where(x > T(0), x, (y - T(1)) * static_cast<T>(a));
+                velu(px, py, n, T(1), static_cast<T>(a), static_cast<T>(b));
                 break;
             case UnaryOp::kSelu:
-                vexp(px, py, n);
-                xt::noalias(y) = xt::where(x > T(0), x * T(scalar::kSeluScale),
-                                           (y - T(1)) * T(scalar::kSeluAlpha * scalar::kSeluScale));
+                velu(px, py, n, T(scalar::kSeluScale), T(scalar::kSeluAlpha * scalar::kSeluScale), T(1));
                 break;
             default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
                 for (std::int64_t i = 0; i < n; ++i)
@@ -587,14 +583,10 @@ void binary_block(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, 
                 break;
             // The backward ops of the ELU family with vec_math's exp; x is g, y the input.
             case BinaryOp::kEluBackward:
-                xt::noalias(o) = y * static_cast<T>(b);
-                vexp(po, po, n);
-                xt::noalias(o) = xt::where(y > T(0), x, x * static_cast<T>(b) * static_cast<T>(a) * o);
+                velu_backward(px, pq, po, n, T(1), static_cast<T>(a), static_cast<T>(b));
                 break;
             case BinaryOp::kSeluBackward:
-                vexp(pq, po, n);
-                xt::noalias(o) =
-                    xt::where(y > T(0), x * T(scalar::kSeluScale), x * T(scalar::kSeluAlpha * scalar::kSeluScale) * o);
+                velu_backward(px, pq, po, n, T(scalar::kSeluScale), T(scalar::kSeluAlpha * scalar::kSeluScale), T(1));
                 break;
             default:  // the rarer maps: one scalar formula per element (kernels/scalar_ops.hpp)
                 for (std::int64_t i = 0; i < n; ++i)

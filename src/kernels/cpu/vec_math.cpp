@@ -345,6 +345,19 @@ void vlog1p(const float* x, float* y, std::int64_t n) {
 void vlog1p(const double* x, double* y, std::int64_t n) {
     unary(detail::kLog1p, x, y, n);
 }
+void velu(const float* x, float* y, std::int64_t n, float pos, float neg, float input_scale) {
+    kernels<float>().elu(x, y, n, pos, neg, input_scale);
+}
+void velu(const double* x, double* y, std::int64_t n, double pos, double neg, double input_scale) {
+    kernels<double>().elu(x, y, n, pos, neg, input_scale);
+}
+void velu_backward(const float* g, const float* x, float* dx, std::int64_t n, float pos, float neg, float input_scale) {
+    kernels<float>().elu_backward(g, x, dx, n, pos, neg, input_scale);
+}
+void velu_backward(const double* g, const double* x, double* dx, std::int64_t n, double pos, double neg,
+                   double input_scale) {
+    kernels<double>().elu_backward(g, x, dx, n, pos, neg, input_scale);
+}
 void vsilu(const float* x, float* y, std::int64_t n) {
     unary(detail::kSilu, x, y, n);
 }

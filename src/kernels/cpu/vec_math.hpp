@@ -60,6 +60,17 @@ void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n
 void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.
 void vgelu_tanh_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// The ELU family (elu, celu, selu) as PyTorch 1.13's vectorised kernel computes it: y = x·pos where
+/// x > 0, else (exp(x·input_scale) - 1)·neg, exp SLEEF's.
+void velu(const float* x, float* y, std::int64_t n, float pos, float neg, float input_scale);
+/// As the float overload.
+void velu(const double* x, double* y, std::int64_t n, double pos, double neg, double input_scale);
+/// The ELU family's backward from the input x, as PyTorch 1.13's vectorised kernel: dx = g·pos where
+/// x > 0, else ((g·input_scale)·neg)·exp(x·input_scale).
+void velu_backward(const float* g, const float* x, float* dx, std::int64_t n, float pos, float neg, float input_scale);
+/// As the float overload.
+void velu_backward(const double* g, const double* x, double* dx, std::int64_t n, double pos, double neg,
+                   double input_scale);
 /// y = x / (1 + exp(-x)): silu, as PyTorch's vectorised kernel computes it.
 void vsilu(const float* x, float* y, std::int64_t n);
 /// y = x / (1 + exp(-x)): silu, as PyTorch's vectorised kernel computes it.

@@ -3387,6 +3387,18 @@ VecMathKernels<T> kernels_for() {
     k.backward[kSiluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return silu_backward_(gv, xv); });
     };
+    // PyTorch's elu kernels: blends of x·pos and the exp formula (computed for every lane, as where
+    // any lane is not positive PyTorch computes it for the whole register).
+    k.elu = [](const T* x, T* y, std::int64_t n, T pos, T neg, T ipt) {
+        map1<B>(x, y, n, [=](const B& v) {
+            return xsimd::select(v > B(T(0)), v * B(pos), (exp_(v * B(ipt)) - B(T(1))) * B(neg));
+        });
+    };
+    k.elu_backward = [](const T* g, const T* x, T* dx, std::int64_t n, T pos, T neg, T ipt) {
+        map2<B>(g, x, dx, n, [=](const B& gv, const B& xv) {
+            return xsimd::select(xv > B(T(0)), gv * B(pos), gv * B(ipt) * B(neg) * exp_(xv * B(ipt)));
+        });
+    };
     k.pow = [](const T* x, T e, T* y, std::int64_t n) { map1<B>(x, y, n, [e](const B& v) { return pow_(v, e); }); };
     k.pow_tensor = [](const T* x, const T* e, T* y, std::int64_t n) {
         map2<B>(x, e, y, n, [](const B& u, const B& v) { return pow_tensor_(u, v); });

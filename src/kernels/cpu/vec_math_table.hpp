@@ -73,6 +73,9 @@ struct VecMathKernels {
     void (*arith_rows[4][3])(const T* x, std::int64_t x_row, const T* y, std::int64_t y_row, T* out, std::int64_t n,
                              std::int64_t rows);
     void (*grad_map[kGradMapCount])(const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream);
+    // The ELU family (vec_math.hpp's velu and velu_backward).
+    void (*elu)(const T* x, T* y, std::int64_t n, T pos, T neg, T input_scale);
+    void (*elu_backward)(const T* g, const T* x, T* dx, std::int64_t n, T pos, T neg, T input_scale);
     void (*pow)(const T* x, T e, T* y, std::int64_t n);                ///< general exponent (no special cases)
     void (*pow_tensor)(const T* x, const T* e, T* y, std::int64_t n);  ///< an exponent per element
     void (*atan2)(const T* y, const T* x, T* out, std::int64_t n);     ///< SLEEF's atan2, element by element
