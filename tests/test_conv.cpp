@@ -399,6 +399,40 @@ void over_archs_and_threads(const std::function<void(int, int)>& body) {
 
 }  // namespace
 
+TEST_CASE("max_pool2d over wide rows: PyTorch's indices (ties and NaNs) on every instruction set") {
+    // gen_conv.py's max_pool2d.wide: x (1, 2, 5, 45) with many ties and some NaNs, from a formula of the
+    // index; the windows whose row lies in the input go side by side in vector lanes (16, 8, 4 or 2 at
+    // a time), the others one at a time. The values are x at the indices.
+    struct Pool {
+        const char* name;
+        nn::Pair kernel, stride, padding, dilation;
+    };
+    const Pool pools[] = {{"k3s1p1", 3, 1, 1, 1},
+                          {"k2s2", 2, 2, 0, 1},
+                          {"k3s2p1", 3, 2, 1, 1},
+                          {"k3s1p1d2", 3, 1, 1, 2},
+                          {"k25s13", {2, 5}, {1, 3}, 0, 1}};
+    std::vector<double> vals;
+    for (int k = 0; k < 2 * 5 * 45; ++k) vals.push_back(k % 53 == 7 ? NAN : static_cast<double>((k * 37) % 5 - 2));
+    over_archs_and_threads([&](int a, int t) {
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (const Pool& p : pools) {
+                const Tensor x = xgrad::from_vector(vals, {1, 2, 5, 45}, dtype);
+                const auto [y, idx] = F::max_pool2d_with_indices(x, p.kernel, p.stride, p.padding, p.dilation);
+                const std::string key =
+                    std::string("max_pool2d.wide.") + p.name + "." + xgrad::to_string(dtype).substr(6) + ".idx";
+                CAPTURE(key);
+                CAPTURE(a);
+                CAPTURE(t);
+                const Tensor want = golden::get(kFile, key);
+                REQUIRE(idx.shape() == want.shape());
+                CHECK(idx.to_vector<std::int64_t>() == want.to_vector<std::int64_t>());
+                const Tensor at = x.flatten(2).gather(2, idx.flatten(2)).view(y.shape());
+                CHECK(golden::bits_differ(y, at) == 0);
+            }
+    });
+}
+
 TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU kernels") {
     // gen_batch_norm.py's SHAPES and PLAIN: 2-D input (PyTorch's channels-last kernel) with channels left
     // over after whole registers; images shorter than a register, odd and even, with whole registers and

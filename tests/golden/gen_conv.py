@@ -131,6 +131,23 @@ put("dropout2d.p03", F.dropout2d(torch.ones(2, 4, 3, 3), 0.3))
 put("dropout2d.module", nn.Dropout2d(0.5)(torch.ones(3, 5, 2, 2, dtype=torch.float64)))
 put("dropout2d.after", torch.rand(3))
 
+# Max pooling over wide rows, where xgrad takes the windows side by side in vector lanes: the indices
+# only (the values are x at them). x (1, 2, 5, 45) holds few distinct values (many ties) and some
+# NaNs, from a formula of the index that the test computes too.
+POOLS = {
+    "k3s1p1": dict(kernel_size=3, stride=1, padding=1),
+    "k2s2": dict(kernel_size=2, stride=2),
+    "k3s2p1": dict(kernel_size=3, stride=2, padding=1),
+    "k3s1p1d2": dict(kernel_size=3, stride=1, padding=1, dilation=2),
+    "k25s13": dict(kernel_size=(2, 5), stride=(1, 3)),
+}
+for dt in ("float32", "float64"):
+    vals = [float("nan") if k % 53 == 7 else float((k * 37) % 5 - 2) for k in range(2 * 5 * 45)]
+    xw = torch.tensor(vals, dtype=getattr(torch, dt)).reshape(1, 2, 5, 45)
+    for name, args in POOLS.items():
+        _, idx = F.max_pool2d(xw, return_indices=True, **args)
+        put(f"max_pool2d.wide.{name}.{dt}.idx", idx)
+
 with open(os.path.join(HERE, "conv.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")
 

@@ -5,11 +5,14 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "detail/dispatch.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vec_math.hpp"
 
 namespace xgrad::kernels::cpu {
 
@@ -234,34 +237,71 @@ void col2im(const Tensor& cols, const Tensor& dx, const Window2d& w) {
 void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Window2d& w) {
     const i64 plane = w.height * w.width, out_plane = w.out_h * w.out_w;
     const i64 planes = out_plane == 0 ? 0 : out.numel() / out_plane;
+    // The taps k of a window starting at `start` (stride `dilation`) that land in [0, size).
+    auto taps = [](i64 start, i64 dilation, i64 kernel, i64 size) {
+        const i64 lo = start < 0 ? (-start + dilation - 1) / dilation : 0;
+        const i64 hi = start >= size ? 0 : std::min(kernel, (size - start + dilation - 1) / dilation);
+        return std::pair<i64, i64>{lo, std::max(lo, hi)};
+    };
+    // The output columns [inner_lo, inner_hi) whose windows lie in the row (no padding, no clipping):
+    // they go through vec_math side by side, the others one at a time.
+    const i64 inner_lo = std::min(w.out_w, (w.pad_w + w.stride_w - 1) / w.stride_w);
+    const i64 reach = w.width - 1 - (w.kernel_w - 1) * w.dilation_w + w.pad_w;
+    const i64 inner_hi = reach < 0 ? inner_lo : std::max(inner_lo, std::min(w.out_w, reach / w.stride_w + 1));
+    const bool side_by_side = inner_hi > inner_lo && plane < (i64{1} << 31);
     detail::dispatch_float(x.dtype(), "max_pool2d", [&](auto tag) {
         using T = decltype(tag);
+        using Idx = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
         const T* px = x.impl()->data<T>();
         T* po = out.impl()->data<T>();
         i64* pi = indices.impl()->data<i64>();
         for_planes(planes, out_plane * w.kernel_h * w.kernel_w, [&](i64 p) {
             const T* xp = px + p * plane;
-            for (i64 oh = 0; oh < w.out_h; ++oh)
-                for (i64 ow = 0; ow < w.out_w; ++ow) {
-                    const i64 h0 = oh * w.stride_h - w.pad_h, w0 = ow * w.stride_w - w.pad_w;
-                    i64 best = -1;
-                    T m = -std::numeric_limits<T>::infinity();
-                    for (i64 kh = 0; kh < w.kernel_h; ++kh) {
-                        const i64 ih = h0 + kh * w.dilation_h;
-                        if (ih < 0 || ih >= w.height) continue;
-                        for (i64 kw = 0; kw < w.kernel_w; ++kw) {
-                            const i64 iw = w0 + kw * w.dilation_w;
-                            if (iw < 0 || iw >= w.width) continue;
-                            const T v = xp[ih * w.width + iw];
-                            if (best < 0 || v > m || std::isnan(v)) {  // as PyTorch: the last NaN wins
-                                best = ih * w.width + iw;
-                                m = v;
+            std::vector<T> m(static_cast<std::size_t>(side_by_side ? inner_hi - inner_lo : 0));
+            std::vector<Idx> best(m.size());
+            for (i64 oh = 0; oh < w.out_h; ++oh) {
+                const i64 h0 = oh * w.stride_h - w.pad_h;
+                const auto [kh0, kh1] = taps(h0, w.dilation_h, w.kernel_h, w.height);
+                T* orow = po + p * out_plane + oh * w.out_w;
+                i64* irow = pi + p * out_plane + oh * w.out_w;
+                // As PyTorch: the first valid position and -inf to start, then each value taken where it
+                // is larger or NaN (the first maximum wins, and the last NaN), in the order of the taps.
+                auto one = [&](i64 ow) {
+                    const i64 w0 = ow * w.stride_w - w.pad_w;
+                    const auto [kw0, kw1] = taps(w0, w.dilation_w, w.kernel_w, w.width);
+                    i64 at_best =
+                        kh0 < kh1 && kw0 < kw1 ? (h0 + kh0 * w.dilation_h) * w.width + w0 + kw0 * w.dilation_w : -1;
+                    T mx = -std::numeric_limits<T>::infinity();
+                    for (i64 kh = kh0; kh < kh1; ++kh)
+                        for (i64 kw = kw0; kw < kw1; ++kw) {
+                            const i64 at = (h0 + kh * w.dilation_h) * w.width + w0 + kw * w.dilation_w;
+                            const T v = xp[at];
+                            if (v > mx || std::isnan(v)) {
+                                mx = v;
+                                at_best = at;
                             }
                         }
-                    }
-                    po[p * out_plane + oh * w.out_w + ow] = m;
-                    pi[p * out_plane + oh * w.out_w + ow] = best;
+                    orow[ow] = mx;
+                    irow[ow] = at_best;
+                };
+                if (!side_by_side || kh0 >= kh1) {
+                    for (i64 ow = 0; ow < w.out_w; ++ow) one(ow);
+                    continue;
                 }
+                for (i64 ow = 0; ow < inner_lo; ++ow) one(ow);
+                for (i64 ow = inner_hi; ow < w.out_w; ++ow) one(ow);
+                const i64 count = inner_hi - inner_lo, first = inner_lo * w.stride_w - w.pad_w;
+                std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
+                for (i64 j = 0; j < count; ++j)
+                    best[j] = static_cast<Idx>((h0 + kh0 * w.dilation_h) * w.width + first + j * w.stride_w);
+                for (i64 kh = kh0; kh < kh1; ++kh)
+                    for (i64 kw = 0; kw < w.kernel_w; ++kw) {
+                        const i64 at = (h0 + kh * w.dilation_h) * w.width + first + kw * w.dilation_w;
+                        max_pool_taps(xp + at, w.stride_w, count, at, m.data(), best.data());
+                    }
+                std::copy(m.begin(), m.end(), orow + inner_lo);
+                std::copy(best.begin(), best.end(), irow + inner_lo);
+            }
         });
     });
 }

@@ -345,6 +345,14 @@ void vlog1p(const float* x, float* y, std::int64_t n) {
 void vlog1p(const double* x, double* y, std::int64_t n) {
     unary(detail::kLog1p, x, y, n);
 }
+void max_pool_taps(const float* x, std::int64_t stride, std::int64_t count, std::int64_t at, float* m,
+                   std::int32_t* best) {
+    kernels<float>().max_pool_taps(x, stride, count, at, m, best);
+}
+void max_pool_taps(const double* x, std::int64_t stride, std::int64_t count, std::int64_t at, double* m,
+                   std::int64_t* best) {
+    kernels<double>().max_pool_taps(x, stride, count, at, m, best);
+}
 void velu(const float* x, float* y, std::int64_t n, float pos, float neg, float input_scale) {
     kernels<float>().elu(x, y, n, pos, neg, input_scale);
 }

@@ -60,6 +60,15 @@ void vgelu_backward(const double* g, const double* x, double* dx, std::int64_t n
 void vgelu_tanh_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g * d/dx gelu_tanh(x): the tanh form's backward, PyTorch's formula.
 void vgelu_tanh_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// One tap of max pooling for `count` windows side by side, as PyTorch 1.13's CPU kernel updates a
+/// window: for each j, the value v = x[j·stride] at position at + j·stride replaces the window's
+/// maximum m[j] and its position best[j] where v > m[j] or v is NaN (so the first maximum wins, and
+/// the last NaN). Positions in 32 bits for float (the caller keeps a plane under 2^31 elements).
+void max_pool_taps(const float* x, std::int64_t stride, std::int64_t count, std::int64_t at, float* m,
+                   std::int32_t* best);
+/// As the float overload, positions in 64 bits.
+void max_pool_taps(const double* x, std::int64_t stride, std::int64_t count, std::int64_t at, double* m,
+                   std::int64_t* best);
 /// The ELU family (elu, celu, selu) as PyTorch 1.13's vectorised kernel computes it: y = x·pos where
 /// x > 0, else (exp(x·input_scale) - 1)·neg, exp SLEEF's.
 void velu(const float* x, float* y, std::int64_t n, float pos, float neg, float input_scale);

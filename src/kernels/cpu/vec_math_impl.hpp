@@ -1953,6 +1953,37 @@ void batch_norm_row_dx_(const typename B::value_type* g, const typename B::value
     for (; i < n; ++i) dx[i] = mla_s<B>(-(x[i] - mean), k, g[i] - grad_mean) * invstd * w;
 }
 
+/// vec_math.hpp's max_pool_taps: the windows in the lanes, the positions in integer lanes of T's width
+/// carried through the same selects as the values (a select moves bits unchanged).
+template <class B>
+void max_pool_taps_(const typename B::value_type* x, std::int64_t stride, std::int64_t count, std::int64_t at,
+                    typename B::value_type* m, typename IntBatch<B>::value_type* best) {
+    using T = typename B::value_type;
+    using I = IntBatch<B>;
+    using Idx = typename I::value_type;
+    constexpr std::int64_t kW = B::size;
+    alignas(64) Idx offsets[kW];
+    for (std::int64_t l = 0; l < kW; ++l) offsets[l] = static_cast<Idx>(l * stride);
+    const I lanes = I::load_aligned(offsets);
+    std::int64_t j = 0;
+    for (; j + kW <= count; j += kW) {
+        const B v = stride == 1 ? B::load_unaligned(x + j) : B::gather(x + j * stride, lanes);
+        const B old = B::load_unaligned(m + j);
+        const auto take = (v > old) | xsimd::isnan(v);  // not v != v: AVX compares NaN ordered
+        xsimd::select(take, v, old).store_unaligned(m + j);
+        const B was = xsimd::bitwise_cast<B>(I::load_unaligned(best + j));
+        const B now = xsimd::bitwise_cast<B>(I(static_cast<Idx>(at + j * stride)) + lanes);
+        xsimd::bitwise_cast<I>(xsimd::select(take, now, was)).store_unaligned(best + j);
+    }
+    for (; j < count; ++j) {
+        const T v = x[j * stride];
+        if (v > m[j] || v != v) {
+            m[j] = v;
+            best[j] = static_cast<Idx>(at + j * stride);
+        }
+    }
+}
+
 /// vec_math.hpp's cdist_forward_row for p = kP (1 or 2): four registers of pairs side by side (their
 /// chains of adds overlap), then one register, then the pairs left over one at a time. Where the arch
 /// has no FMA, the fused squares are fused lane by lane (C's fma), so that the bits stay PyTorch's.
@@ -3389,6 +3420,7 @@ VecMathKernels<T> kernels_for() {
     };
     // PyTorch's elu kernels: blends of x·pos and the exp formula (computed for every lane, as where
     // any lane is not positive PyTorch computes it for the whole register).
+    k.max_pool_taps = max_pool_taps_<B>;
     k.elu = [](const T* x, T* y, std::int64_t n, T pos, T neg, T ipt) {
         map1<B>(x, y, n, [=](const B& v) {
             return xsimd::select(v > B(T(0)), v * B(pos), (exp_(v * B(ipt)) - B(T(1))) * B(neg));

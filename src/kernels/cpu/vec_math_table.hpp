@@ -73,6 +73,9 @@ struct VecMathKernels {
     void (*arith_rows[4][3])(const T* x, std::int64_t x_row, const T* y, std::int64_t y_row, T* out, std::int64_t n,
                              std::int64_t rows);
     void (*grad_map[kGradMapCount])(const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream);
+    // One tap of max pooling over a row of windows (vec_math.hpp's max_pool_taps); indices of T's width.
+    void (*max_pool_taps)(const T* x, std::int64_t stride, std::int64_t count, std::int64_t at, T* m,
+                          std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>* best);
     // The ELU family (vec_math.hpp's velu and velu_backward).
     void (*elu)(const T* x, T* y, std::int64_t n, T pos, T neg, T input_scale);
     void (*elu_backward)(const T* g, const T* x, T* dx, std::int64_t n, T pos, T neg, T input_scale);
