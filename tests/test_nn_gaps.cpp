@@ -179,15 +179,49 @@ TEST_CASE("padding strings, circular pad, pooling options and normalize match Py
         }
 }
 
-TEST_CASE("cdist's direct kernel gives PyTorch's bits for 1 to 25 features") {
-    // gen_cdist.py: (6, m) and (5, m) inputs from formulas of the indices, p = 2, 3 and 0.5; which squares
-    // PyTorch rounds apart from the sum depends on m. Exact on every instruction set for p = 2; the
-    // powers are SLEEF's, within an ulp without FMA.
+namespace {
+
+/// Runs `body` on each instruction set this CPU has (vec_math's dispatch), then restores the current one.
+void over_simd_archs(const std::function<void(int)>& body) {
     namespace vm = xgrad::kernels::cpu;
     const vm::SimdArch arch = vm::simd_arch();
     for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2}) {
         if (!vm::simd_arch_supported(a)) continue;
         vm::set_simd_arch(a);
+        body(static_cast<int>(a));
+    }
+    vm::set_simd_arch(arch);
+}
+
+/// Checks a cdist's distances and gradients (an undefined one is skipped) against cdist.txt's `key`.d,
+/// .gx and .gy: within a tolerance, and bit for bit where `exact`.
+void check_cdist(const std::string& key, const Tensor& d, const Tensor& gx, const Tensor& gy, bool exact) {
+    const Tensor results[] = {d, gx, gy};
+    const char* const parts[] = {".d", ".gx", ".gy"};
+    for (int r = 0; r < 3; ++r) {
+        if (!results[r].defined()) continue;
+        const std::string what = key + parts[r];
+        const Tensor want = golden::get("cdist.txt", what);
+        golden::check_close(results[r], want, what, 1e-5, 1e-6);
+        if (exact) CHECK_MESSAGE(golden::bits_differ(results[r], want) == 0, what << ": bits");
+    }
+}
+
+/// gen_cdist.py's key of a case: `prefix` then the dtype, the features and p.
+std::string cdist_key(const char* prefix, xgrad::DType dtype, std::int64_t m, double p) {
+    char key[64];
+    std::snprintf(key, sizeof key, "%s%s.m%lld.p%g", prefix, xgrad::to_string(dtype).substr(6).c_str(),
+                  static_cast<long long>(m), p);
+    return key;
+}
+
+}  // namespace
+
+TEST_CASE("cdist's direct kernel gives PyTorch's bits for 1 to 25 features") {
+    // gen_cdist.py: (6, m) and (5, m) inputs from formulas of the indices, p = 2, 3 and 0.5; which squares
+    // PyTorch rounds apart from the sum depends on m. Exact on every instruction set for p = 2; the
+    // powers are SLEEF's, within an ulp without FMA.
+    over_simd_archs([](int a) {
         for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
             for (std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 25})
                 for (const double p : {2.0, 3.0, 0.5}) {
@@ -202,23 +236,13 @@ TEST_CASE("cdist's direct kernel gives PyTorch's bits for 1 to 25 features") {
                     Tensor y = xgrad::from_vector(yv, {5, m}, dtype).requires_grad_();
                     Tensor d = xgrad::cdist(x, y, p, "donot_use_mm_for_euclid_dist");
                     (d * xgrad::from_vector(uv, {6, 5}, dtype)).sum().backward();
-                    char key[64];
-                    std::snprintf(key, sizeof key, "%s.m%lld.p%g", xgrad::to_string(dtype).substr(6).c_str(),
-                                  static_cast<long long>(m), p);
-                    const std::string k = key;
+                    const std::string k = cdist_key("", dtype, m, p);
                     CAPTURE(k);
-                    CAPTURE(static_cast<int>(a));
-                    const bool exact = a != vm::SimdArch::kSse2 || p == 2;
-                    for (const auto& result :
-                         {std::pair<std::string, Tensor>{".d", d}, {".gx", x.grad()}, {".gy", y.grad()}}) {
-                        const std::string what = k + result.first;
-                        const Tensor want = golden::get("cdist.txt", what);
-                        golden::check_close(result.second, want, what, 1e-5, 1e-6);
-                        if (exact) CHECK_MESSAGE(golden::bits_differ(result.second, want) == 0, what << ": bits");
-                    }
+                    CAPTURE(a);
+                    const bool exact = a != static_cast<int>(xgrad::kernels::cpu::SimdArch::kSse2) || p == 2;
+                    check_cdist(k, d, x.grad(), y.grad(), exact);
                 }
-    }
-    vm::set_simd_arch(arch);
+    });
 }
 
 TEST_CASE("cdist's direct kernel gives PyTorch's bits for p = 1 and 2 with many pairs and long rows") {
@@ -226,11 +250,7 @@ TEST_CASE("cdist's direct kernel gives PyTorch's bits for p = 1 and 2 with many 
     // the features (backward) side by side in vector lanes, in blocks of 64, 16, 8, 4 or 2 lanes by
     // instruction set and dtype, with the ones left over alone: these sizes reach every path. Exact on
     // every instruction set (without FMA the fused squares are fused lane by lane).
-    namespace vm = xgrad::kernels::cpu;
-    const vm::SimdArch arch = vm::simd_arch();
-    for (const vm::SimdArch a : {vm::SimdArch::kAvx512, vm::SimdArch::kAvx2, vm::SimdArch::kSse2}) {
-        if (!vm::simd_arch_supported(a)) continue;
-        vm::set_simd_arch(a);
+    over_simd_archs([](int a) {
         for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
             for (std::int64_t m : {17, 65})
                 for (const double p : {1.0, 2.0}) {
@@ -244,24 +264,12 @@ TEST_CASE("cdist's direct kernel gives PyTorch's bits for p = 1 and 2 with many 
                     Tensor y = xgrad::from_vector(yv, {65, m}, dtype).requires_grad_(m == 17);
                     Tensor d = xgrad::cdist(x, y, p, "donot_use_mm_for_euclid_dist");
                     (d * xgrad::from_vector(uv, {3, 65}, dtype)).sum().backward();
-                    char key[64];
-                    std::snprintf(key, sizeof key, "wide.%s.m%lld.p%g", xgrad::to_string(dtype).substr(6).c_str(),
-                                  static_cast<long long>(m), p);
-                    const std::string k = key;
+                    const std::string k = cdist_key("wide.", dtype, m, p);
                     CAPTURE(k);
-                    CAPTURE(static_cast<int>(a));
-                    const Tensor results[] = {d, x.grad(), m == 17 ? y.grad() : Tensor()};
-                    const char* const parts[] = {".d", ".gx", ".gy"};
-                    for (int r = 0; r < 3; ++r) {
-                        if (!results[r].defined()) continue;
-                        const std::string what = k + parts[r];
-                        const Tensor want = golden::get("cdist.txt", what);
-                        golden::check_close(results[r], want, what, 1e-5, 1e-6);
-                        CHECK_MESSAGE(golden::bits_differ(results[r], want) == 0, what << ": bits");
-                    }
+                    CAPTURE(a);
+                    check_cdist(k, d, x.grad(), m == 17 ? y.grad() : Tensor(), true);
                 }
-    }
-    vm::set_simd_arch(arch);
+    });
 }
 
 TEST_CASE("Conv2d and Conv1d with padding strings and padding modes match PyTorch's modules") {
