@@ -261,7 +261,8 @@ void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const
             std::vector<Idx> best(m.size());
             for (i64 oh = 0; oh < w.out_h; ++oh) {
                 const i64 h0 = oh * w.stride_h - w.pad_h;
-                const auto [kh0, kh1] = taps(h0, w.dilation_h, w.kernel_h, w.height);
+                const auto rows = taps(h0, w.dilation_h, w.kernel_h, w.height);
+                const i64 kh0 = rows.first, kh1 = rows.second;  // not a structured binding: the lambda below uses them
                 T* orow = po + p * out_plane + oh * w.out_w;
                 i64* irow = pi + p * out_plane + oh * w.out_w;
                 // As PyTorch: the first valid position and -inf to start, then each value taken where it
