@@ -83,33 +83,33 @@ void forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_
     T* pr = rstd.impl()->data<T>();
     const T e = static_cast<T>(eps);
     parallel_for(0, n * groups, grain_for(2 * row), [&](std::int64_t i0, std::int64_t i1) {
-        // The moments of up to four rows at once (their chains of operations overlap), then each row's output.
-        T m4[4] = {}, q4[4] = {};
-        for (std::int64_t i = i0; i < i1; ++i) {
-            const T* xr = px + i * row;
-            T* yr = py + i * row;
-            if ((i - i0) % 4 == 0 && row > 0) {
-                const int count = static_cast<int>(std::min<std::int64_t>(4, i1 - i));
-                const T* rows4[4];
-                for (int k = 0; k < count; ++k) rows4[k] = xr + k * row;
-                norm_moments_rows(rows4, count, row, m4, q4);
-            }
-            const T m = m4[(i - i0) % 4], m2 = q4[(i - i0) % 4];
-            const T rs = T(1) / std::sqrt(std::max(row > 0 ? m2 / static_cast<T>(row) : T(0), T(0)) + e);
-            pm[i] = m;
-            pr[i] = rs;
-            const std::int64_t g = i % groups;
-            for (std::int64_t j = 0; j < d; ++j) {
-                const std::int64_t c = g * d + j;
-                const T* xc = xr + j * image;
-                T* yc = yr + j * image;
-                if (!pw && !pb) {
-                    for (std::int64_t k = 0; k < image; ++k) yc[k] = (xc[k] - m) * rs;
-                    continue;
+        // The moments of four rows at once (fewer at the end: their chains of operations overlap), then
+        // each row's output.
+        for (std::int64_t i4 = i0; i4 < i1; i4 += 4) {
+            const int count = static_cast<int>(std::min<std::int64_t>(4, i1 - i4));
+            T m4[4] = {}, q4[4] = {};
+            if (row > 0) norm_moments_block(px + i4 * row, count, row, m4, q4);
+            for (int r = 0; r < count; ++r) {
+                const std::int64_t i = i4 + r;
+                const T* xr = px + i * row;
+                T* yr = py + i * row;
+                const T m = m4[r], m2 = q4[r];
+                const T rs = T(1) / std::sqrt(std::max(row > 0 ? m2 / static_cast<T>(row) : T(0), T(0)) + e);
+                pm[i] = m;
+                pr[i] = rs;
+                const std::int64_t g = i % groups;
+                for (std::int64_t j = 0; j < d; ++j) {
+                    const std::int64_t c = g * d + j;
+                    const T* xc = xr + j * image;
+                    T* yc = yr + j * image;
+                    if (!pw && !pb) {
+                        for (std::int64_t k = 0; k < image; ++k) yc[k] = (xc[k] - m) * rs;
+                        continue;
+                    }
+                    const T scale = rs * (pw ? pw[c] : T(1));
+                    const T shift = -scale * m + (pb ? pb[c] : T(0));
+                    norm_apply(xc, scale, shift, nullptr, nullptr, yc, image, false, 0);
                 }
-                const T scale = rs * (pw ? pw[c] : T(1));
-                const T shift = -scale * m + (pb ? pb[c] : T(0));
-                norm_apply(xc, scale, shift, nullptr, nullptr, yc, image, false, 0);
             }
         }
     });

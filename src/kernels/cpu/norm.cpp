@@ -84,10 +84,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             // Four rows at a time (fewer at the end of the chunk).
             for (std::int64_t r0 = lo; r0 < hi; r0 += 4) {
                 const std::int64_t r1 = std::min(r0 + 3, hi - 1);
-                const T* rows4[4];
-                for (std::int64_t k = 0; k <= r1 - r0; ++k) rows4[k] = px + (r0 + k) * width;
                 T m[4], m2[4];
-                norm_moments_rows(rows4, static_cast<int>(r1 - r0 + 1), width, m, m2);
+                norm_moments_block(px + r0 * width, static_cast<int>(r1 - r0 + 1), width, m, m2);
                 for (std::int64_t r = r0, k = 0; r <= r1; ++r, ++k) {
                     // As PyTorch's CPU kernel: its moments, rstd = 1 / sqrt(var + eps), then
                     // (x * rstd + (-rstd * mean)) * w + b.

@@ -359,6 +359,13 @@ void norm_moments(const double* x, std::int64_t n, double* mean, double* m2);
 void norm_moments_rows(const float* const* x, int rows, std::int64_t n, float* mean, float* m2);
 /// As the float overload.
 void norm_moments_rows(const double* const* x, int rows, std::int64_t n, double* mean, double* m2);
+/// norm_moments_rows of `rows` (1 to 4) consecutive rows of n elements starting at x.
+template <typename T>
+void norm_moments_block(const T* x, int rows, std::int64_t n, T* mean, T* m2) {
+    const T* at[4];
+    for (int k = 0; k < rows; ++k) at[k] = x + k * n;
+    norm_moments_rows(at, rows, n, mean, m2);
+}
 /// Σx[i] in the order of PyTorch 1.13's vec::reduce_all over its AVX2 registers (8 floats, 4 doubles),
 /// which its softmax and log_softmax rows use: a register of sums starting from the first one, each
 /// further whole register added lane by lane, the elements after them added to its first lanes, then
