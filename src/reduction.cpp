@@ -35,6 +35,7 @@ struct Plan {
     bool in_place = false;        // RowsView::in_place: rows_view is the permuted input, not a copy
     int row_dims = 0;             // RowsView::row_dims
     std::int64_t batches = 1;     // RowsView::batches
+    Strides source_dims;          // RowsView::source_dims
 };
 
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
@@ -142,7 +143,19 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         p.outer = true;
         p.batches = before;
     }
-    if (sliced && p.slice > 0) {
+    // An input that repeats elements (expand()'s stride 0, as a broadcast gradient has) is read in place,
+    // in the order PyTorch's TensorIterator gives its strides, not copied out first.
+    const bool repeats = std::any_of(perm.begin(), perm.end(), [&a](std::int64_t d) {
+        return a.size(d) != 1 && a.strides()[static_cast<std::size_t>(d)] == 0;
+    });
+    if (sliced && repeats) {
+        p.in_place = true;
+        p.outer = false;
+        p.batches = 1;
+        p.row_dims = static_cast<int>(nd - n_reduced);
+        p.rows_view = a.permute(Dims(std::vector<std::int64_t>(perm)));
+        p.source_dims = perm;
+    } else if (sliced && p.slice > 0) {
         p.in_place = true;
         p.row_dims = static_cast<int>(nd - n_reduced);
         p.rows_view = a.permute(Dims(std::vector<std::int64_t>(perm)));
@@ -160,7 +173,8 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 }
 
 kernels::RowsView rows_of(const Plan& p) {
-    return {p.rows_view, p.rows, p.width, p.outer, p.slice, p.strided_slices, p.in_place, p.row_dims, p.batches};
+    return {p.rows_view,      p.rows,     p.width,    p.outer,   p.slice,
+            p.strided_slices, p.in_place, p.row_dims, p.batches, p.source_dims};
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {

@@ -455,6 +455,58 @@ TEST_CASE("prod multiplies in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (18 + 5));
 }
 
+TEST_CASE("sums of expanded inputs read them in place, in PyTorch's order") {
+    // gen_sum_order.py's bcast.*: an input that repeats elements (stride 0) is summed in the order PyTorch's
+    // TensorIterator gives its strides, which differs from a contiguous copy's in many of these cases.
+    const auto& all = golden::load("sum_order.txt");
+    const int saved = xgrad::get_num_threads();
+    int checked = 0;
+    for (const auto& [name, x] : all) {
+        if (name.rfind("bcast.", 0) != 0 || name.substr(name.size() - 3) != ".in") continue;
+        const std::string base = name.substr(0, name.size() - 3);  // bcast.TAG.K.eSHAPE.pPERM
+        const std::size_t e = base.find(".e"), p = base.find(".p", e);
+        std::vector<std::int64_t> shape, perm;
+        std::stringstream dims_text(base.substr(e + 2, p - e - 2));
+        for (std::string n; std::getline(dims_text, n, 'x');) shape.push_back(std::stoll(n));
+        for (char c : base.substr(p + 2))
+            if (c != '-') perm.push_back(c - '0');
+        Tensor v = x.expand(Shape(shape));
+        if (!perm.empty()) v = v.permute(Dims(perm));
+        for (const auto& entry : all) {
+            const std::string& key = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+            const Tensor& want = entry.second;
+            if (key.rfind(base + ".d", 0) != 0 || key.substr(key.size() - 4) != ".sum") continue;
+            const std::string dl = key.substr(base.size() + 2, key.size() - base.size() - 6);
+            std::vector<std::int64_t> dims;
+            if (dl != "all")
+                for (char c : dl) dims.push_back(c - '0');
+            CAPTURE(key);
+            for (int threads : {1, 2}) {
+                xgrad::set_num_threads(threads);
+                CAPTURE(threads);
+                CHECK(golden::bits_differ(dims.empty() ? v.sum() : v.sum(Dims(dims)), want) == 0);
+                const Tensor& mean = golden::get("sum_order.txt", key.substr(0, key.size() - 4) + ".mean");
+                CHECK(golden::bits_differ(dims.empty() ? v.mean() : v.mean(Dims(dims)), mean) == 0);
+            }
+            ++checked;
+        }
+    }
+    xgrad::set_num_threads(saved);
+    CHECK(checked == 2 * 34);
+}
+
+TEST_CASE("a broadcast add's gradients sum the expanded gradient in PyTorch's order") {
+    for (const char* tag : {"f32", "f64"}) {
+        CAPTURE(tag);
+        const std::string base = std::string("bcastgrad.") + tag;
+        Tensor a = golden::get("sum_order.txt", base + ".a.in").detach().requires_grad_(true);
+        Tensor b = golden::get("sum_order.txt", base + ".b.in").detach().requires_grad_(true);
+        ((a + b).sum() * 0.1).backward();
+        CHECK(golden::bits_differ(a.grad(), golden::get("sum_order.txt", base + ".a.grad")) == 0);
+        CHECK(golden::bits_differ(b.grad(), golden::get("sum_order.txt", base + ".b.grad")) == 0);
+    }
+}
+
 TEST_CASE("long sums keep PyTorch's one-thread bits at any number of threads") {
     // Many top-level cascade blocks, which xgrad sums in parallel and then adds in order. The inputs
     // are the global generator's (PyTorch's numbers for the same seed).

@@ -146,6 +146,106 @@ void sum_slices_in_place(const RowsView& v, T* o) {
     });
 }
 
+/// sum_rows of an input that repeats elements (RowsView::source_dims), read in place in PyTorch's order.
+/// Its TensorIterator sorts the dims (reduced ones first, then by the output's and the input's strides,
+/// a broadcast stride deciding nothing), merges neighbours that form one run in both, and runs the first
+/// two as 2-D blocks (block_sums) for each index of the others, adding each block's sums into outputs
+/// that start at 0. Dims of size 1 are left out first (PyTorch merges them away).
+template <typename T>
+void sum_broadcast_in_place(const RowsView& v, T* o) {
+    const Tensor& t = v.input;
+    const int nd = static_cast<int>(t.dim());
+    Strides shape(static_cast<std::size_t>(nd), 1), in(static_cast<std::size_t>(nd), 0),
+        out(static_cast<std::size_t>(nd), 0);
+    std::vector<bool> reduced(static_cast<std::size_t>(nd), false);
+    for (int i = 0; i < nd; ++i) {
+        const auto d = static_cast<std::size_t>(v.source_dims[static_cast<std::size_t>(i)]);
+        shape[d] = t.size(i);
+        in[d] = t.strides()[static_cast<std::size_t>(i)];
+        reduced[d] = i >= v.row_dims;
+    }
+    // The output: contiguous over the kept dims in their own order, stride 0 along the reduced ones.
+    for (std::int64_t d = nd - 1, step = 1; d >= 0; --d)
+        if (!reduced[static_cast<std::size_t>(d)]) {
+            out[static_cast<std::size_t>(d)] = step;
+            step *= shape[static_cast<std::size_t>(d)];
+        }
+    // TensorIterator's order: the innermost dim first, sorted by insertion with its comparison.
+    std::vector<std::size_t> perm;
+    for (int d = nd - 1; d >= 0; --d)
+        if (shape[static_cast<std::size_t>(d)] != 1) perm.push_back(static_cast<std::size_t>(d));
+    auto should_swap = [&](std::size_t a, std::size_t b) {
+        if ((out[a] == 0) != (out[b] == 0)) return out[b] == 0 ? 1 : -1;  // reduced dims first
+        for (const Strides* s : {&out, &in}) {
+            const std::int64_t sa = (*s)[a], sb = (*s)[b];
+            if (sa == 0 || sb == 0) continue;
+            if (sa != sb) return sa < sb ? -1 : 1;
+            if (shape[a] > shape[b]) return 1;
+        }
+        return 0;
+    };
+    for (std::size_t i = 1; i < perm.size(); ++i)
+        for (std::size_t b = i, a = i; a-- > 0;) {
+            const int c = should_swap(perm[a], perm[b]);
+            if (c < 0) break;
+            if (c > 0) {
+                std::swap(perm[a], perm[b]);
+                b = a;
+            }
+        }
+    // Neighbours that form one run of memory in the input and in the output merge.
+    std::vector<std::array<std::int64_t, 3>> dims;  // size, input stride, output stride
+    for (std::size_t d : perm) {
+        if (!dims.empty()) {
+            auto& [n, a, b] = dims.back();
+            if (n * a == in[d] && n * b == out[d]) {
+                n *= shape[d];
+                continue;
+            }
+        }
+        dims.push_back({shape[d], in[d], out[d]});
+    }
+    while (dims.size() < 2) dims.push_back({1, 0, 0});
+    // The 2-D block: the reduced dim first; both dims kept (every reduced dim has size 1), each output
+    // is 0 plus its element.
+    std::int64_t size0 = dims[0][0], size1 = dims[1][0], a0 = dims[0][1], a1 = dims[1][1], o0 = dims[0][2],
+                 o1 = dims[1][2];
+    if (o0 != 0 && o1 == 0) {
+        std::swap(size0, size1);
+        std::swap(a0, a1);
+        std::swap(o0, o1);
+    }
+    const T* base = t.impl()->data<T>();
+    std::int64_t outputs = 1;
+    for (std::int64_t k = 0; k < v.row_dims; ++k) outputs *= t.size(k);
+    std::fill(o, o + outputs, T(0));
+    if (t.numel() == 0) return;  // sums of nothing
+    std::vector<T> sums(static_cast<std::size_t>(o0 != 0 ? 0 : size1));
+    Strides index(dims.size(), 0);
+    for (std::int64_t at = 0, to = 0;;) {
+        const T* x = base + at;
+        T* y = o + to;
+        if (o0 != 0) {
+            for (std::int64_t j = 0; j < size1; ++j)
+                for (std::int64_t i = 0; i < size0; ++i) y[i * o0 + j * o1] += x[i * a0 + j * a1];
+        } else {
+            block_sums(x, size0, size1, a0, a1, sums.data());
+            for (std::int64_t j = 0; j < size1; ++j) y[j * o1] += sums[static_cast<std::size_t>(j)];
+        }
+        // The next index of the dims after the first two, the third fastest.
+        std::size_t d = 2;
+        for (; d < dims.size(); ++d) {
+            at += dims[d][1];
+            to += dims[d][2];
+            if (++index[d] < dims[d][0]) break;
+            at -= dims[d][0] * dims[d][1];
+            to -= dims[d][0] * dims[d][2];
+            index[d] = 0;
+        }
+        if (d == dims.size()) break;
+    }
+}
+
 void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
     if (v.in_place && !v.input.is_floating_point()) {  // integers add up exactly in any order
         RowsView copy = v;
@@ -170,7 +270,9 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
-        if (v.in_place) {
+        if (v.in_place && !v.source_dims.empty()) {
+            sum_broadcast_in_place(v, o);
+        } else if (v.in_place) {
             sum_slices_in_place(v, o);
         } else if (v.outer) {
             // Blocks of (width, cols), each down its columns; blocks split between threads.

@@ -18,7 +18,8 @@ namespace xgrad::kernels::cpu {
 // bit-identical to PyTorch's: the notebooks print means of normalised rows, which are pure rounding
 // noise (2.4835e-09) and depend on every bit. Exact for one reduction of up to 32768 elements;
 // beyond that PyTorch may split the work between threads. Other layouts than "reduced dims last"
-// or "reduced dims first" are summed in the inner order after a permutation.
+// or "reduced dims first" are summed in the inner order after a permutation, or (an input with
+// broadcast dims) in 2-D blocks in its TensorIterator's order (block_sums).
 
 /// Elements of one AVX2 register: the width of PyTorch's vector accumulators.
 template <typename T>
@@ -157,41 +158,97 @@ T inner_sum(const T* x, std::int64_t n) {
     return total;
 }
 
-/// Column sums of a contiguous (rows × cols) block, in PyTorch's order for reductions over leading
-/// dimensions: blocks of four registers of columns share a cascade, then single registers, then
-/// single columns; with fewer columns than a register, groups of four scalar columns. Blocks of
-/// columns are split between threads.
+/// Column sums of a (rows × cols) block whose rows are `ld` elements apart (cols for a contiguous
+/// block, 0 for one row broadcast down the block) and whose columns are contiguous, in PyTorch's order
+/// for reductions over leading dimensions: blocks of four registers of columns share a cascade, then
+/// single registers, then single columns; with fewer columns than a register, groups of four scalar
+/// columns. Blocks of columns are split between threads.
 template <typename T>
-void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
+void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out, std::int64_t ld) {
     constexpr int W = kLanes<T>;
     using L = Lanes<T, W>;
-    if (cols == 1) {  // PyTorch sees a contiguous inner reduction here
+    if (cols == 1 && ld == 1) {  // PyTorch sees a contiguous inner reduction here
         out[0] = inner_sum(x, rows);
         return;
     }
     std::int64_t j = 0;
     auto column = [&](std::int64_t c) {
-        return interleaved_sum<T>(rows, [&](std::int64_t i) { return x[i * cols + c]; });
+        return interleaved_sum<T>(rows, [&](std::int64_t i) { return x[i * ld + c]; });
     };
     if (cols >= W) {
         const std::int64_t quads = cols / (4 * W);
         parallel_for(0, quads, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(1, rows * 4 * W)),
                      [&](std::int64_t lo, std::int64_t hi) {
-                         for (std::int64_t q = lo; q < hi; ++q)
-                             quad_cascade(x + q * 4 * W, rows, cols, out + q * 4 * W);
+                         for (std::int64_t q = lo; q < hi; ++q) quad_cascade(x + q * 4 * W, rows, ld, out + q * 4 * W);
                      });
         j = quads * 4 * W;
         for (; j + W <= cols; j += W) {
-            L s = interleaved_sum<L>(rows, [&](std::int64_t i) { return L::load(x + i * cols + j); });
+            L s = interleaved_sum<L>(rows, [&](std::int64_t i) { return L::load(x + i * ld + j); });
             std::copy(s.v, s.v + W, out + j);
         }
     } else {
         for (; j + 3 < cols; j += 4) {
-            auto s = cascade_sum<T, 4>(rows, [&](std::int64_t i, int k) { return x[i * cols + j + k]; });
+            auto s = cascade_sum<T, 4>(rows, [&](std::int64_t i, int k) { return x[i * ld + j + k]; });
             std::copy(s.begin(), s.end(), out + j);
         }
     }
     for (; j < cols; ++j) out[j] = column(j);
+}
+
+/// Column sums of a contiguous (rows × cols) block (outer_sum with rows `cols` apart).
+template <typename T>
+void outer_sum(const T* x, std::int64_t rows, std::int64_t cols, T* out) {
+    outer_sum(x, rows, cols, out, cols);
+}
+
+/// The sums of one 2-D block of PyTorch's CPU sum (its cascade_sum's loop body): `size1` sums of
+/// `size0` elements each, sum j of x[j * a1 + i * a0] for i < size0, into s[j]. The kernel, and so the
+/// order, follows from the strides as PyTorch chooses it: rows contiguous and at least a register long,
+/// inner_sum; sums contiguous to each other (and at least a register of them), outer_sum; otherwise
+/// scalar code along the smaller stride (four interleaved cascades) or across four sums at a time (one
+/// cascade each, shared). Strides may be 0 (a broadcast input); sums that read the same elements in
+/// the same order are computed once.
+template <typename T>
+void block_sums(const T* x, std::int64_t size0, std::int64_t size1, std::int64_t a0, std::int64_t a1, T* s) {
+    constexpr int W = kLanes<T>;
+    const std::int64_t grain = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(size0, 1));
+    // Four interleaved cascades along sum j (one element read size0 times when a0 is 0).
+    auto strided = [&](std::int64_t j) {
+        const T* p = x + j * a1;
+        if (a0 == 0) return interleaved_sum<T>(size0, [v = *p](std::int64_t) { return v; });
+        return interleaved_sum<T>(size0, [p, a0](std::int64_t i) { return p[i * a0]; });
+    };
+    if (a0 == 1 && size0 >= W) {
+        if (a1 == 0) {
+            std::fill(s, s + size1, inner_sum(x, size0));
+            return;
+        }
+        parallel_for(0, size1, grain, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t j = lo; j < hi; ++j) s[j] = inner_sum(x + j * a1, size0);
+        });
+    } else if (a1 == 1 && size1 >= W) {
+        outer_sum(x, size0, size1, s, a0);
+    } else if (a0 < a1) {
+        parallel_for(0, size1, grain, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t j = lo; j < hi; ++j) s[j] = strided(j);
+        });
+    } else {
+        // Four sums share a cascade (each its own accumulators), the last size1 % 4 interleaved.
+        const std::int64_t groups = size1 / 4;
+        auto group = [&](std::int64_t j) {
+            auto g = cascade_sum<T, 4>(size0, [&](std::int64_t i, int k) { return x[(j + k) * a1 + i * a0]; });
+            std::copy(g.begin(), g.end(), s + j);
+        };
+        if (a1 == 0 && groups > 0) {
+            const T g = cascade_sum<T, 1>(size0, [&](std::int64_t i, int) { return x[i * a0]; })[0];
+            std::fill(s, s + groups * 4, g);
+        } else {
+            parallel_for(0, groups, std::max<std::int64_t>(1, grain / 4), [&](std::int64_t lo, std::int64_t hi) {
+                for (std::int64_t q = lo; q < hi; ++q) group(q * 4);
+            });
+        }
+        for (std::int64_t j = groups * 4; j < size1; ++j) s[j] = strided(j);
+    }
 }
 
 /// outer_sum's order for column sums whose rows arrive one at a time, possibly from several threads:
