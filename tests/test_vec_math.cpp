@@ -861,6 +861,13 @@ void check_scalar_map(SimdArch arch, vm::ScalarMap op, T a, T b, std::size_t n, 
                 want = op == vm::ScalarMap::kHardsigmoid ? c / T(6) : v * c / T(6);
                 break;
             }
+            case vm::ScalarMap::kSmoothL1:
+            case vm::ScalarMap::kHuber:  // scalar_ops.hpp's formulas, which the CUDA kernels take
+                want = xgrad::kernels::scalar::float_unary<T>(op == vm::ScalarMap::kSmoothL1
+                                                                  ? xgrad::kernels::UnaryOp::kSmoothL1
+                                                                  : xgrad::kernels::UnaryOp::kHuber,
+                                                              v, a, b);
+                break;
         }
         INFO(arch_name(arch) << " op " << static_cast<int>(op) << " a " << a << " b " << b << " n " << n << " offset "
                              << offset << " stream " << stream << " at " << i - offset << " x " << v);

@@ -61,6 +61,8 @@ enum class UnaryOp : std::uint8_t {
     kLogSigmoid,   // min(x, 0) - log1p(exp(-|x|))
     kGeluErf,      // gelu's erf form by PyTorch's own formula (float32 that oneDNN does not take; kGelu else)
     kLogLibm,      // log by the C library, element by element (PyTorch's scalar loop of xlogy)
+    kSmoothL1,     // z = |x|: z < a ? 0.5 z z / a : z - 0.5 a (smooth_l1_loss of x = input - target, beta a)
+    kHuber,        // z = |x|: z < a ? 0.5 z z : a (z - 0.5 a) (huber_loss of x = input - target, delta a)
 };
 
 /// Elementwise maps of two operands (forward ops and the backward formulas that need both).

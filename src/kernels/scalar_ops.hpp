@@ -186,6 +186,15 @@ XGRAD_HD inline T float_unary(UnaryOp op, T x, T a, T b) {
         }
         case UnaryOp::kLogSigmoid:
             return (x < T(0) ? x : T(0)) - std::log1p(std::exp(-std::abs(x)));
+        // The elementwise losses of x = input - target, as PyTorch 1.13's kernels, in T throughout.
+        case UnaryOp::kSmoothL1: {
+            const T z = std::abs(x);
+            return z < a ? T(0.5) * z * z / a : z - T(0.5) * a;
+        }
+        case UnaryOp::kHuber: {
+            const T z = std::abs(x);
+            return z < a ? T(0.5) * z * z : a * (z - T(0.5) * a);
+        }
         default:
             return x;  // not an op of this block
     }

@@ -585,10 +585,9 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const nn::Smoot
     {
         NoGradGuard no_grad;
         d = input.detach() - target.detach();
-        // With a = |d| and m = min(a, beta): 0.5 m² / beta + (a - m) is both branches at once
-        // (beta 0 is the L1 loss; its gradient below is sign(d), NaN at d = 0 as PyTorch's).
-        Tensor a = d.abs(), m = a.clamp(std::nullopt, beta);
-        out = reduce(beta == 0.0 ? a : m * m * (0.5 / beta) + (a - m), reduction);
+        // PyTorch's kernel, in the dtype: z = |d|, z < beta ? 0.5 z z / beta : z - 0.5 beta (beta 0 is
+        // the L1 loss; its gradient below is sign(d), NaN at d = 0 as PyTorch's).
+        out = reduce(beta == 0.0 ? d.abs() : detail::map_unary(d, kernels::UnaryOp::kSmoothL1, beta), reduction);
     }
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "SmoothL1LossBackward0", {&input, &target},
@@ -614,9 +613,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const nn::HuberLoss
     {
         NoGradGuard no_grad;
         d = input.detach() - target.detach();
-        // With a = |d| and m = min(a, delta): 0.5 m² + delta (a - m) is both branches at once.
-        Tensor a = d.abs(), m = a.clamp(std::nullopt, delta);
-        out = reduce(m * m * 0.5 + (a - m) * delta, reduction);
+        // PyTorch's kernel, in the dtype: z = |d|, z < delta ? 0.5 z z : delta (z - 0.5 delta).
+        out = reduce(detail::map_unary(d, kernels::UnaryOp::kHuber, delta), reduction);
     }
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "HuberLossBackward0", {&input, &target},

@@ -130,6 +130,12 @@ case("smooth_l1.beta0", "smooth_l1", randn(3, 4, scale=2), randn(3, 4), beta=0.0
 case("huber.delta", "huber", randn(3, 4, scale=2), randn(3, 4), delta=2.5)
 case("kl_div.batchmean", "kl_div", log_probs(3, 4), probs(3, 4), reduction="batchmean")
 case("kl_div.log_target", "kl_div", log_probs(3, 4), log_probs(3, 4), reduction="batchmean", log_target=True)
+# Parameters that are not powers of two (a quotient and products that round), over 207 elements:
+# PyTorch's vector blocks and its scalar tail, in both dtypes.
+for r in ("none", "mean"):
+    case(f"smooth_l1.beta03.{r}", "smooth_l1", randn(9, 23, scale=2), randn(9, 23), reduction=r, beta=0.3)
+for r in ("none", "sum"):
+    case(f"huber.delta135.{r}", "huber", randn(9, 23, scale=2), randn(9, 23), reduction=r, delta=1.35)
 # The clamped logs: input with exact 0 and 1, targets in the open interval (the target's gradient,
 # -logit(x), is infinite at 0 and 1, so those elements' target gradients are ±inf there).
 for r in ("none", "sum"):

@@ -172,6 +172,10 @@ std::optional<ScalarMap> scalar_map_of(UnaryOp op) {
             return ScalarMap::kHardswish;
         case UnaryOp::kSoftplus:
             return ScalarMap::kSoftplus;
+        case UnaryOp::kSmoothL1:
+            return ScalarMap::kSmoothL1;
+        case UnaryOp::kHuber:
+            return ScalarMap::kHuber;
         default:
             return std::nullopt;
     }

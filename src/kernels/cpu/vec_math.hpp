@@ -270,6 +270,8 @@ enum class ScalarMap {
     kHardsigmoid,  ///< min(max(x + 3, 0), 6) / 6 (NaN stays NaN)
     kHardswish,    ///< x * min(max(x + 3, 0), 6) / 6
     kSoftplus,     ///< x * a > b ? x : log1p(exp(x * a)) / a (a: beta, b: threshold; never streamed)
+    kSmoothL1,     ///< z = |x|: z < a ? 0.5 * z * z / a : z - 0.5 * a (smooth_l1_loss, beta a)
+    kHuber,        ///< z = |x|: z < a ? 0.5 * z * z : a * (z - 0.5 * a) (huber_loss, delta a)
 };
 /// y[i] = PyTorch 1.13's lerp of a[i], b[i] and weight w = w[i * w_step] (a step of 0: one weight
 /// for every element): w < 0.5 ? a + w (b - a) : b - (b - a)(1 - w), each a fused multiply-add where
@@ -319,7 +321,7 @@ std::int64_t row_extreme_index(const float* x, std::int64_t n, bool max);
 std::int64_t row_extreme_index(const double* x, std::int64_t n, bool max);
 
 /// Number of ScalarMap values.
-constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kSoftplus) + 1;
+constexpr int kScalarMapCount = static_cast<int>(ScalarMap::kHuber) + 1;
 
 /// y = op(x, a, b) element by element: each operation correctly rounded, so every instruction set
 /// gives the same bits. Non-temporal stores when `stream`, fenced by the caller (as varith).

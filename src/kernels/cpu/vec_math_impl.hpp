@@ -3250,6 +3250,25 @@ void set_scalar_maps(void (*table[kScalarMapCount])(const typename B::value_type
         map1<B>(
             x, y, n, [](const B& v) { return v * hard_clamp(v) / B(T(6)); }, stream);
     };
+    // PyTorch's loss kernels: both branches for every lane, then a blend on z < a (NaN takes the second).
+    at(ScalarMap::kSmoothL1) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n,
+            [ab = B(a), half = B(T(0.5) * a)](const B& v) {
+                const B z = xsimd::abs(v);
+                return xsimd::select(z < ab, B(T(0.5)) * z * z / ab, z - half);
+            },
+            stream);
+    };
+    at(ScalarMap::kHuber) = [](const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map1<B>(
+            x, y, n,
+            [ab = B(a), half = B(T(0.5) * a)](const B& v) {
+                const B z = xsimd::abs(v);
+                return xsimd::select(z < ab, B(T(0.5)) * z * z, ab * (z - half));
+            },
+            stream);
+    };
 }
 
 /// vec_math.hpp's GradMap kernels, each the scalar formula's operations lane by lane.
