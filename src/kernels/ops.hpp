@@ -103,7 +103,9 @@ enum class BinaryOp : std::uint8_t {
     kHardsigmoidBackward,
     kHardswishBackward,
     kLogSigmoidBackward,
-    kGeluErfBackward,  // kGeluBackward by PyTorch's own formula (as kGeluErf)
+    kGeluErfBackward,   // kGeluBackward by PyTorch's own formula (as kGeluErf)
+    kSmoothL1Backward,  // (|x| >= a ? sign(x) : x / a) * b * g: beta a, norm b (the vector formula)
+    kHuberBackward,     // (|x| >= a ? sign(x) * a : x) * b * g: delta a, norm b (likewise)
     // ---- integer bitwise ops (issue 11, the & | ^ operators); int64 only ----
     kBitAnd,
     kBitOr,

@@ -248,6 +248,12 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
             return x > a && x < b ? g : T(0);
         case BinaryOp::kHardsigmoidBackward:
             return x > T(-3) && x < T(3) ? g * T(1.0f / 6.0f) : T(0);  // PyTorch's float 1/6
+        // The vector formulas of PyTorch's smooth_l1 and huber backward kernels (sign(x): 1 where x > 0,
+        // else -1), then norm b, then g, in T.
+        case BinaryOp::kSmoothL1Backward:
+            return (std::abs(x) >= a ? (x > T(0) ? T(1) : T(-1)) : x / a) * b * g;
+        case BinaryOp::kHuberBackward:
+            return (std::abs(x) >= a ? (x > T(0) ? T(1) : T(-1)) * a : x) * b * g;
         case BinaryOp::kHardswishBackward:
             // PyTorch's vectorised kernel: g at 3 itself, NaN where x is NaN.
             return x < T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));

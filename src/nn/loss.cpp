@@ -467,16 +467,6 @@ void check_float_pair(const Tensor& input, const Tensor& target, const char* op)
                      to_string(target.dtype()));
 }
 
-/// The first `vectorised` elements (in memory order) of `vec`, the rest of `scalar`: PyTorch's loops
-/// take their vector formula over blocks of registers of a dense run and the scalar one on the rest.
-Tensor vector_then_scalar(const Tensor& vec, const Tensor& scalar, std::int64_t vectorised) {
-    const std::int64_t n = vec.numel();
-    if (vectorised <= 0) return scalar;
-    if (vectorised >= n) return vec;
-    return xgrad::where(arange(static_cast<double>(n), kInt64).reshape(vec.shape()) < static_cast<double>(vectorised),
-                        vec, scalar);
-}
-
 /// Elements that PyTorch's cpu_kernel_vec loop over a dense run of n takes with its vector formula:
 /// blocks of two AVX2 registers (16 floats, 8 doubles); none for a strided run.
 std::int64_t vectorised_part(std::int64_t n, DType dtype, bool dense) {
@@ -506,25 +496,31 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
     const Tensor gx = g.expand(d.shape());
     const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
     const std::int64_t vectorised = vectorised_part(d.numel(), dt, dense && contiguous_grad);
-    // The vector formula (only where it is used).
-    Tensor vec, scalar;
-    if (vectorised > 0) {
-        const Tensor sign = xgrad::where(d > 0.0, 1.0, full({}, -1.0, dt));
-        const Tensor out = huber ? xgrad::where(d.abs() >= p, sign * p, d) : xgrad::where(d.abs() >= p, sign, d / p);
-        vec = out * norm * gx;
-        if (vectorised == d.numel()) return vec;
-    }
-    // The scalar formula.
-    const Tensor dd = d.to(kFloat64);
-    const Tensor ng = gx * norm;
-    if (huber) {
-        const Tensor edge = (ng.to(kFloat64) * param).to(dt);  // norm·g·delta, the last product in double
-        scalar = xgrad::where(dd <= -param, -edge, xgrad::where(dd >= param, edge, d * norm * gx));
-    } else {
+    // The scalar formula, over the elements given (all of them, or the tail of a dense run).
+    auto scalar = [&](const Tensor& d, const Tensor& gx) {
+        const Tensor dd = d.to(kFloat64);
+        const Tensor ng = gx * norm;
+        if (huber) {
+            const Tensor edge = (ng.to(kFloat64) * param).to(dt);  // norm·g·delta, the last product in double
+            return xgrad::where(dd <= -param, -edge, xgrad::where(dd >= param, edge, d * norm * gx));
+        }
         const Tensor inside = ((d * norm * gx).to(kFloat64) / param).to(dt);  // norm·x·g / beta in double
-        scalar = xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
+        return xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
+    };
+    if (vectorised == 0) return scalar(d, gx);
+    // The vector formula in one pass (kernels' kSmoothL1Backward, kHuberBackward), then the tail of
+    // the run (fewer than a block) by the scalar one, written over it.
+    Tensor out =
+        detail::map_binary(gx, d, huber ? "huber_loss" : "smooth_l1_loss",
+                           huber ? kernels::BinaryOp::kHuberBackward : kernels::BinaryOp::kSmoothL1Backward, p, norm);
+    const std::int64_t n = d.numel();
+    if (vectorised < n) {
+        auto tail = [&](const Tensor& t) { return t.reshape(Shape{n}).narrow(0, vectorised, n - vectorised); };
+        // A single gradient number stays one (not a reshaped copy of its expansion).
+        const Tensor g_tail = g.numel() == 1 ? g.reshape(Shape{}).expand(Shape{n - vectorised}) : tail(gx);
+        tail(out).copy_(scalar(tail(d), g_tail));
     }
-    return vectorised == 0 ? scalar : vector_then_scalar(vec, scalar, vectorised);
+    return out;
 }
 
 }  // namespace

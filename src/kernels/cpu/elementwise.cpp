@@ -432,6 +432,12 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
         case BinaryOp::kSoftplusBackward:
             vgrad_map(GradMap::kSoftplus, px, pq, a, b, po, n, stream);
             return true;
+        case BinaryOp::kSmoothL1Backward:
+            vgrad_map(GradMap::kSmoothL1, px, pq, a, b, po, n, stream);
+            return true;
+        case BinaryOp::kHuberBackward:
+            vgrad_map(GradMap::kHuber, px, pq, a, b, po, n, stream);
+            return true;
         case BinaryOp::kMishBackward:
             vmish_backward(px, pq, po, n);
             return true;

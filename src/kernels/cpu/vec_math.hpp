@@ -237,9 +237,11 @@ enum class GradMap {
     kHardswish,    ///< x < -3 ? 0 : x >= 3 ? g : g * (x / 3 + 0.5) (NaN where x is NaN)
     kSoftplus,     ///< z = exp(x * a); x * a > b ? g : g * z / (z + 1) (a: beta, b: threshold; never streamed)
     kLogSoftmax,   ///< g - exp(x) * a, one fused multiply-add with FMA (x: log_softmax's output, a: Σg of its row)
+    kSmoothL1,     ///< (|x| >= a ? (x > 0 ? 1 : -1) : x / a) * b * g (beta a, norm b)
+    kHuber,        ///< (|x| >= a ? (x > 0 ? 1 : -1) * a : x) * b * g (delta a, norm b)
 };
 /// How many GradMap values there are.
-constexpr int kGradMapCount = static_cast<int>(GradMap::kLogSoftmax) + 1;
+constexpr int kGradMapCount = static_cast<int>(GradMap::kHuber) + 1;
 /// y = the gradient `op` of g and x, each element the scalar formula's operations (the same bits on
 /// every instruction set); non-temporal stores when `stream`, fenced by the caller (as varith).
 void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream);

@@ -3319,6 +3319,27 @@ void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, c
             },
             stream);
     };
+    // The vector formulas of PyTorch's smooth_l1 and huber backward kernels: the clamped slope, times the
+    // norm, times g.
+    table[static_cast<int>(GradMap::kSmoothL1)] = [](const T* g, const T* x, T a, T b, T* y, std::int64_t n,
+                                                     bool stream) {
+        map2<B>(
+            g, x, y, n,
+            [ab = B(a), bb = B(b)](const B& u, const B& v) {
+                const B sign = xsimd::select(v > B(T(0)), B(T(1)), B(T(-1)));
+                return xsimd::select(xsimd::abs(v) >= ab, sign, v / ab) * bb * u;
+            },
+            stream);
+    };
+    table[static_cast<int>(GradMap::kHuber)] = [](const T* g, const T* x, T a, T b, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            g, x, y, n,
+            [ab = B(a), bb = B(b)](const B& u, const B& v) {
+                const B edge = xsimd::select(v > B(T(0)), B(T(1)), B(T(-1))) * ab;  // -0 for a = 0
+                return xsimd::select(xsimd::abs(v) >= ab, edge, v) * bb * u;
+            },
+            stream);
+    };
 }
 
 template <class T, class A>
