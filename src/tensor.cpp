@@ -22,6 +22,7 @@
 
 #include "detail/convert.hpp"
 #include "detail/kernels.hpp"
+#include "detail/maps.hpp"
 #include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
@@ -753,6 +754,44 @@ static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
     return self.copy_(result);
 }
 
+/// Whether an in-place map of `self` (and `other`, when given) can write straight into self, as the
+/// out-of-place op's kernel with self as its output (the same bits, without a result to copy back):
+/// self dense and floating; other of its dtype and device, broadcasting to its shape, and not another
+/// view of its storage, which the writes could change before it is read (self itself is fine: each
+/// element is read before it is written).
+static bool maps_into_self(const Tensor& self, const Tensor* other) {
+    if (!self.defined() || !self.is_floating_point() || !self.is_contiguous()) return false;
+    if (!other) return true;
+    if (!other->defined() || other->dtype() != self.dtype() || other->device() != self.device() ||
+        other->dim() > self.dim())
+        return false;
+    if (other->impl()->storage == self.impl()->storage && other->impl() != self.impl()) return false;
+    for (std::int64_t i = 1; i <= other->dim(); ++i) {
+        const std::int64_t n = other->size(-i);
+        if (n != 1 && n != self.size(-i)) return false;
+    }
+    return true;
+}
+
+/// self = op(self, other) in place (maps_into_self holds).
+static Tensor& binary_into_self(Tensor& self, const Tensor& other, kernels::BinaryOp op, const char* name) {
+    detail::check_inplace(self, name);
+    Tensor view;  // only for an operand that broadcasts
+    kernels::binary(op, self,
+                    other.shape() == self.shape() ? other : (view = detail::broadcast_view(other, self.shape())), self,
+                    0, 0);
+    detail::bump_version(self);
+    return self;
+}
+
+/// self = op(self, s) in place (maps_into_self holds).
+static Tensor& unary_into_self(Tensor& self, double s, kernels::UnaryOp op, const char* name) {
+    detail::check_inplace(self, name);
+    kernels::unary(op, self, self, s, 0);
+    detail::bump_version(self);
+    return self;
+}
+
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
     // Same shape, dtype and device (optimizers): the axpy kernel, self + alpha * other with one rounding
     // where the CPU has FMA, as PyTorch's add_; operands of another layout go through contiguous copies.
@@ -760,7 +799,9 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         device() == other.device() && is_floating_point()) {
         detail::check_inplace(*this, "add_");
         NoGradGuard no_grad;
-        const Tensor src = other.contiguous();
+        // Another view of this storage is read whole first (the kernel would see its own writes).
+        const bool shared = other.impl()->storage == impl_->storage && other.impl() != impl_;
+        const Tensor src = shared ? other.clone() : other.contiguous();
         if (is_contiguous()) {
             kernels::axpy(*this, src, alpha);
             detail::bump_version(*this);
@@ -770,24 +811,31 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         kernels::axpy(dst, src, alpha);
         return copy_(dst);
     }
+    if (alpha == 1.0 && maps_into_self(*this, &other))
+        return binary_into_self(*this, other, kernels::BinaryOp::kAdd, "add_");
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
 }
 Tensor& Tensor::add_(double other) {
+    if (maps_into_self(*this, nullptr)) return unary_into_self(*this, other, kernels::UnaryOp::kAdd, "add_");
     return assign_inplace(*this, "add_", [&] { return add(other); });
 }
 Tensor& Tensor::sub_(const Tensor& other) {
     return add_(other, -1.0);
 }
 Tensor& Tensor::mul_(const Tensor& other) {
+    if (maps_into_self(*this, &other)) return binary_into_self(*this, other, kernels::BinaryOp::kMul, "mul_");
     return assign_inplace(*this, "mul_", [&] { return mul(other); });
 }
 Tensor& Tensor::mul_(double other) {
+    if (maps_into_self(*this, nullptr)) return unary_into_self(*this, other, kernels::UnaryOp::kMul, "mul_");
     return assign_inplace(*this, "mul_", [&] { return mul(other); });
 }
 Tensor& Tensor::div_(const Tensor& other) {
+    if (maps_into_self(*this, &other)) return binary_into_self(*this, other, kernels::BinaryOp::kDiv, "div_");
     return assign_inplace(*this, "div_", [&] { return div(other); });
 }
 Tensor& Tensor::div_(double other) {
+    if (maps_into_self(*this, nullptr)) return unary_into_self(*this, other, kernels::UnaryOp::kDiv, "div_");
     return assign_inplace(*this, "div_", [&] { return div(other); });
 }
 

@@ -211,6 +211,36 @@ TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
         CHECK(x.to_vector<float>() == std::vector<float>{3, 4, 3, 4});
         check_throws([&] { x.add_(xgrad::ones({2, 2, 2})); }, {"add_", "(2, 2, 2)", "(2, 2)"});
     }
+    SUBCASE("arithmetic updates write into the tensor, with the out-of-place op's bits") {
+        xgrad::manual_seed(3);
+        for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+            const Tensor x = xgrad::randn({37, 45}, dtype), row = xgrad::randn({45}, dtype) + 3.0;
+            const Tensor same = xgrad::randn({37, 45}, dtype), scalar = xgrad::full({}, 0.3, dtype);
+            auto check = [&](const Tensor& want, const std::function<void(Tensor&)>& update) {
+                Tensor y = x.clone();
+                const void* data = y.impl()->storage->data;
+                update(y);
+                CHECK(y.impl()->storage->data == data);
+                CHECK(golden::bits_differ(y, want) == 0);
+            };
+            check(x * row, [&](Tensor& y) { y.mul_(row); });
+            check(x * scalar, [&](Tensor& y) { y.mul_(scalar); });
+            check(x * 0.3, [&](Tensor& y) { y.mul_(0.3); });
+            check(x / same, [&](Tensor& y) { y.div_(same); });
+            check(x / 0.3, [&](Tensor& y) { y.div_(0.3); });
+            check(x + row, [&](Tensor& y) { y.add_(row); });
+            check(x + 0.3, [&](Tensor& y) { y.add_(0.3); });
+            check(x * x, [&](Tensor& y) { y.mul_(y); });  // itself: each element read before it is written
+        }
+        // Another view of the same storage is read whole before the writes: each element plus the one
+        // before it as it was, not as just written.
+        Tensor m = xgrad::arange(6.0);
+        m.slice(0, 1, {}).add_(m.slice(0, {}, 5));
+        CHECK(m.to_vector<float>() == std::vector<float>{0, 1, 3, 5, 7, 9});
+        Tensor p = xgrad::arange(6.0);
+        p.slice(0, 1, {}).mul_(p.slice(0, {}, 5));
+        CHECK(p.to_vector<float>() == std::vector<float>{0, 0, 2, 6, 12, 20});
+    }
 }
 
 TEST_CASE("Device: a type and an index, named and compared as torch.device") {

@@ -541,7 +541,10 @@ public:
 
     // ---- in-place updates (not recorded by autograd) -------------------------------------------
     // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
-    // grad unless called under NoGradGuard.
+    // grad unless called under NoGradGuard. The arithmetic ones give the bits of the out-of-place op
+    // (`x.mul_(y)` those of `x * y`); a contiguous floating-point tensor is written directly. An operand
+    // that is another view of the same storage is read whole before the writes (PyTorch refuses a
+    // partial overlap), so `x[1:] += x[:-1]` adds the old values.
     /// `self += alpha * other`; for `other` of self's shape and dtype, one rounding per element where the
     /// CPU has FMA, as PyTorch's `add_(other, alpha=alpha)` (its AVX2 kernel fuses the multiply-add).
     Tensor& add_(const Tensor& other, double alpha = 1.0);
