@@ -701,6 +701,24 @@ void bench_elementwise_and_reductions() {
     };
     rate("softmax_rows32", [&] { return F::softmax(a.view({-1, 32}), -1); });
     rate("log_softmax_dim1", [&] { return F::log_softmax(a.view({64, 64, 4096}), 1); });
+    // Not goals: an in-place update by a 0-d tensor (read and written), a sum over a broadcast (stride 0)
+    // dim (the expanded view's bytes counted as if read), and smooth_l1_loss forward+backward (input and
+    // target read, the input's gradient written).
+    Tensor c = a.clone(), one = xgrad::full({}, 1.0), col = pattern_tensor({rows, 1}, 25, 1.0);
+    report_rate("mul_inplace_0d", measure([&] { c.mul_(one); }, {2, 5, 0.4, 400}), 2 * n * kF, 1e9, "GB/s");
+    report_rate("sum_expanded_dim1",
+                measure(
+                    [&] {
+                        Tensor r = col.expand({rows, cols}).sum(1);
+                    },
+                    {2, 5, 0.4, 400}),
+                n * kF, 1e9, "GB/s");
+    Tensor al = a.detach().requires_grad_();
+    auto smooth_l1 = [&] {
+        F::smooth_l1_loss(al, b, {.beta = 0.3}).backward();
+        al.mutable_grad() = Tensor();
+    };
+    report_rate("smooth_l1_fwdbwd", measure(smooth_l1, {2, 5, 0.4, 400}), 3 * n * kF, 1e9, "GB/s");
     // Not goals: the transcendental maps on 256x256 floats, input and output in the level-2 cache, where
     // memory does not limit them. Their rate there is what their arithmetic allows (with PyTorch's
     // algorithms, for PyTorch's bits), and a ceiling on the rows above.

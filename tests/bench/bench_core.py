@@ -262,6 +262,18 @@ def bench_elementwise_and_reductions():
     # Not goals: softmax over rows of 32 and log_softmax over a middle dim (bench_core.cpp).
     moved("softmax_rows32", 2 * n * FB, lambda: F.softmax(a.view(-1, 32), -1))
     moved("log_softmax_dim1", 2 * n * FB, lambda: F.log_softmax(a.view(64, 64, 4096), 1))
+    # Not goals: an in-place update by a 0-d tensor, a sum over a broadcast dim, smooth_l1_loss
+    # forward+backward (bench_core.cpp).
+    c, one, col = a.clone(), torch.ones(()), pattern_tensor((rows, 1), 25, 1.0)
+    moved("mul_inplace_0d", 2 * n * FB, lambda: c.mul_(one))
+    moved("sum_expanded_dim1", n * FB, lambda: col.expand(rows, cols).sum(1))
+    al = a.detach().requires_grad_()
+
+    def smooth_l1():
+        F.smooth_l1_loss(al, b, beta=0.3).backward()
+        al.grad = None
+
+    moved("smooth_l1_fwdbwd", 3 * n * FB, smooth_l1)
     # Not goals: the transcendental maps on 256x256 floats, in the level-2 cache (bench_core.cpp).
     small = pattern_tensor((256, 256), 17, 2.0)
     small_bytes = 2.0 * 256 * 256 * FB
