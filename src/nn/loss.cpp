@@ -515,6 +515,7 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
                            huber ? kernels::BinaryOp::kHuberBackward : kernels::BinaryOp::kSmoothL1Backward, p, norm);
     const std::int64_t n = d.numel();
     if (vectorised < n) {
+        if (!out.is_contiguous()) out = out.contiguous();  // so that its tail below is a view of it
         auto tail = [&](const Tensor& t) { return t.reshape(Shape{n}).narrow(0, vectorised, n - vectorised); };
         // A single gradient number stays one (not a reshaped copy of its expansion).
         const Tensor g_tail = g.numel() == 1 ? g.reshape(Shape{}).expand(Shape{n - vectorised}) : tail(gx);
