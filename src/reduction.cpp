@@ -143,12 +143,10 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         p.outer = true;
         p.batches = before;
     }
-    // An input that repeats elements (expand()'s stride 0, as a broadcast gradient has) is read in place,
-    // in the order PyTorch's TensorIterator gives its strides, not copied out first.
-    const bool repeats = std::any_of(perm.begin(), perm.end(), [&a](std::int64_t d) {
-        return a.size(d) != 1 && a.strides()[static_cast<std::size_t>(d)] == 0;
-    });
-    if (sliced && repeats) {
+    // A strided input (permuted, sliced, or repeating elements through expand()'s stride 0, as a
+    // broadcast gradient is) is read in place, in the order PyTorch's TensorIterator gives its strides:
+    // which of its kernels sums which elements depends on the memory layout, not on the dims' order.
+    if (sliced && !a.is_contiguous()) {
         p.in_place = true;
         p.outer = false;
         p.batches = 1;

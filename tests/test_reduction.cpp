@@ -455,23 +455,28 @@ TEST_CASE("prod multiplies in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (18 + 5));
 }
 
-TEST_CASE("sums of expanded inputs read them in place, in PyTorch's order") {
-    // gen_sum_order.py's bcast.*: an input that repeats elements (stride 0) is summed in the order PyTorch's
-    // TensorIterator gives its strides, which differs from a contiguous copy's in many of these cases.
+TEST_CASE("sums of strided and expanded inputs read them in place, in PyTorch's order") {
+    // gen_sum_order.py's bcast.*: a permuted, sliced or expanded (stride 0) input is summed in the order
+    // PyTorch's TensorIterator gives its strides, which differs from a contiguous copy's in many of these
+    // cases (x.t().sum(1) is summed as x.sum(0)).
     const auto& all = golden::load("sum_order.txt");
     const int saved = xgrad::get_num_threads();
     int checked = 0;
     for (const auto& [name, x] : all) {
         if (name.rfind("bcast.", 0) != 0 || name.substr(name.size() - 3) != ".in") continue;
-        const std::string base = name.substr(0, name.size() - 3);  // bcast.TAG.K.eSHAPE.pPERM
-        const std::size_t e = base.find(".e"), p = base.find(".p", e);
+        const std::string base = name.substr(0, name.size() - 3);  // bcast.TAG.K.eSHAPE.pPERM.sDIM
+        const std::size_t e = base.find(".e"), p = base.find(".p", e), s = base.find(".s", p);
         std::vector<std::int64_t> shape, perm;
         std::stringstream dims_text(base.substr(e + 2, p - e - 2));
         for (std::string n; std::getline(dims_text, n, 'x');) shape.push_back(std::stoll(n));
-        for (char c : base.substr(p + 2))
+        for (char c : base.substr(p + 2, s - p - 2))
             if (c != '-') perm.push_back(c - '0');
         Tensor v = x.expand(Shape(shape));
         if (!perm.empty()) v = v.permute(Dims(perm));
+        if (base[s + 2] != '-') {  // every second element from the second along that dim
+            const std::int64_t d = base[s + 2] - '0';
+            v = v.slice(d, 1, {}, 2);
+        }
         for (const auto& entry : all) {
             const std::string& key = entry.first;  // not a structured binding: CAPTURE's lambda takes it
             const Tensor& want = entry.second;
@@ -492,7 +497,7 @@ TEST_CASE("sums of expanded inputs read them in place, in PyTorch's order") {
         }
     }
     xgrad::set_num_threads(saved);
-    CHECK(checked == 2 * 34);
+    CHECK(checked == 2 * 49);
 }
 
 TEST_CASE("a broadcast add's gradients sum the expanded gradient in PyTorch's order") {

@@ -39,10 +39,11 @@ struct RowsView {
     /// TensorIterator runs the reduced dims and the kept inner dims as one 2-D loop per outer index).
     /// Only sum_rows takes batches; the CPU reads them in place, other devices a transposed copy.
     std::int64_t batches = 1;
-    /// sum_rows only, with `in_place`, when the reduction's input repeats elements (a dim of size > 1
-    /// and stride 0, as expand() makes): view dim i is the input's dim source_dims[i]. The CPU then
-    /// sums the input in place in the order PyTorch's TensorIterator picks for those strides (which
-    /// depends on the input's own dim order); other devices ignore it. Empty otherwise.
+    /// sum_rows only, with `in_place`, when the reduction's input is not contiguous (permuted, strided,
+    /// or repeating elements through a stride of 0, as expand() makes): view dim i is the input's dim
+    /// source_dims[i]. The CPU then sums the input in place in the order PyTorch's TensorIterator picks
+    /// for its strides (which depends on the input's own dim order); other devices ignore it. Empty
+    /// otherwise.
     Strides source_dims{};
 };
 

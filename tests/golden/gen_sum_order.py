@@ -81,10 +81,11 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
         put(f"prod.other.{tag}.{name}.in", x)
         put(f"prod.other.{tag}.{name}.prod", x.prod() if dim is None else x.prod(dim))
 
-# Sums of inputs that repeat elements (expand()'s stride 0): PyTorch reads them in place, in the order its
-# TensorIterator gives those strides, which is not always the order of a contiguous copy. Each case is a
-# base (`.in`, dims of size 1 where it is expanded), expanded to `e`, then permuted by `p` (or not, "-"),
-# then summed over dims `d` ("all": every element). One thread (set above), as for the long sums.
+# Sums of strided inputs, permuted, sliced or repeating elements (expand()'s stride 0): PyTorch reads them
+# in place, in the order its TensorIterator gives those strides, which is not always the order of a
+# contiguous copy. Each case is a base (`.in`, dims of size 1 where it is expanded), expanded to `e`, then
+# permuted by `p` (or not, "-"), then sliced with step 2 from 1 along dim `s` (or not, "-"), then summed
+# over dims `d` ("all": every element). One thread (set above), as for the long sums.
 gb = torch.Generator().manual_seed(303)
 BCAST = [((1, 512), (300, 512), None, ["0", "1", "all", "01"]),
          ((300, 1), (300, 512), None, ["1", "0", "all"]),
@@ -97,13 +98,26 @@ BCAST = [((1, 512), (300, 512), None, ["0", "1", "all", "01"]),
          ((4100, 1), (4100, 20), None, ["1"]),
          ((1, 1), (3000, 50), None, ["all"]),
          ((1, 3, 1, 5), (4, 3, 6, 5), None, ["02", "13", "all"]),
-         ((1, 3, 1, 5), (4, 3, 6, 5), (3, 1, 0, 2), ["0", "23", "1"])]
+         ((1, 3, 1, 5), (4, 3, 6, 5), (3, 1, 0, 2), ["0", "23", "1"]),
+         # Not broadcast: a transposed matrix (PyTorch sums x.t() over dim 1 as x over dim 0), permuted
+         # and sliced tensors.
+         ((8, 40), (8, 40), (1, 0), ["1", "0"]),
+         ((40, 33, 17), (40, 33, 17), (2, 0, 1), ["2", "12", "0"]),
+         ((30, 70), (30, 70), None, ["1", "0", "all"], 1),
+         ((30, 70), (30, 70), (1, 0), ["1", "0"], 0),
+         # Dims of size 1 among broadcast ones: their strides decide ties in PyTorch's order.
+         ((9, 1, 1), (9, 3, 1), (2, 1, 0), ["all"]),
+         ((40, 1, 1), (40, 1, 8), (1, 2, 0), ["all", "2"]),
+         ((5, 33, 1, 1), (5, 33, 1, 3), (2, 1, 3, 0), ["023", "1"])]
 for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
-    for k, (base, shape, perm, dim_lists) in enumerate(BCAST):
+    for k, (base, shape, perm, dim_lists, *sliced) in enumerate(BCAST):
         x = torch.randn(base, generator=gb, dtype=dtype) * 10 ** torch.randint(-2, 3, base, generator=gb)
         v = x.expand(shape) if perm is None else x.expand(shape).permute(perm)
-        name = "bcast.%s.%d.e%s.p%s" % (tag, k, "x".join(str(n) for n in shape),
-                                        "-" if perm is None else "".join(str(d) for d in perm))
+        if sliced:
+            v = v.narrow(sliced[0], 0, v.size(sliced[0]))[(slice(None),) * sliced[0] + (slice(1, None, 2),)]
+        name = "bcast.%s.%d.e%s.p%s.s%s" % (tag, k, "x".join(str(n) for n in shape),
+                                            "-" if perm is None else "".join(str(d) for d in perm),
+                                            str(sliced[0]) if sliced else "-")
         put(name + ".in", x)
         for dl in dim_lists:
             dims = None if dl == "all" else tuple(int(c) for c in dl)

@@ -146,13 +146,13 @@ void sum_slices_in_place(const RowsView& v, T* o) {
     });
 }
 
-/// sum_rows of an input that repeats elements (RowsView::source_dims), read in place in PyTorch's order.
-/// Its TensorIterator sorts the dims (reduced ones first, then by the output's and the input's strides,
-/// a broadcast stride deciding nothing), merges neighbours that form one run in both, and runs the first
-/// two as 2-D blocks (block_sums) for each index of the others, adding each block's sums into outputs
-/// that start at 0. Dims of size 1 are left out first (PyTorch merges them away).
+/// sum_rows of a strided input (RowsView::source_dims), read in place in PyTorch's order. Its
+/// TensorIterator sorts the dims (reduced ones first, then by the output's and the input's strides, a
+/// broadcast stride deciding nothing, equal strides by size), merges neighbours that form one run in
+/// both (a dim of size 1 merges with anything), and runs the first two as 2-D blocks (block_sums) for
+/// each index of the others, adding each block's sums into outputs that start at 0.
 template <typename T>
-void sum_broadcast_in_place(const RowsView& v, T* o) {
+void sum_strided_in_place(const RowsView& v, T* o) {
     const Tensor& t = v.input;
     const int nd = static_cast<int>(t.dim());
     Strides shape(static_cast<std::size_t>(nd), 1), in(static_cast<std::size_t>(nd), 0),
@@ -170,10 +170,10 @@ void sum_broadcast_in_place(const RowsView& v, T* o) {
             out[static_cast<std::size_t>(d)] = step;
             step *= shape[static_cast<std::size_t>(d)];
         }
-    // TensorIterator's order: the innermost dim first, sorted by insertion with its comparison.
+    // TensorIterator's order: the innermost dim first, sorted by insertion with its comparison. Dims of
+    // size 1 take part (their strides can break ties between the others).
     std::vector<std::size_t> perm;
-    for (int d = nd - 1; d >= 0; --d)
-        if (shape[static_cast<std::size_t>(d)] != 1) perm.push_back(static_cast<std::size_t>(d));
+    for (int d = nd - 1; d >= 0; --d) perm.push_back(static_cast<std::size_t>(d));
     auto should_swap = [&](std::size_t a, std::size_t b) {
         if ((out[a] == 0) != (out[b] == 0)) return out[b] == 0 ? 1 : -1;  // reduced dims first
         for (const Strides* s : {&out, &in}) {
@@ -193,11 +193,19 @@ void sum_broadcast_in_place(const RowsView& v, T* o) {
                 b = a;
             }
         }
-    // Neighbours that form one run of memory in the input and in the output merge.
+    // Neighbours that form one run of memory in the input and in the output merge, and a dim of size 1
+    // with its neighbour (taking the neighbour's strides).
     std::vector<std::array<std::int64_t, 3>> dims;  // size, input stride, output stride
     for (std::size_t d : perm) {
         if (!dims.empty()) {
             auto& [n, a, b] = dims.back();
+            if (n == 1) {
+                n = shape[d];
+                a = in[d];
+                b = out[d];
+                continue;
+            }
+            if (shape[d] == 1) continue;
             if (n * a == in[d] && n * b == out[d]) {
                 n *= shape[d];
                 continue;
@@ -271,7 +279,7 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
         if (v.in_place && !v.source_dims.empty()) {
-            sum_broadcast_in_place(v, o);
+            sum_strided_in_place(v, o);
         } else if (v.in_place) {
             sum_slices_in_place(v, o);
         } else if (v.outer) {
