@@ -147,9 +147,7 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     // broadcast gradient is) is read in place, in the order PyTorch's TensorIterator gives its strides:
     // which of its kernels sums which elements depends on the memory layout, not on the dims' order.
     if (sliced && !a.is_contiguous()) {
-        p.in_place = true;
-        p.outer = false;
-        p.batches = 1;
+        p.in_place = true;  // (never `outer`: that needs a contiguous input)
         p.row_dims = static_cast<int>(nd - n_reduced);
         p.rows_view = a.permute(Dims(std::vector<std::int64_t>(perm)));
         p.source_dims = perm;

@@ -465,6 +465,12 @@ DType result_type(const Tensor& a, const Tensor& b) {
     return category(zero_dim) > category(dimensioned) ? zero_dim : dimensioned;
 }
 
+/// Whether `a` is another tensor over `b`'s storage (a view that may overlap it), not `b` itself: an
+/// in-place update of b must read such an a whole before writing.
+bool other_view_of(const Tensor& a, const Tensor& b) {
+    return a.impl()->storage == b.impl()->storage && a.impl() != b.impl();
+}
+
 /// In-place updates must not silently corrupt a graph: PyTorch refuses them on leaves that require
 /// grad (outside no_grad) and tracks versions for the rest; xgrad refuses both cases.
 void check_inplace(const Tensor& t, const char* op) {
@@ -717,7 +723,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
         fail("copy_", "the source of shape " + to_string(src.shape()) + " cannot be broadcast to the tensor of shape " +
                           to_string(shape()));
     Tensor from = src.shape() == shape() ? src : src.expand(shape());
-    if (src.impl()->storage == impl_->storage && src.impl() != impl_) {
+    if (detail::other_view_of(src, *this)) {
         // The source may overlap the destination (`x[1:].copy_(x[:-1])`): read it all before writing.
         NoGradGuard no_grad;
         from = from.clone();
@@ -765,7 +771,7 @@ static bool maps_into_self(const Tensor& self, const Tensor* other) {
     if (!other->defined() || other->dtype() != self.dtype() || other->device() != self.device() ||
         other->dim() > self.dim())
         return false;
-    if (other->impl()->storage == self.impl()->storage && other->impl() != self.impl()) return false;
+    if (detail::other_view_of(*other, self)) return false;
     for (std::int64_t i = 1; i <= other->dim(); ++i) {
         const std::int64_t n = other->size(-i);
         if (n != 1 && n != self.size(-i)) return false;
@@ -800,8 +806,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         detail::check_inplace(*this, "add_");
         NoGradGuard no_grad;
         // Another view of this storage is read whole first (the kernel would see its own writes).
-        const bool shared = other.impl()->storage == impl_->storage && other.impl() != impl_;
-        const Tensor src = shared ? other.clone() : other.contiguous();
+        const Tensor src = detail::other_view_of(other, *this) ? other.clone() : other.contiguous();
         if (is_contiguous()) {
             kernels::axpy(*this, src, alpha);
             detail::bump_version(*this);

@@ -397,6 +397,8 @@ inline std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// Throws unless `t` is defined; names `op`.
 void check_defined(const Tensor& t, const char* op);
+/// Whether `a` is another tensor over `b`'s storage (a view that may overlap it), not `b` itself.
+bool other_view_of(const Tensor& a, const Tensor& b);
 /// Throws naming `op` unless `t` may be modified in place: not a leaf that requires grad, nor the
 /// output of a recorded op, while grad mode is on (xgrad refuses both, see tensor.cpp).
 void check_inplace(const Tensor& t, const char* op);

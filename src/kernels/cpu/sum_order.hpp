@@ -17,9 +17,9 @@ namespace xgrad::kernels::cpu {
 // precision, in an order fixed by the shape. xgrad adds in the same order, so sums and means are
 // bit-identical to PyTorch's: the notebooks print means of normalised rows, which are pure rounding
 // noise (2.4835e-09) and depend on every bit. Exact for one reduction of up to 32768 elements;
-// beyond that PyTorch may split the work between threads. Other layouts than "reduced dims last"
-// or "reduced dims first" are summed in the inner order after a permutation, or (an input with
-// broadcast dims) in 2-D blocks in its TensorIterator's order (block_sums).
+// beyond that PyTorch may split the work between threads. A contiguous input's other layouts are
+// summed in the inner order after a permutation; a strided one (permuted, sliced, broadcast) in 2-D
+// blocks in its TensorIterator's order (block_sums).
 
 /// Elements of one AVX2 register: the width of PyTorch's vector accumulators.
 template <typename T>
