@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "detail/along_dim.hpp"
+#include "detail/iter_order.hpp"
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
@@ -36,12 +37,19 @@ struct Plan {
     int row_dims = 0;             // RowsView::row_dims
     std::int64_t batches = 1;     // RowsView::batches
     Strides source_dims;          // RowsView::source_dims
+    bool keepdim = false;         // RowsView::keepdim
 };
 
+/// How a reduction's kernel reads a strided (not contiguous) input: as a contiguous copy, or in place
+/// in the order PyTorch's TensorIterator gives its strides (RowsView::source_dims), always (prod) or
+/// where the reduction has one result (var, whose PyTorch kernel then reads the input in place).
+enum class Strided { kCopy, kInPlace, kInPlaceIfOne };
+
 /// `allow_outer`: the caller handles the (width, rows) layout of leading reductions (sum, mean, amax,
-/// amin). `sliced`: the caller (sum, mean) reads rows made of slices in place (RowsView::in_place).
+/// amin). `sliced`: the caller (sum, mean) reads rows made of slices in place (RowsView::in_place), and
+/// a strided input in place.
 Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool allow_outer = false,
-          bool sliced = false) {
+          bool sliced = false, Strided strided = Strided::kCopy) {
     detail::check_defined(a, op);
     Plan p;
     const std::int64_t nd = a.dim();
@@ -65,22 +73,30 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
         else
             order.push_back(d);
     }
-    // A row holds the reduced elements in the order PyTorch's reduction visits them: the reduced dims
-    // by decreasing stride (its TensorIterator's order; dims of size 1 do not matter), which is their
-    // own order unless the input is permuted.
-    auto stride_key = [&a](std::int64_t d) {
-        return a.size(d) == 1 ? std::numeric_limits<std::int64_t>::max() : a.strides()[static_cast<std::size_t>(d)];
-    };
+    // A row holds the reduced elements in the order PyTorch's reduction visits them: its TensorIterator's
+    // order (iterator_order, read backwards: the last reduced dim fastest), which is their own order
+    // unless the input is permuted or broadcast (a stride of 0 decides nothing there).
     bool in_order = true;
-    std::int64_t last = std::numeric_limits<std::int64_t>::max();
-    for (std::int64_t d : order)
-        if (a.size(d) != 1) {
-            in_order = in_order && stride_key(d) <= last;
-            last = stride_key(d);
+    {
+        Strides shape(static_cast<std::size_t>(nd), 1), in = a.strides();
+        std::vector<bool> reduced(static_cast<std::size_t>(nd), false);
+        for (std::int64_t d = 0; d < nd; ++d) {
+            shape[static_cast<std::size_t>(d)] = a.size(d);
+            reduced[static_cast<std::size_t>(d)] = p.reduced[static_cast<std::size_t>(d)] != 0;
         }
-    if (!in_order)
-        std::stable_sort(order.begin(), order.end(),
-                         [&](std::int64_t u, std::int64_t v) { return stride_key(u) > stride_key(v); });
+        const std::vector<std::size_t> walk =
+            detail::iterator_order(shape, in, detail::reduction_out_strides(shape, reduced, keepdim));
+        Strides sorted;
+        for (auto it = walk.rbegin(); it != walk.rend(); ++it)
+            if (reduced[*it]) sorted.push_back(static_cast<std::int64_t>(*it));
+        std::int64_t last = -1;
+        for (std::int64_t d : sorted)
+            if (a.size(d) != 1) {
+                in_order = in_order && d > last;
+                last = d;
+            }
+        if (!in_order) order = sorted;
+    }
     for (std::int64_t d : order) perm.push_back(d);
     // PyTorch merges reduced dims that form one run of memory; when more than one run is left, a sum
     // adds up the innermost run's slices one by one (RowsView::slice). A broadcast (stride 0) reduced
@@ -146,11 +162,14 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     // A strided input (permuted, sliced, or repeating elements through expand()'s stride 0, as a
     // broadcast gradient is) is read in place, in the order PyTorch's TensorIterator gives its strides:
     // which of its kernels sums which elements depends on the memory layout, not on the dims' order.
-    if (sliced && !a.is_contiguous()) {
+    const bool strided_in_place =
+        sliced || strided == Strided::kInPlace || (strided == Strided::kInPlaceIfOne && p.rows == 1);
+    if (strided_in_place && !a.is_contiguous()) {
         p.in_place = true;  // (never `outer`: that needs a contiguous input)
         p.row_dims = static_cast<int>(nd - n_reduced);
         p.rows_view = a.permute(Dims(std::vector<std::int64_t>(perm)));
         p.source_dims = perm;
+        p.keepdim = keepdim;
     } else if (sliced && p.slice > 0) {
         p.in_place = true;
         p.row_dims = static_cast<int>(nd - n_reduced);
@@ -169,8 +188,8 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 }
 
 kernels::RowsView rows_of(const Plan& p) {
-    return {p.rows_view,      p.rows,     p.width,    p.outer,   p.slice,
-            p.strided_slices, p.in_place, p.row_dims, p.batches, p.source_dims};
+    return {p.rows_view, p.rows,     p.width,   p.outer,       p.slice,  p.strided_slices,
+            p.in_place,  p.row_dims, p.batches, p.source_dims, p.keepdim};
 }
 
 Tensor sum_impl(const Tensor& self, const Dims& dims, bool keepdim, const char* name) {
@@ -213,7 +232,7 @@ Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool ke
                 Tensor* mean_out = nullptr) {
     const char* op = mean_out ? (take_sqrt ? "std_mean" : "var_mean") : (take_sqrt ? "std" : "var");
     check_floating(self, op);
-    Plan p = plan(self, dims, keepdim, op);
+    Plan p = plan(self, dims, keepdim, op, false, false, mean_out ? Strided::kCopy : Strided::kInPlaceIfOne);
     Tensor out = detail::make_empty(p.out_shape, self.dtype(), self.device());
     Tensor mean = mean_out ? detail::make_empty(p.out_shape, self.dtype(), self.device()) : Tensor();
     kernels::var_rows(rows_of(p), out, mean, correction, take_sqrt);
@@ -353,15 +372,13 @@ Tensor prod_safe_zeros_backward(const Tensor& grad, const Tensor& input, std::in
     return grad * (front * back);
 }
 
-/// prod along `a`'s dim, with PyTorch 1.13's prod_backward as its gradient.
-/// `innermost`: PyTorch multiplies in vector lanes (prod_rows' `lanes`), the reduced elements being
-/// contiguous in memory.
-/// Without `a.rows_view`, `self` is contiguous and `a.dim` leads it (every dim before it has size 1): the
-/// kernel reads it in place as (width, rows).
-Tensor prod_impl(const Tensor& self, detail::AlongDim a, const Shape& out_shape, const char* name, bool innermost) {
+/// prod along `a`'s dim (of `a.shape`: all of `self` as one dim for prod()), read through `view`, with
+/// PyTorch 1.13's prod_backward as its gradient. `innermost`: PyTorch multiplies in vector lanes
+/// (prod_rows' `lanes`), the reduced elements being contiguous in memory.
+Tensor prod_impl(const Tensor& self, const detail::AlongDim& a, const kernels::RowsView& view, const Shape& out_shape,
+                 const char* name, bool innermost) {
     Tensor out = detail::make_empty(out_shape, self.dtype(), self.device());
-    kernels::prod_rows(a.rows_view.defined() ? a.view() : kernels::RowsView{self.detach(), a.rows, a.width, true}, out,
-                       innermost);
+    kernels::prod_rows(view, out, innermost);
     if (detail::needs_grad({&self})) {
         const bool all = std::string(name) == "ProdBackward0";
         detail::record(out, name, {&self},
@@ -476,14 +493,19 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
                                            : r.ne(0.0).to(x.dtype()).sum(1, true);
             out = n.reshape(pl.out_shape);
         } else {
-            // PyTorch's order (kernels::Backend::norm_rows), and its float fast path where the reduced
-            // dims are the innermost of a contiguous tensor (dims of size 1 aside): its bits.
-            bool lanes = p == 2.0 && x.dtype() == kFloat32 && x.is_contiguous(), seen_reduced = false;
-            for (std::int64_t d = 0; d < x.dim(); ++d) {
-                if (x.size(d) == 1) continue;
-                const bool reduced = pl.reduced[static_cast<std::size_t>(d)] != 0;
-                lanes = lanes && (reduced || !seen_reduced);
-                seen_reduced = seen_reduced || reduced;
+            // PyTorch's order (kernels::Backend::norm_rows), and its float fast path where its
+            // TensorIterator finds one reduced dim, contiguous in memory (is_reduce_lastdim): its bits.
+            bool lanes = false;
+            if (p == 2.0 && x.dtype() == kFloat32) {
+                Strides shape(static_cast<std::size_t>(x.dim()), 1);
+                std::vector<bool> reduced(static_cast<std::size_t>(x.dim()), false);
+                for (std::int64_t d = 0; d < x.dim(); ++d) {
+                    shape[static_cast<std::size_t>(d)] = x.size(d);
+                    reduced[static_cast<std::size_t>(d)] = pl.reduced[static_cast<std::size_t>(d)] != 0;
+                }
+                const auto it = iter_dims(shape, x.strides(), reduction_out_strides(shape, reduced, keepdim));
+                lanes = it[0][2] == 0 && it[0][1] == 1 &&  // dims after the first kept (or padding)
+                        std::all_of(it.begin() + 1, it.end(), [](const IterDim& d) { return d[2] != 0 || d[0] == 1; });
             }
             out = make_empty(Shape{pl.rows}, x.dtype(), x.device(), op);
             kernels::norm_rows({r, pl.rows, pl.width, false}, out, p, lanes);
@@ -619,23 +641,38 @@ Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
 Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
     return arg_extreme(*this, dim, keepdim, false);
 }
+// A strided input (permuted, sliced, expanded) is read in place, in PyTorch's order for its strides,
+// which decide the order of the products: a copy would be multiplied in the order of a contiguous one.
 Tensor Tensor::prod() const {
     detail::check_defined(*this, "prod");
     if (detail::is_narrow(dtype())) return to(kInt64).prod();
-    return prod_impl(*this, detail::along_dim(detach().reshape(Shape{-1}), 0, "prod"), Shape{}, "ProdBackward0",
-                     is_contiguous());
+    detail::AlongDim a;  // all of the input as one dim
+    a.shape = Shape{numel()};
+    a.width = numel();
+    if (!is_contiguous())
+        return prod_impl(
+            *this, a,
+            rows_of(plan(*this, Dims(std::vector<std::int64_t>{}), false, "prod", false, false, Strided::kInPlace)),
+            Shape{}, "ProdBackward0", false);
+    return prod_impl(*this, a, kernels::RowsView{detach().reshape(Shape{1, -1}), 1, a.width, false}, Shape{},
+                     "ProdBackward0", true);
 }
 Tensor Tensor::prod(std::int64_t dim, bool keepdim) const {
     if (defined() && detail::is_narrow(dtype())) return to(kInt64).prod(dim, keepdim);
     detail::AlongDim a = detail::along_dim(*this, dim, "prod", /*build_rows=*/false);
     const Shape out_shape = keepdim ? a.with_size(1) : a.without();
+    if (!is_contiguous())
+        return prod_impl(*this, a, rows_of(plan(*this, Dims{dim}, keepdim, "prod", false, false, Strided::kInPlace)),
+                         out_shape, "ProdBackward1", false);
     // The reduced dim is innermost where every dim after it has size 1, leading where every dim before
-    // it has size 1: then a contiguous tensor is read in place, as (width, rows), column by column.
-    bool innermost = is_contiguous(), leading = is_contiguous();
+    // it has size 1: then the tensor is read in place, as (width, rows), column by column.
+    bool innermost = true, leading = true;
     for (std::int64_t d = a.dim + 1; d < this->dim(); ++d) innermost = innermost && size(d) == 1;
     for (std::int64_t d = 0; d < a.dim; ++d) leading = leading && size(d) == 1;
-    if (innermost || !leading) a.rows_view = a.to_rows(detach(), a.width);
-    return prod_impl(*this, a, out_shape, "ProdBackward1", innermost);
+    const kernels::RowsView view = innermost || !leading
+                                       ? kernels::RowsView{a.to_rows(detach(), a.width), a.rows, a.width}
+                                       : kernels::RowsView{detach(), a.rows, a.width, true};
+    return prod_impl(*this, a, view, out_shape, "ProdBackward1", innermost);
 }
 Tensor Tensor::cumsum(std::int64_t dim) const {
     return scan_impl(*this, dim, false);

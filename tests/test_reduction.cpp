@@ -455,6 +455,22 @@ TEST_CASE("prod multiplies in PyTorch's order: bit-identical results") {
     CHECK(checked == 2 * (18 + 5));
 }
 
+/// The strided view a gen_sum_order.py case names (`PREFIX.TAG.K.eSHAPE.pPERM.sDIM`): its base `x`
+/// expanded to SHAPE, permuted by PERM ("-": not), then every second element from the second along
+/// dim DIM ("-": not sliced).
+Tensor strided_case(const std::string& base, const Tensor& x) {
+    const std::size_t e = base.find(".e"), p = base.find(".p", e), s = base.find(".s", p);
+    std::vector<std::int64_t> shape, perm;
+    std::stringstream dims_text(base.substr(e + 2, p - e - 2));
+    for (std::string n; std::getline(dims_text, n, 'x');) shape.push_back(std::stoll(n));
+    for (char c : base.substr(p + 2, s - p - 2))
+        if (c != '-') perm.push_back(c - '0');
+    Tensor v = x.expand(Shape(shape));
+    if (!perm.empty()) v = v.permute(Dims(perm));
+    if (base[s + 2] != '-') v = v.slice(base[s + 2] - '0', 1, {}, 2);
+    return v;
+}
+
 TEST_CASE("sums of strided and expanded inputs read them in place, in PyTorch's order") {
     // gen_sum_order.py's bcast.*: a permuted, sliced or expanded (stride 0) input is summed in the order
     // PyTorch's TensorIterator gives its strides, which differs from a contiguous copy's in many of these
@@ -465,18 +481,7 @@ TEST_CASE("sums of strided and expanded inputs read them in place, in PyTorch's 
     for (const auto& [name, x] : all) {
         if (name.rfind("bcast.", 0) != 0 || name.substr(name.size() - 3) != ".in") continue;
         const std::string base = name.substr(0, name.size() - 3);  // bcast.TAG.K.eSHAPE.pPERM.sDIM
-        const std::size_t e = base.find(".e"), p = base.find(".p", e), s = base.find(".s", p);
-        std::vector<std::int64_t> shape, perm;
-        std::stringstream dims_text(base.substr(e + 2, p - e - 2));
-        for (std::string n; std::getline(dims_text, n, 'x');) shape.push_back(std::stoll(n));
-        for (char c : base.substr(p + 2, s - p - 2))
-            if (c != '-') perm.push_back(c - '0');
-        Tensor v = x.expand(Shape(shape));
-        if (!perm.empty()) v = v.permute(Dims(perm));
-        if (base[s + 2] != '-') {  // every second element from the second along that dim
-            const std::int64_t d = base[s + 2] - '0';
-            v = v.slice(d, 1, {}, 2);
-        }
+        const Tensor v = strided_case(base, x);
         for (const auto& entry : all) {
             const std::string& key = entry.first;  // not a structured binding: CAPTURE's lambda takes it
             const Tensor& want = entry.second;
@@ -498,6 +503,79 @@ TEST_CASE("sums of strided and expanded inputs read them in place, in PyTorch's 
     }
     xgrad::set_num_threads(saved);
     CHECK(checked == 2 * 49);
+}
+
+TEST_CASE("products, norms, variances and sums of strided inputs follow PyTorch's order, keepdim included") {
+    // gen_sum_order.py's layout.*: prod reads a strided input in place (lanes where its iterator finds
+    // a contiguous reduced run), as the float 2-norm's vector path does; var and std with one result
+    // take the mean from the strided sum and the squares in the input's own order; with more results,
+    // the Welford pass visits the reduced dims in the iterator's order, which keepdim can change.
+    const auto& all = golden::load("sum_order.txt");
+    const int saved = xgrad::get_num_threads();
+    int checked = 0;
+    for (const auto& [name, x] : all) {
+        if (name.rfind("layout.", 0) != 0 || name.substr(name.size() - 3) != ".in") continue;
+        const std::string base = name.substr(0, name.size() - 3);
+        const Tensor v = strided_case(base, x);
+        for (const auto& entry : all) {
+            const std::string& key = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+            if (key.rfind(base + ".d", 0) != 0) continue;
+            // .dDIMS.kKEEPDIM.OP
+            const std::size_t k = key.find(".k", base.size() + 2), op_at = key.find('.', k + 1);
+            const std::string dl = key.substr(base.size() + 2, k - base.size() - 2), op = key.substr(op_at + 1);
+            const bool keepdim = key[k + 2] == '1';
+            std::vector<std::int64_t> dims;
+            if (dl != "all")
+                for (char c : dl) dims.push_back(c - '0');
+            const bool whole = dims.empty();
+            const Dims d(dims);
+            auto run = [&]() -> Tensor {
+                if (op == "sum") return whole ? v.sum() : v.sum(d, keepdim);
+                if (op == "mean") return whole ? v.mean() : v.mean(d, keepdim);
+                if (op == "prod") return whole ? v.prod() : v.prod(dims[0], keepdim);
+                if (op == "norm") return whole ? v.norm() : v.norm(2.0, d, keepdim);
+                const bool unbiased = op.back() == '1';
+                if (op.rfind("var", 0) == 0)
+                    return whole ? v.var(Dims(std::vector<std::int64_t>{}), unbiased) : v.var(d, unbiased, keepdim);
+                return whole ? v.std(Dims(std::vector<std::int64_t>{}), unbiased) : v.std(d, unbiased, keepdim);
+            };
+            CAPTURE(key);
+            for (int threads : {1, 2}) {
+                xgrad::set_num_threads(threads);
+                CAPTURE(threads);
+                CHECK(golden::bits_differ(run(), entry.second) == 0);
+            }
+            ++checked;
+        }
+    }
+    xgrad::set_num_threads(saved);
+    CHECK(checked == 222);
+}
+
+TEST_CASE("variances on a midpoint between two floats round as PyTorch's") {
+    // gen_sum_order.py's ties.*: constant rows (PyTorch's float mean is an ulp off, so a float
+    // variance is tiny, not 0) and rows of two repeated values (the population std can sit on a
+    // midpoint between floats): the fast paths' double results there are checked and, near a
+    // midpoint, computed again in PyTorch's order.
+    int checked = 0;
+    for (const char* tag : {"f32", "f64"})
+        for (const char* nm : {"const", "two"}) {
+            const std::string base = std::string("ties.") + tag + "." + nm;
+            CAPTURE(base);
+            const Tensor& x = golden::get("sum_order.txt", base + ".in");
+            const Dims last{-1}, first{0};
+            CHECK(golden::bits_differ(x.var(last, false), golden::get("sum_order.txt", base + ".var0")) == 0);
+            CHECK(golden::bits_differ(x.std(last, false), golden::get("sum_order.txt", base + ".std0")) == 0);
+            const Tensor& var0 = golden::get("sum_order.txt", base + ".all.var0");
+            const Tensor& std0 = golden::get("sum_order.txt", base + ".all.std0");
+            for (std::int64_t r = 0; r < x.size(0); ++r) {
+                CAPTURE(r);
+                CHECK(golden::bits_differ(x[r].var(first, false), var0[r]) == 0);
+                CHECK(golden::bits_differ(x[r].std(first, false), std0[r]) == 0);
+            }
+            ++checked;
+        }
+    CHECK(checked == 4);
 }
 
 TEST_CASE("a broadcast add's gradients sum the expanded gradient in PyTorch's order") {

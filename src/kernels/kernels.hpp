@@ -29,9 +29,10 @@ struct RowsView {
     /// follows slices, of an `in_place` view; other kernels and devices take the row whole.
     std::int64_t slice = 0;
     bool strided_slices = false;
-    /// sum_rows only: `input` is not contiguous but a view of the reduction's input (any strides), its
-    /// `row_dims` leading dims indexing the rows (row-major) and the reduced dims following in the
-    /// order of the row's elements; the CPU reads it in place, other devices make it contiguous.
+    /// sum_rows, prod_rows and var_rows (with one result): `input` is not contiguous but a view of the
+    /// reduction's input (any strides), its `row_dims` leading dims indexing the rows (row-major) and the
+    /// reduced dims following in the order of the row's elements; the CPU reads it in place, other
+    /// devices make it contiguous.
     bool in_place = false;
     int row_dims = 0;
     /// With `outer`: the input is `batches` blocks of (width × rows / batches) one after another, each
@@ -39,12 +40,14 @@ struct RowsView {
     /// TensorIterator runs the reduced dims and the kept inner dims as one 2-D loop per outer index).
     /// Only sum_rows takes batches; the CPU reads them in place, other devices a transposed copy.
     std::int64_t batches = 1;
-    /// sum_rows only, with `in_place`, when the reduction's input is not contiguous (permuted, strided,
-    /// or repeating elements through a stride of 0, as expand() makes): view dim i is the input's dim
-    /// source_dims[i]. The CPU then sums the input in place in the order PyTorch's TensorIterator picks
-    /// for its strides (which depends on the input's own dim order); other devices ignore it. Empty
-    /// otherwise.
+    /// With `in_place`, when the reduction's input is not contiguous (permuted, strided, or repeating
+    /// elements through a stride of 0, as expand() makes): view dim i is the input's dim source_dims[i].
+    /// The CPU then reads the input in place in the order PyTorch's TensorIterator picks for its strides
+    /// (which depends on the input's own dim order); other devices ignore it. Empty otherwise.
     Strides source_dims{};
+    /// With source_dims: the result keeps the reduced dims (keepdim), so that a reduced dim of size 1
+    /// keeps a stride in PyTorch's result and its TensorIterator sorts it as a kept one.
+    bool keepdim = false;
 };
 
 /// How sort_rows orders equal values. PyTorch's CPU results come from libstdc++'s algorithms on

@@ -132,6 +132,86 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
     put(f"bcastgrad.{tag}.a.grad", a.grad)
     put(f"bcastgrad.{tag}.b.grad", b.grad)
 
+# Products, variances and sums of strided inputs, with and without keepdim. PyTorch's prod reads the
+# input in place in its TensorIterator's order (which picks the kernel: vector lanes along a contiguous
+# reduced run, element by element otherwise), so a permuted or expanded input is not multiplied as a
+# contiguous copy is. var and std with one result (std_var_all_cpu) take x.mean() (the sum in that order)
+# and add the squares in the order of the input alone; with more results, a Welford pass visits the
+# reduced dims in the iterator's order. keepdim=True keeps a reduced dim of size 1 out of the iterator's
+# reduced dims, which can change that order. Names: `layout.TAG.K.eSHAPE.pPERM.sDIM` as bcast above, then
+# `.dDIMS.kKEEPDIM.OP`, OP one of sum, mean, prod, norm (p = 2), var0, var1, std0, std1 (the digit: the
+# correction).
+gl = torch.Generator().manual_seed(4242)
+LAYOUT = [((1,), (300,), None, [("all", 0)], "ps"),
+          ((1,), (130,), None, [("0", 0)], "v"),
+          ((1, 64, 1, 1), (1, 64, 5, 33), (1, 3, 2, 0), [("023", 0), ("023", 1)], "svms"),
+          ((64, 1), (64, 40), None, [("0", 0), ("0", 1), ("all", 0)], "p"),
+          ((33, 5), (33, 5), (1, 0), [("all", 0), ("1", 1)], "pvs"),
+          ((33, 17), (33, 17), (1, 0), [("0", 0)], "p"),
+          ((1, 8, 40), (2, 8, 40), None, [("all", 0)], "pv"),
+          ((1, 300, 1), (1, 300, 40), None, [("1", 0), ("1", 1)], "p"),
+          ((1, 40, 70), (3, 40, 70), None, [("all", 0), ("1", 0)], "p"),
+          ((8, 9, 1), (8, 9, 64), (2, 1, 0), [("all", 0), ("0", 0), ("01", 1)], "pvs"),
+          ((1, 33, 2), (64, 33, 2), (0, 2, 1), [("01", 0), ("01", 1)], "vs"),
+          ((3, 1, 1), (3, 300, 8), (1, 0, 2), [("all", 0), ("12", 0)], "vs"),
+          ((40, 130), (40, 130), None, [("1", 0), ("0", 1)], "pv", 1),
+          # The 2-norm of floats: PyTorch's vector path wherever its iterator finds one contiguous
+          # reduced dim (not only in a contiguous tensor), element by element elsewhere.
+          ((40, 130), (40, 130), None, [("1", 0), ("1", 1), ("0", 0)], "n", 0),
+          ((17, 1, 8, 64), (17, 5, 8, 64), (1, 0, 2, 3), [("23", 1), ("3", 0), ("01", 0)], "n"),
+          ((1, 300, 1), (1, 300, 1), (1, 0, 2), [("01", 1), ("01", 0)], "n"),
+          ((3, 33), (3, 33), (1, 0), [("all", 0), ("01", 1), ("1", 0)], "n")]
+for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+    for k, (base, shape, perm, dim_lists, ops, *sliced) in enumerate(LAYOUT):
+        x = torch.randn(base, generator=gl, dtype=torch.float64)
+        if "p" in ops:  # near 1, so that long products neither overflow nor vanish
+            x = 1 + x * 0.1
+        x = x.to(dtype)
+        v = x.expand(shape) if perm is None else x.expand(shape).permute(perm)
+        if sliced:
+            v = v.narrow(sliced[0], 0, v.size(sliced[0]))[(slice(None),) * sliced[0] + (slice(1, None, 2),)]
+        name = "layout.%s.%d.e%s.p%s.s%s" % (tag, k, "x".join(str(n) for n in shape),
+                                             "-" if perm is None else "".join(str(d) for d in perm),
+                                             str(sliced[0]) if sliced else "-")
+        put(name + ".in", x)
+        for dl, kd in dim_lists:
+            dims = None if dl == "all" else tuple(int(c) for c in dl)
+            pre = f"{name}.d{dl}.k{kd}"
+            if "s" in ops:
+                put(f"{pre}.sum", v.sum() if dims is None else v.sum(dims, keepdim=bool(kd)))
+                put(f"{pre}.mean", v.mean() if dims is None else v.mean(dims, keepdim=bool(kd)))
+            if "p" in ops and (dims is None or len(dims) == 1):
+                put(f"{pre}.prod", v.prod() if dims is None else v.prod(dims[0], keepdim=bool(kd)))
+            if "n" in ops:
+                put(f"{pre}.norm", v.norm() if dims is None else v.norm(2, dims, keepdim=bool(kd)))
+            if "v" in ops:
+                for c in (0, 1):
+                    put(f"{pre}.var{c}", v.var(unbiased=bool(c)) if dims is None else
+                        v.var(dims, unbiased=bool(c), keepdim=bool(kd)))
+                    put(f"{pre}.std{c}", v.std(unbiased=bool(c)) if dims is None else
+                        v.std(dims, unbiased=bool(c), keepdim=bool(kd)))
+
+# Variances whose exact value lies on (or next to) a midpoint between two floats, where a double result
+# rounds either way on its last bits: constant float rows (PyTorch's float mean is off by an ulp, so the
+# variance is 1e-16-ish, not 0) and rows of two values, each repeated (the population std is half their
+# distance, which can need one bit more than a float has). `ties.TAG.NAME.in`, then `.var0`/`.std0` over
+# the last dim and `.all.var0`/`.all.std0` of each row on its own (one result: PyTorch's std_var_all_cpu).
+gt = torch.Generator().manual_seed(515)
+for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+    const = torch.full((3, 300), 0.1, dtype=dtype)
+    const[1] = 1e3 / 3
+    const[2] = -7.25
+    two = torch.empty(64, 128, dtype=dtype)
+    ab = torch.randn(64, 2, generator=gt, dtype=torch.float64).to(dtype)
+    two[:, 0::2] = ab[:, :1]
+    two[:, 1::2] = ab[:, 1:]
+    for nm, x in (("const", const), ("two", two)):
+        put(f"ties.{tag}.{nm}.in", x)
+        put(f"ties.{tag}.{nm}.var0", x.var(-1, unbiased=False))
+        put(f"ties.{tag}.{nm}.std0", x.std(-1, unbiased=False))
+        put(f"ties.{tag}.{nm}.all.var0", torch.stack([r.var(unbiased=False) for r in x]))
+        put(f"ties.{tag}.{nm}.all.std0", torch.stack([r.std(unbiased=False) for r in x]))
+
 with open(os.path.join(HERE, "sum_order.txt"), "w") as f:
     f.write("# generated by gen_sum_order.py with torch %s\n" % torch.__version__)
     f.write("\n".join(lines) + "\n")

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "detail/iter_order.hpp"
 #include "detail/kernels.hpp"
 #include "kernels/cpu/cpu.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -28,12 +29,12 @@ constexpr std::int64_t kProdChains = 8, kScanChains = 4;
 /// lanes): four vectors of lanes multiply along the row in blocks of 4W, then (v0 * v1) * (v2 * v3)
 /// lane by lane, its lanes in order, and the rest of the row one element at a time. Without, element
 /// by element from the row's start, as PyTorch's reduction over an outer dim (and this one below 4W
-/// elements). The lanes are independent chains, which GCC vectorises: a long row 9x faster.
+/// elements). The lanes are independent chains, which GCC vectorises: a long row 9x faster. `p` is
+/// the product so far (PyTorch's output, which the row multiplies into).
 template <typename T>
-T row_prod(const T* x, std::int64_t n, bool lanes) {
+T row_prod(const T* x, std::int64_t n, bool lanes, T p = 1) {
     constexpr std::int64_t kW = 32 / static_cast<std::int64_t>(sizeof(T));
     const std::int64_t count = lanes ? n / (4 * kW) : 0;
-    T p = 1;
     if (count > 0) {
         std::array<T, 4 * kW> acc;
         std::copy(x, x + 4 * kW, acc.begin());
@@ -146,101 +147,40 @@ void sum_slices_in_place(const RowsView& v, T* o) {
     });
 }
 
-/// sum_rows of a strided input (RowsView::source_dims), read in place in PyTorch's order. Its
-/// TensorIterator sorts the dims (reduced ones first, then by the output's and the input's strides, a
-/// broadcast stride deciding nothing, equal strides by size), merges neighbours that form one run in
-/// both (a dim of size 1 merges with anything), and runs the first two as 2-D blocks (block_sums) for
-/// each index of the others, adding each block's sums into outputs that start at 0.
-template <typename T>
-void sum_strided_in_place(const RowsView& v, T* o) {
+using detail::iter_dims;
+using detail::IterDim;
+
+/// The layout of RowsView::source_dims's input in its own dims' order: their sizes, the input's
+/// strides, and the output's (contiguous over the kept dims in their order, 0 along the reduced ones).
+struct SourceLayout {
+    Strides shape, in, out;
+    std::int64_t outputs = 1;
+};
+
+/// `whole`: as for a reduction of every dim without keepdim (x.mean() of var's std_var_all_cpu).
+SourceLayout source_layout(const RowsView& v, bool whole = false) {
     const Tensor& t = v.input;
     const int nd = static_cast<int>(t.dim());
-    Strides shape(static_cast<std::size_t>(nd), 1), in(static_cast<std::size_t>(nd), 0),
-        out(static_cast<std::size_t>(nd), 0);
-    std::vector<bool> reduced(static_cast<std::size_t>(nd), false);
+    SourceLayout l{Strides(static_cast<std::size_t>(nd), 1), Strides(static_cast<std::size_t>(nd), 0), {}};
+    std::vector<bool> reduced(static_cast<std::size_t>(nd), true);
     for (int i = 0; i < nd; ++i) {
         const auto d = static_cast<std::size_t>(v.source_dims[static_cast<std::size_t>(i)]);
-        shape[d] = t.size(i);
-        in[d] = t.strides()[static_cast<std::size_t>(i)];
-        reduced[d] = i >= v.row_dims;
+        l.shape[d] = t.size(i);
+        l.in[d] = t.strides()[static_cast<std::size_t>(i)];
+        reduced[d] = whole || i >= v.row_dims;
     }
-    // The output: contiguous over the kept dims in their own order, stride 0 along the reduced ones.
-    for (std::int64_t d = nd - 1, step = 1; d >= 0; --d)
-        if (!reduced[static_cast<std::size_t>(d)]) {
-            out[static_cast<std::size_t>(d)] = step;
-            step *= shape[static_cast<std::size_t>(d)];
-        }
-    // TensorIterator's order: the innermost dim first, sorted by insertion with its comparison. Dims of
-    // size 1 take part (their strides can break ties between the others).
-    std::vector<std::size_t> perm;
-    for (int d = nd - 1; d >= 0; --d) perm.push_back(static_cast<std::size_t>(d));
-    auto should_swap = [&](std::size_t a, std::size_t b) {
-        if ((out[a] == 0) != (out[b] == 0)) return out[b] == 0 ? 1 : -1;  // reduced dims first
-        for (const Strides* s : {&out, &in}) {
-            const std::int64_t sa = (*s)[a], sb = (*s)[b];
-            if (sa == 0 || sb == 0) continue;
-            if (sa != sb) return sa < sb ? -1 : 1;
-            if (shape[a] > shape[b]) return 1;
-        }
-        return 0;
-    };
-    for (std::size_t i = 1; i < perm.size(); ++i)
-        for (std::size_t b = i, a = i; a-- > 0;) {
-            const int c = should_swap(perm[a], perm[b]);
-            if (c < 0) break;
-            if (c > 0) {
-                std::swap(perm[a], perm[b]);
-                b = a;
-            }
-        }
-    // Neighbours that form one run of memory in the input and in the output merge, and a dim of size 1
-    // with its neighbour (taking the neighbour's strides).
-    std::vector<std::array<std::int64_t, 3>> dims;  // size, input stride, output stride
-    for (std::size_t d : perm) {
-        if (!dims.empty()) {
-            auto& [n, a, b] = dims.back();
-            if (n == 1) {
-                n = shape[d];
-                a = in[d];
-                b = out[d];
-                continue;
-            }
-            if (shape[d] == 1) continue;
-            if (n * a == in[d] && n * b == out[d]) {
-                n *= shape[d];
-                continue;
-            }
-        }
-        dims.push_back({shape[d], in[d], out[d]});
-    }
-    while (dims.size() < 2) dims.push_back({1, 0, 0});
-    // The 2-D block: the reduced dim first; both dims kept (every reduced dim has size 1), each output
-    // is 0 plus its element.
-    std::int64_t size0 = dims[0][0], size1 = dims[1][0], a0 = dims[0][1], a1 = dims[1][1], o0 = dims[0][2],
-                 o1 = dims[1][2];
-    if (o0 != 0 && o1 == 0) {
-        std::swap(size0, size1);
-        std::swap(a0, a1);
-        std::swap(o0, o1);
-    }
-    const T* base = t.impl()->data<T>();
-    std::int64_t outputs = 1;
-    for (std::int64_t k = 0; k < v.row_dims; ++k) outputs *= t.size(k);
-    std::fill(o, o + outputs, T(0));
-    if (t.numel() == 0) return;  // sums of nothing
-    std::vector<T> sums(static_cast<std::size_t>(o0 != 0 ? 0 : size1));
+    l.out = detail::reduction_out_strides(l.shape, reduced, v.keepdim && !whole);
+    for (int i = 0; i < v.row_dims && !whole; ++i) l.outputs *= t.size(i);
+    return l;
+}
+
+/// Calls block(input offset, output offset) for each index of the dims after the first two (the third
+/// fastest), as TensorIterator's loop over its 2-D blocks.
+template <typename F>
+void for_each_block(const std::vector<IterDim>& dims, F&& block) {
     Strides index(dims.size(), 0);
     for (std::int64_t at = 0, to = 0;;) {
-        const T* x = base + at;
-        T* y = o + to;
-        if (o0 != 0) {
-            for (std::int64_t j = 0; j < size1; ++j)
-                for (std::int64_t i = 0; i < size0; ++i) y[i * o0 + j * o1] += x[i * a0 + j * a1];
-        } else {
-            block_sums(x, size0, size1, a0, a1, sums.data());
-            for (std::int64_t j = 0; j < size1; ++j) y[j * o1] += sums[static_cast<std::size_t>(j)];
-        }
-        // The next index of the dims after the first two, the third fastest.
+        block(at, to);
         std::size_t d = 2;
         for (; d < dims.size(); ++d) {
             at += dims[d][1];
@@ -250,8 +190,98 @@ void sum_strided_in_place(const RowsView& v, T* o) {
             to -= dims[d][0] * dims[d][2];
             index[d] = 0;
         }
-        if (d == dims.size()) break;
+        if (d == dims.size()) return;
     }
+}
+
+/// sum_rows of a strided input (RowsView::source_dims), read in place in PyTorch's order: its
+/// TensorIterator's dims (iter_dims), the first two run as 2-D blocks (block_sums) for each index of
+/// the others, each block's sums added into outputs that start at 0.
+template <typename T>
+void sum_strided_in_place(const RowsView& v, T* o, const SourceLayout& l) {
+    const std::vector<IterDim> dims = iter_dims(l.shape, l.in, l.out);
+    // The 2-D block: the reduced dim first; both dims kept (every reduced dim has size 1), each output
+    // is 0 plus its element.
+    std::int64_t size0 = dims[0][0], size1 = dims[1][0], a0 = dims[0][1], a1 = dims[1][1], o0 = dims[0][2],
+                 o1 = dims[1][2];
+    if (o0 != 0 && o1 == 0) {
+        std::swap(size0, size1);
+        std::swap(a0, a1);
+        std::swap(o0, o1);
+    }
+    const T* base = v.input.impl()->data<T>();
+    std::fill(o, o + l.outputs, T(0));
+    if (v.input.numel() == 0) return;  // sums of nothing
+    std::vector<T> sums(static_cast<std::size_t>(o0 != 0 ? 0 : size1));
+    for_each_block(dims, [&](std::int64_t at, std::int64_t to) {
+        const T* x = base + at;
+        T* y = o + to;
+        if (o0 != 0) {
+            for (std::int64_t j = 0; j < size1; ++j)
+                for (std::int64_t i = 0; i < size0; ++i) y[i * o0 + j * o1] += x[i * a0 + j * a1];
+        } else {
+            block_sums(x, size0, size1, a0, a1, sums.data());
+            for (std::int64_t j = 0; j < size1; ++j) y[j * o1] += sums[static_cast<std::size_t>(j)];
+        }
+    });
+}
+
+/// y[u * os] *= x[i * xs + u * xu] for each output u < outs, in order of i < len: each output's chain of
+/// products in PyTorch's order (element by element), the chains side by side, so that the core
+/// overlaps them: the outputs in the inner loop where they are the closer in memory, else kProdChains
+/// of them at a time, each in a register.
+template <typename T>
+void prod_chains(const T* x, T* y, std::int64_t outs, std::int64_t len, std::int64_t os, std::int64_t xu,
+                 std::int64_t xs) {
+    if (outs > 1 && xs != 0 && xu < xs) {
+        for (std::int64_t i = 0; i < len; ++i)
+            for (std::int64_t u = 0; u < outs; ++u) y[u * os] *= x[i * xs + u * xu];
+        return;
+    }
+    std::int64_t u = 0;
+    for (; u + kProdChains <= outs; u += kProdChains) {
+        T p[kProdChains];
+        for (std::int64_t k = 0; k < kProdChains; ++k) p[k] = y[(u + k) * os];
+        for (std::int64_t i = 0; i < len; ++i)
+            for (std::int64_t k = 0; k < kProdChains; ++k) p[k] *= x[i * xs + (u + k) * xu];
+        for (std::int64_t k = 0; k < kProdChains; ++k) y[(u + k) * os] = p[k];
+    }
+    for (; u < outs; ++u) {
+        T p = y[u * os];
+        for (std::int64_t i = 0; i < len; ++i) p *= x[i * xs + u * xu];
+        y[u * os] = p;
+    }
+}
+
+/// prod_rows of a strided input (RowsView::source_dims), read in place in PyTorch 1.13's order (its
+/// binary_kernel_reduce_vec): the outputs start at 1; for each 2-D block of its TensorIterator's dims
+/// (iter_dims), rows contiguous along the reduced dim multiply into their outputs in row_prod's lanes,
+/// anything else element by element (prod_chains). (PyTorch's kernel for outputs and input contiguous
+/// along the block's second dim takes each column's product first, then times its output: the same
+/// bits, since such a block is the only one an output gets, its output still 1.)
+template <typename T>
+void prod_strided_in_place(const RowsView& v, T* o) {
+    const SourceLayout l = source_layout(v);
+    const std::vector<IterDim> dims = iter_dims(l.shape, l.in, l.out);
+    const std::int64_t size0 = dims[0][0], size1 = dims[1][0], a0 = dims[0][1], a1 = dims[1][1], o0 = dims[0][2],
+                       o1 = dims[1][2];
+    const T* base = v.input.impl()->data<T>();
+    std::fill(o, o + l.outputs, T(1));
+    if (v.input.numel() == 0) return;  // products of nothing
+    for_each_block(dims, [&](std::int64_t at, std::int64_t to) {
+        const T* x = base + at;
+        T* y = o + to;
+        if (o0 == 0 && a0 == 1) {
+            for (std::int64_t j = 0; j < size1; ++j) y[j * o1] = row_prod(x + j * a1, size0, true, y[j * o1]);
+        } else if (o0 == 0 && o1 == 0) {  // one output: one chain
+            for (std::int64_t j = 0; j < size1; ++j) prod_chains(x + j * a1, y, 1, size0, 0, 0, a0);
+        } else if (o0 == 0) {  // output j: the product down its column
+            prod_chains(x, y, size1, size0, o1, a1, a0);
+        } else {  // nothing reduced here (every reduced dim has size 1)
+            for (std::int64_t j = 0; j < size1; ++j)
+                for (std::int64_t i = 0; i < size0; ++i) y[i * o0 + j * o1] *= x[i * a0 + j * a1];
+        }
+    });
 }
 
 void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
@@ -279,7 +309,7 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
         if (v.in_place && !v.source_dims.empty()) {
-            sum_strided_in_place(v, o);
+            sum_strided_in_place(v, o, source_layout(v));
         } else if (v.in_place) {
             sum_slices_in_place(v, o);
         } else if (v.outer) {
@@ -305,6 +335,89 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
     });
 }
 
+/// True when `v` (a result computed in double, to be rounded to float) lies within `tol`, relatively,
+/// of a midpoint between two floats: another computation of it, off by that much, may round to the
+/// other float. Such a value is computed again in PyTorch's own order (a rounding test).
+bool near_float_midpoint(double v, double tol) {
+    const float f = static_cast<float>(v);
+    if (!std::isfinite(f) || v == static_cast<double>(f)) return false;
+    const float next = std::nextafter(f, v > static_cast<double>(f) ? std::numeric_limits<float>::infinity()
+                                                                    : -std::numeric_limits<float>::infinity());
+    const double mid = (static_cast<double>(f) + static_cast<double>(next)) / 2;  // exact
+    return std::abs(v - mid) <= tol * std::abs(v);
+}
+
+/// The relative error a float var's double result (var_row's, or sq_dev_sum's) is allowed before the
+/// rounding test asks for PyTorch's own order: 2^-50 per element of the row (at least 1024 of them),
+/// times the condition of the variance (1 + |mean| / std) against a Welford pass.
+double var_tolerance(std::int64_t n, double mean, double m2) {
+    const double spread = std::sqrt(m2 / static_cast<double>(std::max<std::int64_t>(n, 1)));
+    return std::ldexp(static_cast<double>(std::max<std::int64_t>(n, 1024)), -50) * (1 + std::abs(mean) / spread);
+}
+
+/// m2 = Σ (x - mean)² of PyTorch 1.13's std_var_all_cpu, its var with one result (and no mean asked
+/// for): the mean as x.mean() gives it (the sum in PyTorch's order, then over n, in T: a constant float
+/// row's variance is then 2.2e-16 rather than 0, as in PyTorch), then the squares in double. PyTorch
+/// adds them one after another in its TensorIterator's order for the input alone (iter_dims without an
+/// output), each 2-D block apart and then the blocks in order; so does a double tensor here, whose bits
+/// depend on it. A float tensor's squares go through vector lanes (sq_dev_sum) or several running sums,
+/// a double sum that rounds to the same float, unless `result` (the variance, or std, from m2) lies near
+/// a float midpoint: then they are added again in PyTorch's order.
+template <typename T, typename Result>
+double var_all_m2(const RowsView& v, Result&& result) {
+    const T* in = v.input.impl()->data<T>();
+    const bool strided = v.in_place && !v.source_dims.empty();
+    T sum = 0;
+    const SourceLayout l = strided ? source_layout(v, /*whole=*/true) : SourceLayout{};
+    if (strided)
+        sum_strided_in_place(v, &sum, l);
+    else
+        sum = inner_sum(in, v.width);
+    const double mean = static_cast<double>(sum / static_cast<T>(v.width));
+    if (v.input.numel() == 0) return 0;
+    const std::vector<IterDim> dims = strided ? iter_dims(l.shape, l.in, Strides(l.shape.size(), 0))
+                                              : std::vector<IterDim>{{v.width, 1, 0}, {1, 0, 0}};
+    const std::int64_t size0 = dims[0][0], size1 = dims[1][0], a0 = dims[0][1], a1 = dims[1][1];
+    if constexpr (std::is_same_v<T, float>) {
+        // Any order of the double sum rounds to the same float, the rounding test aside: vector lanes
+        // along contiguous runs, four running sums along strided ones.
+        double s = 0;
+        for_each_block(dims, [&](std::int64_t at, std::int64_t) {
+            for (std::int64_t i = 0; i < size1; ++i) {
+                const float* x = in + at + i * a1;
+                if (a0 == 1) {
+                    s += sq_dev_sum(x, size0, mean);
+                    continue;
+                }
+                double part[4] = {};
+                std::int64_t j = 0;
+                for (; j + 4 <= size0; j += 4)
+                    for (std::int64_t k = 0; k < 4; ++k) {
+                        const double d = static_cast<double>(x[(j + k) * a0]) - mean;
+                        part[k] += d * d;
+                    }
+                for (; j < size0; ++j) {
+                    const double d = static_cast<double>(x[j * a0]) - mean;
+                    part[0] += d * d;
+                }
+                s += (part[0] + part[1]) + (part[2] + part[3]);
+            }
+        });
+        if (!near_float_midpoint(result(s), var_tolerance(v.width, 0, 1))) return s;
+    }
+    double s = 0;
+    for_each_block(dims, [&](std::int64_t at, std::int64_t) {
+        double block = 0;
+        for (std::int64_t i = 0; i < size1; ++i)
+            for (std::int64_t j = 0; j < size0; ++j) {
+                const double d = static_cast<double>(in[at + i * a1 + j * a0]) - mean;
+                block += d * d;
+            }
+        s += block;
+    });
+    return s;
+}
+
 void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, double correction, bool take_sqrt) {
     detail::dispatch_float(out.dtype(), "var", [&](auto tag) {
         using T = decltype(tag);
@@ -317,7 +430,14 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
             const double var = m2 / (n > correction ? n - correction : 0.0);
             return static_cast<T>(take_sqrt ? std::sqrt(var) : var);
         };
-        if (mo || (std::is_same_v<T, double> && v.rows > 1)) {
+        // project's value before rounding to T.
+        auto result = [&](double m2) {
+            const double var = m2 / (n > correction ? n - correction : 0.0);
+            return take_sqrt ? std::sqrt(var) : var;
+        };
+        if (v.rows == 1 && !mo) {
+            o[0] = project(var_all_m2<T>(v, result));
+        } else if (mo || std::is_same_v<T, double>) {
             // PyTorch 1.13's var_mean, and its double var over dims with more than one result: a Welford
             // pass in double along each row.
             parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
@@ -333,27 +453,19 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
                     }
                 }
             });
-        } else if (std::is_same_v<T, double>) {
-            // PyTorch 1.13's std_var_all_cpu, for a double var with one result (or none): the mean
-            // (PyTorch's sum of the row, over n), then Σ (x - mean)² one element after another, each
-            // square apart (no FMA).
-            if (v.rows == 0) return;
-            const double mean = static_cast<double>(inner_sum(in, v.width)) / n;
-            double s = 0;
-            for (std::int64_t i = 0; i < v.width; ++i) {
-                const double d = static_cast<double>(in[i]) - mean;
-                s += d * d;
-            }
-            o[0] = project(s);
         } else {
-            // float: the row's moments in double in one pass (var_row); its variance rounds to the float
-            // PyTorch's Welford pass gives.
+            // float over dims with more than one result: the row's moments in double in one pass
+            // (var_row); its variance rounds to the float PyTorch's Welford pass gives, unless it lies
+            // near a float midpoint (a row of two values, each repeated, can sit on one): then the
+            // row takes the Welford pass (8x slower; about 1 row in 10^4 of random data).
             const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
             parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
                 for (std::int64_t r = lo; r < hi; ++r) {
                     double m = 0, m2 = 0;
                     // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
                     var_row(in + r * v.width, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
+                    if (v.width > 0 && (m2 == 0 || near_float_midpoint(result(m2), var_tolerance(v.width, m, m2))))
+                        welford_rows(in + r * v.width, 1, v.width, &m, &m2);
                     o[r] = project(m2);
                 }
             });
@@ -476,6 +588,10 @@ void prod_rows(const RowsView& v, const Tensor& out, bool lanes) {
         using T = decltype(tag);
         const T* in = v.input.impl()->data<T>();
         T* o = out.impl()->data<T>();
+        if (v.in_place && !v.source_dims.empty()) {
+            prod_strided_in_place(v, o);
+            return;
+        }
         if (v.outer) {
             // (width, rows): column r's product element by element down the column, as PyTorch's
             // reduction over an outer dim, the columns side by side (prod(0) of 1024x1500 floats

@@ -478,6 +478,12 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int6
 void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     kernels<double>().var_row(x, n, mean, m2, ahead);
 }
+double sq_dev_sum(const float* x, std::int64_t n, double c) {
+    return kernels<float>().sq_dev_sum(x, n, c);
+}
+double sq_dev_sum(const double* x, std::int64_t n, double c) {
+    return kernels<double>().sq_dev_sum(x, n, c);
+}
 void welford_rows(const float* x, std::int64_t rows, std::int64_t n, double* mean, double* m2) {
     kernels<float>().welford_rows(x, rows, n, mean, m2);
 }

@@ -460,6 +460,13 @@ void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int6
 /// As the float overload.
 void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
 
+/// Σ (x - c)² over x[0, n) in double: lane k of 32 takes the elements i with i % 32 == k, in order, the
+/// lanes are added in order, then the tail; each square is multiplied and added apart (no FMA), so every
+/// instruction set gives the same bits.
+double sq_dev_sum(const float* x, std::int64_t n, double c);
+/// As the float overload.
+double sq_dev_sum(const double* x, std::int64_t n, double c);
+
 /// Each of `rows` rows of n elements (row r at x + r·n): its mean and m2 = Σ (x - mean)² by PyTorch
 /// 1.13's WelfordOps::reduce in double, element by element from mean = m2 = 0: d = x - mean,
 /// mean += d / k (k the count so far), m2 = fma(d, x - mean, m2) (the multiply-add its AVX2 build

@@ -2511,6 +2511,21 @@ void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, dou
     }
 }
 
+/// vec_math.hpp's sq_dev_sum: var_sum's lanes over (x - c)², each square apart (no FMA).
+template <class B>
+double sq_dev_sum_(const typename B::value_type* x, std::int64_t n, double c) {
+    using A = typename B::arch_type;
+    using Bd = xsimd::batch<double, A>;
+    const Bd cb(c);
+    return var_sum<A>(
+        x, n,
+        [cb](const Bd& v) {
+            const Bd d = v - cb;
+            return d * d;
+        },
+        [c](double v) { return (v - c) * (v - c); });
+}
+
 /// vec_math.hpp's welford_rows: kChains rows side by side (independent chains), then the rest one by one.
 template <class T>
 void welford_rows_(const T* x, std::int64_t rows, std::int64_t n, double* mean, double* m2) {
@@ -3494,6 +3509,7 @@ VecMathKernels<T> kernels_for() {
     k.norm_moments_rows = norm_moments_n_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.var_row = var_row_<B>;
+    k.sq_dev_sum = sq_dev_sum_<B>;
     k.welford_rows = welford_rows_<T>;
 #if defined(__FMA__) || defined(__AVX512F__)
     k.small_gemm = small_gemm_<T>;

@@ -146,14 +146,20 @@ void axpy_entry(const Tensor& dst, const Tensor& src, double alpha) {
 
 // ---- reductions -----------------------------------------------------------------------------------------
 
+/// An in-place view (RowsView::in_place: a strided input) as the rows of a contiguous copy, which the
+/// CUDA kernels read.
+RowsView copied_rows(const RowsView& v) {
+    NoGradGuard no_grad;
+    RowsView copy = v;
+    copy.input = v.input.contiguous();
+    copy.in_place = false;
+    copy.source_dims = {};
+    return copy;
+}
+
 void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
     use_device(out, {&v.input}, mean ? "mean" : "sum");
-    if (v.in_place) {  // a strided view: summed from a contiguous copy
-        RowsView copy = v;
-        copy.input = v.input.contiguous();
-        copy.in_place = false;
-        return sum_rows_entry(copy, out, mean);
-    }
+    if (v.in_place) return sum_rows_entry(copied_rows(v), out, mean);
     if (v.outer && v.batches > 1) {  // blocks of (width, cols): summed as rows of a transposed copy
         const std::int64_t cols = v.rows / v.batches;
         RowsView rows = v;
@@ -168,6 +174,7 @@ void sum_rows_entry(const RowsView& v, const Tensor& out, bool mean) {
 
 void var_rows_entry(const RowsView& v, const Tensor& out, const Tensor& mean, double correction, bool take_sqrt) {
     use_device(out, {&v.input}, "var");
+    if (v.in_place) return var_rows_entry(copied_rows(v), out, mean, correction, take_sqrt);
     check_floating(out, "var");
     cuda::var_rows(scalar(out.dtype()), ptr(v.input), ptr(out), mean.defined() ? ptr(mean) : nullptr, v.rows, v.width,
                    correction, take_sqrt);
@@ -200,6 +207,7 @@ void arg_extreme_rows_entry(const RowsView& v, const Tensor& values, const Tenso
 void prod_rows_entry(const RowsView& v, const Tensor& out, bool lanes /*a tree of products here*/) {
     if (v.outer) return prod_rows_entry(as_rows(v), out, lanes);
     use_device(out, {&v.input}, "prod");
+    if (v.in_place) return prod_rows_entry(copied_rows(v), out, lanes);
     cuda::prod_rows(scalar(out.dtype()), ptr(v.input), ptr(out), v.rows, v.width);
 }
 
