@@ -121,6 +121,8 @@ const Case kCases[] = {
     {"prelu.vector", 2, [](const Ins& in) { return F::prelu(in[0], in[1]); }},
     {"glu.last", 1, [](const Ins& in) { return F::glu(in[0]); }},
     {"glu.dim1", 1, [](const Ins& in) { return F::glu(in[0], 1); }},
+    {"glu.long", 1, [](const Ins& in) { return F::glu(in[0] * 4.0); }},
+    {"glu.mid", 1, [](const Ins& in) { return F::glu(in[0] * 4.0, 1); }},
 };
 
 /// PyTorch's grad_fn name without the C++ namespace torch::autograd:: that CopySlices carries.

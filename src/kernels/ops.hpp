@@ -103,9 +103,12 @@ enum class BinaryOp : std::uint8_t {
     kHardsigmoidBackward,
     kHardswishBackward,
     kLogSigmoidBackward,
-    kGeluErfBackward,   // kGeluBackward by PyTorch's own formula (as kGeluErf)
-    kSmoothL1Backward,  // (|x| >= a ? sign(x) : x / a) * b * g: beta a, norm b (the vector formula)
-    kHuberBackward,     // (|x| >= a ? sign(x) * a : x) * b * g: delta a, norm b (likewise)
+    kGeluErfBackward,    // kGeluBackward by PyTorch's own formula (as kGeluErf)
+    kSmoothL1Backward,   // (|x| >= a ? sign(x) : x / a) * b * g: beta a, norm b (the vector formula)
+    kHuberBackward,      // (|x| >= a ? sign(x) * a : x) * b * g: delta a, norm b (likewise)
+    kGlu,                // x s, s = 1 / (1 + exp(-y)): glu of the halves x and y
+    kGluBackwardFirst,   // s g, s = sigmoid(y): glu's gradient for its first half (g, y = the second half)
+    kGluBackwardSecond,  // (1 - s) s x, s = sigmoid(y): for its second half, before the product with g
     // ---- integer bitwise ops (issue 11, the & | ^ operators); int64 only ----
     kBitAnd,
     kBitOr,

@@ -252,6 +252,14 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
         // else -1), then norm b, then g, in T.
         case BinaryOp::kSmoothL1Backward:
             return (std::abs(x) >= a ? (x > T(0) ? T(1) : T(-1)) : x / a) * b * g;
+        case BinaryOp::kGlu:  // (g, x) here are glu's halves (a, b)
+            return g * (T(1) / (T(1) + std::exp(-x)));
+        case BinaryOp::kGluBackwardFirst:
+            return T(1) / (T(1) + std::exp(-x)) * g;
+        case BinaryOp::kGluBackwardSecond: {  // (g, x) here: the first half and the second
+            const T s = T(1) / (T(1) + std::exp(-x));
+            return (T(1) - s) * s * g;
+        }
         case BinaryOp::kHuberBackward:
             return (std::abs(x) >= a ? (x > T(0) ? T(1) : T(-1)) * a : x) * b * g;
         case BinaryOp::kHardswishBackward:

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
 #include "xgrad/factory.hpp"
 #include "xgrad/nn/activation.hpp"
@@ -59,18 +60,19 @@ Tensor glu(const Tensor& input, std::int64_t dim) {
         detail::fail(op, "Halving dimension must be even, but dimension " + std::to_string(d) + " is size " +
                              std::to_string(input.size(d)) + " (shape " + to_string(input.shape()) + ")");
     const std::int64_t half = input.size(d) / 2;
-    Tensor out;
-    {
-        NoGradGuard no_grad;
-        out = input.narrow(d, 0, half) * input.narrow(d, half, half).sigmoid();
-    }
+    // One pass over the halves a and b, as PyTorch's glu kernel: a * (1 / (1 + exp(-b))).
+    Tensor out = detail::map_binary(input.detach().narrow(d, 0, half), input.detach().narrow(d, half, half), op,
+                                    kernels::BinaryOp::kGlu);
     if (detail::needs_grad({&input}))
         detail::record(out, "GluBackward0", {&input}, [sx = Saved(input), d, half](const Tensor& g, const NeedsGrad&) {
-            // d(a σ(b)) = σ(b) da + (1 - σ(b)) σ(b) a db, the halves joined back along d, each product
-            // in the order of PyTorch's glu_backward kernel.
+            // d(a σ(b)) = σ(b) da + (1 - σ(b)) σ(b) a db, the halves joined back along d, as PyTorch's
+            // glu_backward: s = σ(b) from its sigmoid kernel, s g for the first half, and
+            // (1 - s) s a g (its fused kernel's order) for the second; σ(b) recomputed in each pass.
             const Tensor& x = sx;
-            const Tensor a = x.narrow(d, 0, half), s = x.narrow(d, half, half).sigmoid();
-            return Grads{cat({s * g, (1.0 - s) * s * a * g}, d)};
+            const Tensor a = x.narrow(d, 0, half), b = x.narrow(d, half, half);
+            return Grads{cat({detail::map_binary(g, b, "glu", kernels::BinaryOp::kGluBackwardFirst),
+                              detail::map_binary(a, b, "glu", kernels::BinaryOp::kGluBackwardSecond) * g},
+                             d)};
         });
     return out;
 }

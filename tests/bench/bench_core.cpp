@@ -719,6 +719,14 @@ void bench_elementwise_and_reductions() {
         al.mutable_grad() = Tensor();
     };
     report_rate("smooth_l1_fwdbwd", measure(smooth_l1, {2, 5, 0.4, 400}), 3 * n * kF, 1e9, "GB/s");
+    // Not a goal: glu over the last dim, forward and backward (the input read by both, the halves'
+    // output written, the output's gradient read, the input's gradient written).
+    const Tensor glu_grad = b.narrow(1, 0, cols / 2).contiguous();
+    auto glu = [&] {
+        F::glu(al, -1).backward(glu_grad);
+        al.mutable_grad() = Tensor();
+    };
+    report_rate("glu_fwdbwd", measure(glu, {2, 5, 0.4, 400}), 4 * n * kF, 1e9, "GB/s");
     // Not goals: the transcendental maps on 256x256 floats, input and output in the level-2 cache, where
     // memory does not limit them. Their rate there is what their arithmetic allows (with PyTorch's
     // algorithms, for PyTorch's bits), and a ceiling on the rows above.

@@ -274,6 +274,14 @@ def bench_elementwise_and_reductions():
         al.grad = None
 
     moved("smooth_l1_fwdbwd", 3 * n * FB, smooth_l1)
+    # Not a goal: glu over the last dim, forward and backward (bench_core.cpp).
+    glu_grad = b[:, : cols // 2].contiguous()
+
+    def glu():
+        F.glu(al, -1).backward(glu_grad)
+        al.grad = None
+
+    moved("glu_fwdbwd", 4 * n * FB, glu)
     # Not goals: the transcendental maps on 256x256 floats, in the level-2 cache (bench_core.cpp).
     small = pattern_tensor((256, 256), 17, 2.0)
     small_bytes = 2.0 * 256 * 256 * FB

@@ -193,6 +193,10 @@ record_case(lines, "prelu.channels", lambda x, w: F.prelu(x, w), [(2, 3, 4), (3,
 record_case(lines, "prelu.vector", lambda x, w: F.prelu(x, w), [(5,), (1,)], both)
 record_case(lines, "glu.last", lambda x: F.glu(x), [(4, 6)], both)
 record_case(lines, "glu.dim1", lambda x: F.glu(x, 1), [(2, 4, 3)], both)
+# Halves long enough for PyTorch's vector formula and its scalar tail (exp from SLEEF there, from the C
+# library here): rows of 37 along the last dim, runs of 700 across the last two.
+record_case(lines, "glu.long", lambda x: F.glu(x * 4), [(8, 74)], both)
+record_case(lines, "glu.mid", lambda x: F.glu(x * 4, 1), [(3, 200, 7)], both)
 
 with open(os.path.join(HERE, "nn_gaps.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -261,6 +261,9 @@ bool has_scalar_tail(BinaryOp op) {
     } else {
         switch (op) {
             case BinaryOp::kSiluBackward:
+            case BinaryOp::kGlu:
+            case BinaryOp::kGluBackwardFirst:
+            case BinaryOp::kGluBackwardSecond:
             case BinaryOp::kMishBackward:
             case BinaryOp::kSoftplusBackward:
             case BinaryOp::kGeluTanhBackward:
@@ -455,6 +458,13 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
             return true;
         case BinaryOp::kSiluBackward:  // s = 1 / (1 + exp(-q)); p s (1 + q (1 - s))
             vsilu_backward(px, pq, po, n);
+            return true;
+        case BinaryOp::kGlu:
+            vglu(px, pq, po, n);
+            return true;
+        case BinaryOp::kGluBackwardFirst:
+        case BinaryOp::kGluBackwardSecond:
+            vglu_backward(px, pq, po, n, op == BinaryOp::kGluBackwardSecond);
             return true;
         case BinaryOp::kPow:  // SLEEF's pow, as PyTorch's vectorised pow of two tensors
             vpow(px, pq, po, n);

@@ -372,6 +372,18 @@ void vsilu(const float* x, float* y, std::int64_t n) {
 void vsilu(const double* x, double* y, std::int64_t n) {
     unary(detail::kSilu, x, y, n);
 }
+void vglu(const float* a, const float* b, float* y, std::int64_t n) {
+    backward(detail::kGlu, a, b, y, n);
+}
+void vglu(const double* a, const double* b, double* y, std::int64_t n) {
+    backward(detail::kGlu, a, b, y, n);
+}
+void vglu_backward(const float* g, const float* b, float* dx, std::int64_t n, bool second) {
+    backward(second ? detail::kGluBackwardSecond : detail::kGluBackwardFirst, g, b, dx, n);
+}
+void vglu_backward(const double* g, const double* b, double* dx, std::int64_t n, bool second) {
+    backward(second ? detail::kGluBackwardSecond : detail::kGluBackwardFirst, g, b, dx, n);
+}
 void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
     backward(detail::kSiluBackward, g, x, dx, n);
 }

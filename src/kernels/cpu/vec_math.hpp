@@ -88,6 +88,16 @@ void vsilu(const double* x, double* y, std::int64_t n);
 void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n);
 /// dx = g s (1 + x (1 - s)) with s = 1 / (1 + exp(-x)): silu's backward, PyTorch's formula.
 void vsilu_backward(const double* g, const double* x, double* dx, std::int64_t n);
+/// y = a s, s = 1 / (1 + exp(-b)): glu of the halves a and b, as PyTorch's vectorised glu kernel.
+void vglu(const float* a, const float* b, float* y, std::int64_t n);
+/// As the float overload.
+void vglu(const double* a, const double* b, double* y, std::int64_t n);
+/// glu's gradients with s = sigmoid(b) as PyTorch's vectorised sigmoid computes it: first half s g
+/// (`second` false), second half (1 - s) s a (`second`; a the first half, passed as g), before its
+/// product with the output's gradient.
+void vglu_backward(const float* g, const float* b, float* dx, std::int64_t n, bool second);
+/// As the float overload.
+void vglu_backward(const double* g, const double* b, double* dx, std::int64_t n, bool second);
 /// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.
 void vmish(const float* x, float* y, std::int64_t n);
 /// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.

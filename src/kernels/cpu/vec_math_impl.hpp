@@ -3489,6 +3489,19 @@ VecMathKernels<T> kernels_for() {
     k.backward[kSiluBackward] = [](const T* g, const T* x, T* dx, std::int64_t n) {
         map2<B>(g, x, dx, n, [](const B& gv, const B& xv) { return silu_backward_(gv, xv); });
     };
+    // glu: PyTorch's glu kernel a * (1 / (1 + exp(-b))); its backward takes s from its sigmoid kernel.
+    k.backward[kGlu] = [](const T* a, const T* b, T* y, std::int64_t n) {
+        map2<B>(a, b, y, n, [](const B& av, const B& bv) { return av * sigmoid_neg_exp_(bv); });
+    };
+    k.backward[kGluBackwardFirst] = [](const T* g, const T* b, T* dx, std::int64_t n) {
+        map2<B>(g, b, dx, n, [](const B& gv, const B& bv) { return sigmoid_(bv) * gv; });
+    };
+    k.backward[kGluBackwardSecond] = [](const T* a, const T* b, T* dx, std::int64_t n) {
+        map2<B>(a, b, dx, n, [](const B& av, const B& bv) {
+            const B s = sigmoid_(bv);
+            return (B(typename B::value_type(1)) - s) * s * av;
+        });
+    };
     // PyTorch's elu kernels: blends of x·pos and the exp formula (computed for every lane, as where
     // any lane is not positive PyTorch computes it for the whole register).
     k.max_pool_taps = max_pool_taps_<B>;

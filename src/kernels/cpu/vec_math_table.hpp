@@ -59,6 +59,9 @@ enum Backward : int {
     kMishBackward,
     kLogSigmoidBackward,
     kGeluErfBackward,
+    kGlu,
+    kGluBackwardFirst,
+    kGluBackwardSecond,
     kBackwardCount
 };
 
