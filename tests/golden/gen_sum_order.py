@@ -81,6 +81,18 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
         put(f"prod.other.{tag}.{name}.in", x)
         put(f"prod.other.{tag}.{name}.prod", x.prod() if dim is None else x.prod(dim))
 
+def strided_case(prefix, tag, k, x, shape, perm, sliced):
+    """x expanded to `shape`, permuted by `perm` (None: not), then every second element from the second
+    along dim sliced[0] (empty: not sliced); and the case's name, PREFIX.TAG.K.eSHAPE.pPERM.sDIM."""
+    v = x.expand(shape) if perm is None else x.expand(shape).permute(perm)
+    if sliced:
+        v = v.narrow(sliced[0], 0, v.size(sliced[0]))[(slice(None),) * sliced[0] + (slice(1, None, 2),)]
+    name = "%s.%s.%d.e%s.p%s.s%s" % (prefix, tag, k, "x".join(str(n) for n in shape),
+                                     "-" if perm is None else "".join(str(d) for d in perm),
+                                     str(sliced[0]) if sliced else "-")
+    return v, name
+
+
 # Sums of strided inputs, permuted, sliced or repeating elements (expand()'s stride 0): PyTorch reads them
 # in place, in the order its TensorIterator gives those strides, which is not always the order of a
 # contiguous copy. Each case is a base (`.in`, dims of size 1 where it is expanded), expanded to `e`, then
@@ -112,12 +124,7 @@ BCAST = [((1, 512), (300, 512), None, ["0", "1", "all", "01"]),
 for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
     for k, (base, shape, perm, dim_lists, *sliced) in enumerate(BCAST):
         x = torch.randn(base, generator=gb, dtype=dtype) * 10 ** torch.randint(-2, 3, base, generator=gb)
-        v = x.expand(shape) if perm is None else x.expand(shape).permute(perm)
-        if sliced:
-            v = v.narrow(sliced[0], 0, v.size(sliced[0]))[(slice(None),) * sliced[0] + (slice(1, None, 2),)]
-        name = "bcast.%s.%d.e%s.p%s.s%s" % (tag, k, "x".join(str(n) for n in shape),
-                                            "-" if perm is None else "".join(str(d) for d in perm),
-                                            str(sliced[0]) if sliced else "-")
+        v, name = strided_case("bcast", tag, k, x, shape, perm, sliced)
         put(name + ".in", x)
         for dl in dim_lists:
             dims = None if dl == "all" else tuple(int(c) for c in dl)
@@ -167,12 +174,7 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
         if "p" in ops:  # near 1, so that long products neither overflow nor vanish
             x = 1 + x * 0.1
         x = x.to(dtype)
-        v = x.expand(shape) if perm is None else x.expand(shape).permute(perm)
-        if sliced:
-            v = v.narrow(sliced[0], 0, v.size(sliced[0]))[(slice(None),) * sliced[0] + (slice(1, None, 2),)]
-        name = "layout.%s.%d.e%s.p%s.s%s" % (tag, k, "x".join(str(n) for n in shape),
-                                             "-" if perm is None else "".join(str(d) for d in perm),
-                                             str(sliced[0]) if sliced else "-")
+        v, name = strided_case("layout", tag, k, x, shape, perm, sliced)
         put(name + ".in", x)
         for dl, kd in dim_lists:
             dims = None if dl == "all" else tuple(int(c) for c in dl)
