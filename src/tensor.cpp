@@ -760,6 +760,16 @@ static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
     return self.copy_(result);
 }
 
+/// Whether `t` broadcasts to `shape` without `shape` changing (an in-place operand).
+static bool broadcasts_to(const Tensor& t, const Shape& shape) {
+    if (t.dim() > static_cast<std::int64_t>(shape.size())) return false;
+    for (std::int64_t i = 1; i <= t.dim(); ++i) {
+        const std::int64_t n = t.size(-i);
+        if (n != 1 && n != shape[shape.size() - static_cast<std::size_t>(i)]) return false;
+    }
+    return true;
+}
+
 /// Whether an in-place map of `self` (and `other`, when given) can write straight into self, as the
 /// out-of-place op's kernel with self as its output (the same bits, without a result to copy back):
 /// self dense and floating; other of its dtype and device, broadcasting to its shape, and not another
@@ -768,15 +778,8 @@ static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
 static bool maps_into_self(const Tensor& self, const Tensor* other) {
     if (!self.defined() || !self.is_floating_point() || !self.is_contiguous()) return false;
     if (!other) return true;
-    if (!other->defined() || other->dtype() != self.dtype() || other->device() != self.device() ||
-        other->dim() > self.dim())
-        return false;
-    if (detail::other_view_of(*other, self)) return false;
-    for (std::int64_t i = 1; i <= other->dim(); ++i) {
-        const std::int64_t n = other->size(-i);
-        if (n != 1 && n != self.size(-i)) return false;
-    }
-    return true;
+    if (!other->defined() || other->dtype() != self.dtype() || other->device() != self.device()) return false;
+    return !detail::other_view_of(*other, self) && broadcasts_to(*other, self.shape());
 }
 
 /// self = op(self, other) in place (maps_into_self holds).
@@ -799,14 +802,26 @@ static Tensor& unary_into_self(Tensor& self, double s, kernels::UnaryOp op, cons
 }
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
-    // Same shape, dtype and device (optimizers): the axpy kernel, self + alpha * other with one rounding
-    // where the CPU has FMA, as PyTorch's add_; operands of another layout go through contiguous copies.
-    if (defined() && other.defined() && shape() == other.shape() && dtype() == other.dtype() &&
-        device() == other.device() && is_floating_point()) {
+    // alpha 1 and -1 (sub_) with an operand broadcasting to self: the add or sub kernel into self
+    // (a - b is a + (-1) b exactly), reading the operand in place.
+    if (std::abs(alpha) == 1.0 && maps_into_self(*this, &other) && other.shape() != shape())
+        return binary_into_self(*this, other, alpha > 0 ? kernels::BinaryOp::kAdd : kernels::BinaryOp::kSub,
+                                alpha > 0 ? "add_" : "sub_");
+    // Otherwise, an operand of self's dtype and device of its shape (optimizers), or broadcasting to a
+    // contiguous self: the axpy kernel, self + alpha * other with one rounding where the CPU has FMA,
+    // as PyTorch's add_ (its kernel's fused multiply-add); operands of another layout go through
+    // contiguous copies, a broadcast one expanded. (Where the operand is constant along PyTorch's run,
+    // a 0-d tensor or a broadcast column, its compiled scalar tail, the run's last len % 16 floats,
+    // rounds alpha * other first in some elements: those can differ from PyTorch in the last bit.)
+    const bool broadcast = other.defined() && other.shape() != shape();
+    if (defined() && other.defined() && dtype() == other.dtype() && device() == other.device() && is_floating_point() &&
+        broadcasts_to(other, shape()) && (!broadcast || is_contiguous())) {
         detail::check_inplace(*this, "add_");
         NoGradGuard no_grad;
         // Another view of this storage is read whole first (the kernel would see its own writes).
-        const Tensor src = detail::other_view_of(other, *this) ? other.clone() : other.contiguous();
+        const Tensor src = broadcast                             ? other.expand(shape()).contiguous()
+                           : detail::other_view_of(other, *this) ? other.clone()
+                                                                 : other.contiguous();
         if (is_contiguous()) {
             kernels::axpy(*this, src, alpha);
             detail::bump_version(*this);
@@ -816,8 +831,6 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         kernels::axpy(dst, src, alpha);
         return copy_(dst);
     }
-    if (alpha == 1.0 && maps_into_self(*this, &other))
-        return binary_into_self(*this, other, kernels::BinaryOp::kAdd, "add_");
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
 }
 Tensor& Tensor::add_(double other) {

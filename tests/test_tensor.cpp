@@ -1,6 +1,7 @@
 // Checks the Tensor handle: metadata, element access, copies and in-place updates, as PyTorch reports them.
 #include <doctest/doctest.h>
 
+#include "../src/kernels/cpu/vec_math.hpp"
 #include "golden.hpp"
 
 #include <algorithm>
@@ -229,6 +230,16 @@ TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
             check(x / same, [&](Tensor& y) { y.div_(same); });
             check(x / 0.3, [&](Tensor& y) { y.div_(0.3); });
             check(x + row, [&](Tensor& y) { y.add_(row); });
+            check(x - row, [&](Tensor& y) { y.sub_(row); });
+            check(x - scalar, [&](Tensor& y) { y.sub_(scalar); });
+            // alpha other than 1 with a broadcast operand: one rounding, as the same-shape update (and
+            // PyTorch's fused kernel), not alpha * row rounded first.
+            Tensor want = x.clone();
+            want.add_(row.expand(x.shape()).contiguous(), 0.7);
+            check(want, [&](Tensor& y) { y.add_(row, 0.7); });
+            Tensor twice = x + row * 0.7;
+            if (xgrad::kernels::cpu::simd_arch() != xgrad::kernels::cpu::SimdArch::kSse2)
+                CHECK(golden::bits_differ(want, twice) > 0);  // the case tells the two apart
             check(x + 0.3, [&](Tensor& y) { y.add_(0.3); });
             check(x * x, [&](Tensor& y) { y.mul_(y); });  // itself: each element read before it is written
         }
