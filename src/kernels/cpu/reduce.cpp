@@ -349,10 +349,9 @@ bool near_float_midpoint(double v, double tol) {
 
 /// The relative error a float var's double result (var_row's, or sq_dev_sum's) is allowed before the
 /// rounding test asks for PyTorch's own order: 2^-50 per element of the row (at least 1024 of them),
-/// times the condition of the variance (1 + |mean| / std) against a Welford pass.
-double var_tolerance(std::int64_t n, double mean, double m2) {
-    const double spread = std::sqrt(m2 / static_cast<double>(std::max<std::int64_t>(n, 1)));
-    return std::ldexp(static_cast<double>(std::max<std::int64_t>(n, 1024)), -50) * (1 + std::abs(mean) / spread);
+/// times `condition` (against a Welford pass, the variance's: 1 + |mean| / std).
+double var_tolerance(std::int64_t n, double condition = 1) {
+    return std::ldexp(static_cast<double>(std::max<std::int64_t>(n, 1024)), -50) * condition;
 }
 
 /// m2 = Σ (x - mean)² of PyTorch 1.13's std_var_all_cpu, its var with one result (and no mean asked
@@ -403,7 +402,7 @@ double var_all_m2(const RowsView& v, Result&& result) {
                 s += (part[0] + part[1]) + (part[2] + part[3]);
             }
         });
-        if (!near_float_midpoint(result(s), var_tolerance(v.width, 0, 1))) return s;
+        if (!near_float_midpoint(result(s), var_tolerance(v.width))) return s;
     }
     double s = 0;
     for_each_block(dims, [&](std::int64_t at, std::int64_t) {
@@ -425,16 +424,13 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
         T* o = out.impl()->data<T>();
         T* mo = mean_out.defined() ? mean_out.impl()->data<T>() : nullptr;
         const double n = static_cast<double>(v.width);
-        // PyTorch's WelfordOps::project: m2 / (n - correction), or m2 / 0 when n <= correction.
-        auto project = [&](double m2) {
-            const double var = m2 / (n > correction ? n - correction : 0.0);
-            return static_cast<T>(take_sqrt ? std::sqrt(var) : var);
-        };
-        // project's value before rounding to T.
+        // PyTorch's WelfordOps::project: m2 / (n - correction), or m2 / 0 when n <= correction (`result`,
+        // in double; `project`, rounded to T).
         auto result = [&](double m2) {
             const double var = m2 / (n > correction ? n - correction : 0.0);
             return take_sqrt ? std::sqrt(var) : var;
         };
+        auto project = [&](double m2) { return static_cast<T>(result(m2)); };
         if (v.rows == 1 && !mo) {
             o[0] = project(var_all_m2<T>(v, result));
         } else if (mo || std::is_same_v<T, double>) {
@@ -464,7 +460,10 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
                     double m = 0, m2 = 0;
                     // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
                     var_row(in + r * v.width, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
-                    if (v.width > 0 && (m2 == 0 || near_float_midpoint(result(m2), var_tolerance(v.width, m, m2))))
+                    // (The condition is read only where m2 is not 0.)
+                    if (v.width > 0 &&
+                        (m2 == 0 ||
+                         near_float_midpoint(result(m2), var_tolerance(v.width, 1 + std::abs(m) / std::sqrt(m2 / n)))))
                         welford_rows(in + r * v.width, 1, v.width, &m, &m2);
                     o[r] = project(m2);
                 }
