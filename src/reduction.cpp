@@ -76,8 +76,10 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     // A row holds the reduced elements in the order PyTorch's reduction visits them: its TensorIterator's
     // order (iterator_order, read backwards: the last reduced dim fastest), which is their own order
     // unless the input is permuted or broadcast (a stride of 0 decides nothing there).
+    // A contiguous tensor's reduced dims are in that order already (their strides decrease), so the sort
+    // runs only for other layouts: every reduction's plan passes here, small ones on the hot path.
     bool in_order = true;
-    {
+    if (!a.is_contiguous()) {
         Strides shape(static_cast<std::size_t>(nd), 1), in = a.strides();
         std::vector<bool> reduced(static_cast<std::size_t>(nd), false);
         for (std::int64_t d = 0; d < nd; ++d) {
