@@ -26,10 +26,18 @@ std::string number(double v) {
 
 /// out = op(x, y) with x and y of one dtype (any: the kernels compare bool, uint8 and int32 in place,
 /// where converting to int64 first cost two copies; logical_and of two masks took 45 times PyTorch's
-/// time), broadcast; names `name` in the errors.
+/// time), broadcast; names `name` in the errors. The result takes the operands' layout, as PyTorch's
+/// (a transposed x gives a transposed mask, and a where or a sum of it later runs in that order).
 Tensor compare_same(const Tensor& x, const Tensor& y, const char* name, CompareOp op) {
     detail::check_same_device(x, y, name);
     const Shape shape = x.shape() == y.shape() ? x.shape() : detail::broadcast_shapes(x.shape(), y.shape(), name);
+    const bool fresh = detail::row_major(x) && detail::row_major(y);
+    if (const Strides st = fresh || shape.numel() == 0 ? Strides() : detail::output_strides(shape, {&x, &y});
+        !st.empty()) {
+        const detail::OrderedOutput o(shape, st, kBool, x.device(), name);
+        kernels::compare(op, o.operand(x, shape), o.operand(y, shape), o.dense);
+        return o.result;
+    }
     Tensor out = detail::make_empty(shape, kBool, x.device(), name);
     kernels::compare(op, detail::broadcast_view(x, shape), detail::broadcast_view(y, shape), out);
     return out;

@@ -1,6 +1,5 @@
-// Everyday ops composed of others, so that they run on every device: nan_to_num, logaddexp and
-// logaddexp2 (computed without a record, then recorded with PyTorch's grad_fn and formulas),
-// count_nonzero, diff, meshgrid, aminmax and kron.
+// Everyday ops composed of others, so that they run on every device: nan_to_num, count_nonzero, diff,
+// meshgrid, aminmax and kron.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -16,49 +15,6 @@ namespace xgrad {
 using detail::NeedsGrad;
 using detail::Saved;
 using Grads = detail::GradList;
-
-namespace {
-
-/// PyTorch 1.13's logaddexp (base e) or logaddexp2, as its vectorised kernel computes them, so with its
-/// bits: max(a, b) + log(1 + exp(-|a - b|)), or max(a, b) + log2(1 + pow(2, -|a - b|)) (SLEEF's pow, not
-/// exp2); a and b both +inf or both -inf give themselves. The gradient of a is g / (1 + exp(b - a)) (or
-/// pow(2, b - a)), and b's likewise, each summed to its input's shape.
-Tensor log_add_exp(const Tensor& a, const Tensor& b, bool base2) {
-    const char* op = base2 ? "logaddexp2" : "logaddexp";
-    detail::check_defined(a, op);
-    detail::check_defined(b, op);
-    if (!a.is_floating_point() || !b.is_floating_point())
-        detail::fail(op, "needs floating-point tensors, got " + to_string(a.dtype()) + " and " + to_string(b.dtype()));
-    Tensor out;
-    {
-        NoGradGuard no_grad;
-        const Tensor d = (a - b).abs().neg();
-        const Tensor tail = base2 ? (pow(2.0, d) + 1.0).log2() : (d.exp() + 1.0).log();
-        const Tensor same_inf = a.eq(b).logical_and(a.isinf());
-        out = where(same_inf, a.expand_as(tail).to(tail.dtype()), maximum(a, b) + tail);
-    }
-    if (!detail::needs_grad({&a, &b})) return out;
-    detail::record(out, base2 ? "Logaddexp2Backward0" : "LogaddexpBackward0", {&a, &b},
-                   [sa = Saved(a), sb = Saved(b), base2](const Tensor& g, const NeedsGrad& need) {
-                       const Tensor &x = sa, &y = sb;
-                       auto share = [&](const Tensor& self, const Tensor& other) {
-                           const Tensor e = base2 ? pow(2.0, other - self) : (other - self).exp();
-                           return detail::sum_to(g / (e + 1.0), self.shape());
-                       };
-                       return Grads{need[0] ? share(x, y) : Tensor(), need[1] ? share(y, x) : Tensor()};
-                   });
-    return out;
-}
-
-}  // namespace
-
-Tensor Tensor::logaddexp(const Tensor& other) const {
-    return log_add_exp(*this, other, false);
-}
-
-Tensor Tensor::logaddexp2(const Tensor& other) const {
-    return log_add_exp(*this, other, true);
-}
 
 Tensor Tensor::nan_to_num(double nan, std::optional<double> posinf, std::optional<double> neginf) const {
     detail::check_defined(*this, "nan_to_num");

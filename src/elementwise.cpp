@@ -423,10 +423,12 @@ Grads select_grads(const Tensor& g, const Tensor& a, const Tensor& b, const Need
     // Masked, not multiplied by 0, so that a lost negative gradient is +0 as PyTorch's (its bits).
     const Tensor x = a.to(g.dtype()), y = b.to(g.dtype());
     const Tensor half = xgrad::where(x.eq(y), g * 0.5, g);
-    // a's share is lost where a < b (a > b for minimum), b's where a > b (a < b)
+    // a's share is lost where a < b (a > b for minimum), b's where a > b (a < b). A where, not
+    // masked_fill (whose result is row-major): PyTorch fills in place, keeping the layout of `half`,
+    // which is the comparisons' (the operands'), and sums to an input's shape in that order.
     auto lost = [&](bool below) { return below ? x.lt(y) : x.gt(y); };
-    return Grads{n[0] ? sum_to(half.masked_fill(lost(max), 0.0), a.shape()) : Tensor(),
-                 n[1] ? sum_to(half.masked_fill(lost(!max), 0.0), b.shape()) : Tensor()};
+    return Grads{n[0] ? sum_to(xgrad::where(lost(max), 0.0, half), a.shape()) : Tensor(),
+                 n[1] ? sum_to(xgrad::where(lost(!max), 0.0, half), b.shape()) : Tensor()};
 }
 
 }  // namespace
@@ -675,6 +677,43 @@ Tensor Tensor::atan2(const Tensor& other) const {
                                         n[1] ? sum_to(g * ys.neg() * recip, xs.shape()) : Tensor()};
                        });
     return out;
+}
+
+namespace {
+
+/// PyTorch 1.13's logaddexp (base e) or logaddexp2 in one pass of the device's kernel (BinaryOp::kLogAddExp:
+/// its vectorised formula along contiguous runs, its scalar one in their tails and on strided runs, so
+/// its bits), in the operands' result type, which must be floating. The gradient of a is
+/// g / (1 + exp(b - a)) (or pow(2, b - a)), and b's likewise, each summed to its input's shape.
+Tensor log_add_exp(const Tensor& self, const Tensor& other, bool base2) {
+    const char* op = base2 ? "logaddexp2" : "logaddexp";
+    auto [a, b] = promoted(self, other, op);
+    if (!a.is_floating_point())  // PyTorch's message; an integer meets a floating tensor in the latter's dtype
+        detail::fail(op, std::string("\"") + op + (a.device().is_cpu() ? "_cpu" : "_cuda") +
+                             "\" not implemented for '" + detail::scalar_type_name(a.dtype()) + "'");
+    Tensor out = map_binary(a, b, op, base2 ? BinaryOp::kLogAddExp2 : BinaryOp::kLogAddExp);
+    if (!detail::needs_grad({&self, &other})) return out;
+    detail::record(
+        out, base2 ? "Logaddexp2Backward0" : "LogaddexpBackward0", {&self, &other},
+        [sa = detail::Saved(self), sb = detail::Saved(other), base2](const Tensor& g, const NeedsGrad& need) {
+            const Tensor &x = sa, &y = sb;
+            auto share = [&](const Tensor& mine, const Tensor& theirs) {
+                const Tensor e = base2 ? pow(2.0, theirs - mine) : (theirs - mine).exp();
+                return sum_to(g / (e + 1.0), mine.shape());
+            };
+            return Grads{need[0] ? share(x, y) : Tensor(), need[1] ? share(y, x) : Tensor()};
+        });
+    return out;
+}
+
+}  // namespace
+
+Tensor Tensor::logaddexp(const Tensor& other) const {
+    return log_add_exp(*this, other, false);
+}
+
+Tensor Tensor::logaddexp2(const Tensor& other) const {
+    return log_add_exp(*this, other, true);
 }
 
 namespace {

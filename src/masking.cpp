@@ -44,7 +44,19 @@ DType with_scalar(const Tensor& t, double s) {
 }
 
 /// cond ? x : y over the broadcast shape, unrecorded; x and y have one dtype and the device of cond.
-Tensor where_raw(const Tensor& cond, const Tensor& x, const Tensor& y, const Shape& shape, const char* op) {
+/// With `follow`, the result takes the operands' layout as PyTorch's where does (its TensorIterator's
+/// order of cond, x and y: a transposed condition gives a transposed result, and sums of it later
+/// add in that order); else it is row-major, as masked_fill's (a contiguous clone, then filled).
+Tensor where_raw(const Tensor& cond, const Tensor& x, const Tensor& y, const Shape& shape, const char* op,
+                 bool follow = false) {
+    const bool fresh = detail::row_major(cond) && detail::row_major(x) && detail::row_major(y);
+    if (const Strides st =
+            !follow || fresh || shape.numel() == 0 ? Strides() : detail::output_strides(shape, {&cond, &x, &y});
+        !st.empty()) {
+        const detail::OrderedOutput o(shape, st, x.dtype(), x.device(), op);
+        kernels::where(o.operand(cond, shape), o.operand(x, shape), o.operand(y, shape), o.dense);
+        return o.result;
+    }
     Tensor out = detail::make_empty(shape, x.dtype(), x.device(), op);
     kernels::where(detail::broadcast_view(cond, shape), detail::broadcast_view(x, shape),
                    detail::broadcast_view(y, shape), out);
@@ -111,7 +123,7 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
     const DType t = detail::result_type(x, y);
     const Shape shape =
         detail::broadcast_shapes(detail::broadcast_shapes(condition.shape(), x.shape(), op), y.shape(), op);
-    Tensor out = where_raw(condition.to(kBool), x.to(t), y.to(t), shape, op);
+    Tensor out = where_raw(condition.to(kBool), x.to(t), y.to(t), shape, op, true);
     if (detail::needs_grad({&x, &y}))
         detail::record(
             out, "WhereBackward0", {&x, &y},

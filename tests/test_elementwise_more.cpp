@@ -399,6 +399,9 @@ TEST_CASE("ops with a scalar formula of their own in PyTorch give its bits in th
         {"selu", [](const Tensor& x) { return F::selu(x); }},
         {"celu2", [](const Tensor& x) { return F::celu(x, 2.0); }},
         {"gelu", [](const Tensor& x) { return F::gelu(x); }},
+        {"logaddexp", [](const Tensor& x) { return x.logaddexp(x * 0.75 + 0.5); }},
+        {"logaddexp2", [](const Tensor& x) { return xgrad::logaddexp2(x, x * 0.75 + 0.5); }},
+        {"logaddexp_row", [](const Tensor& x) { return x.logaddexp(x.slice(0, 0, 1) * 0.5); }},
     };
 
     for (const std::string dt : {"float32", "float64"}) {
@@ -422,6 +425,83 @@ TEST_CASE("ops with a scalar formula of their own in PyTorch give its bits in th
                 CHECK(golden::bits_differ(y, get(key)) == 0);
                 CHECK(golden::bits_differ(xi.grad(), get(key + ".grad")) == 0);
             }
+        }
+    }
+}
+
+TEST_CASE("results take their operands' layout, and gradients sum over them in PyTorch's order") {
+    // A transposed x with a row or a column: the result is transposed as in PyTorch (its TensorIterator
+    // order), masks and where included, so the row's and the column's gradients sum over a transposed
+    // tensor, in its order. Ties with the row in one row of x (maximum's and minimum's halves).
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // logaddexp's SLEEF results differ without FMA
+    using Op = std::function<Tensor(const Tensor&, const Tensor&)>;
+    const std::vector<std::pair<std::string, Op>> ops = {
+        {"maximum", [](const Tensor& a, const Tensor& b) { return xgrad::maximum(a, b); }},
+        {"minimum", [](const Tensor& a, const Tensor& b) { return xgrad::minimum(a, b); }},
+        {"where", [](const Tensor& a, const Tensor& b) { return xgrad::where(a.gt(0.3), a, b); }},
+        {"logaddexp", [](const Tensor& a, const Tensor& b) { return xgrad::logaddexp(a, b); }},
+    };
+    for (const std::string dt : {"float32", "float64"}) {
+        auto get = [&](const std::string& key) { return golden::get("exact.txt", dt + ".layout." + key); };
+        for (const auto& [op_name, fn] : ops) {
+            for (const std::string other : {"row", "col"}) {
+                Tensor a = get("xt").detach().requires_grad_(), b = get(other).detach().requires_grad_();
+                Tensor y = fn(a.t(), b);
+                y.backward(get("w"));
+                const std::string key = op_name + "." + other;
+                CAPTURE(dt);
+                CAPTURE(key);
+                CHECK(y.strides() == a.t().strides());
+                CHECK(golden::bits_differ(y, get(key)) == 0);
+                CHECK(golden::bits_differ(a.grad(), get(key + ".ga")) == 0);
+                CHECK(golden::bits_differ(b.grad(), get(key + ".gb")) == 0);
+            }
+        }
+        // a comparison of a transposed tensor is transposed too
+        const Tensor xt = get("xt");
+        CHECK(xt.t().gt(0.0).strides() == xt.t().strides());
+        CHECK(xt.t().isnan().strides() == xt.t().strides());
+    }
+}
+
+TEST_CASE("a large transposed operand keeps PyTorch's scalar formula along its strided runs") {
+    // pow(2.5, x.t()) (a contiguous result) and atan2(x.t(), c) (c contiguous, the result transposed) over
+    // 40960 elements: the strided operand is read in place, as PyTorch's scalar loop reads it, not copied
+    // contiguous for the vector formula. Checksums of the bits (gen_exact.py's words()).
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // SLEEF's results differ without FMA
+    auto words = [](const Tensor& t) {
+        std::vector<std::int32_t> w;
+        if (t.dtype() == xgrad::kFloat32) {
+            const std::vector<float> v = t.to_vector<float>();
+            w.resize(v.size());
+            std::memcpy(w.data(), v.data(), v.size() * sizeof(float));
+        } else {
+            const std::vector<double> v = t.to_vector<double>();
+            w.resize(2 * v.size());
+            std::memcpy(w.data(), v.data(), v.size() * sizeof(double));
+        }
+        std::int64_t sum = 0;
+        for (const std::int32_t v : w) sum += v;
+        return sum;
+    };
+    for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
+        const std::string dt = dtype == xgrad::kFloat32 ? "float32" : "float64";
+        const Tensor i = xgrad::arange(40960, xgrad::FactoryOptions(xgrad::kFloat64));
+        const Tensor x0 = ((((i * 7919.0).fmod(1001.0)) - 500.0) / 128.0).to(dtype).reshape({160, 256});
+        const Tensor w = ((((i * 104729.0).fmod(1003.0)) - 501.0) / 256.0).to(dtype).reshape({256, 160});
+        using Op = std::function<Tensor(const Tensor&)>;
+        for (const auto& [op_name, fn] : std::vector<std::pair<std::string, Op>>{
+                 {"rpow", [](const Tensor& a) { return xgrad::pow(2.5, a); }},
+                 {"atan2", [](const Tensor& a) { return xgrad::atan2(a, a.contiguous() * 0.75 + 0.5); }}}) {
+            Tensor x = x0.detach().requires_grad_();
+            Tensor y = fn(x.t());
+            y.backward(w);
+            const std::string key = dt + ".big_transposed." + op_name;
+            CAPTURE(key);
+            CHECK(words(y) == golden::get("exact.txt", key).item<std::int64_t>());
+            CHECK(words(x.grad()) == golden::get("exact.txt", key + ".grad").item<std::int64_t>());
         }
     }
 }

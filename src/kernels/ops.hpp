@@ -109,6 +109,8 @@ enum class BinaryOp : std::uint8_t {
     kGlu,                // x s, s = 1 / (1 + exp(-y)): glu of the halves x and y
     kGluBackwardFirst,   // s g, s = sigmoid(y): glu's gradient for its first half (g, y = the second half)
     kGluBackwardSecond,  // (1 - s) s x, s = sigmoid(y): for its second half, before the product with g
+    kLogAddExp,          // max(x, y) + log(1 + exp(-|x - y|)); x where x and y are the same infinity
+    kLogAddExp2,         // max(x, y) + log2(1 + pow(2, -|x - y|)); likewise
     // ---- integer bitwise ops (issue 11, the & | ^ operators); int64 only ----
     kBitAnd,
     kBitOr,

@@ -262,6 +262,18 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
         }
         case BinaryOp::kHuberBackward:
             return (std::abs(x) >= a ? (x > T(0) ? T(1) : T(-1)) * a : x) * b * g;
+        // PyTorch 1.13's scalar formulas (its CPU kernels' tails and strided runs), base e and base 2;
+        // (g, x) here are the two operands. Equal operands whose difference is NaN are the same
+        // infinity, which is the result (std::isinf is not a device function); std::max(g, x) keeps g
+        // unless g < x.
+        case BinaryOp::kLogAddExp:
+        case BinaryOp::kLogAddExp2: {
+            const T diff = g - x;
+            if (g == x && diff != diff) return g;
+            const T m = g < x ? x : g, d = -std::abs(diff);
+            return op == BinaryOp::kLogAddExp ? m + std::log(T(1) + std::exp(d))
+                                              : m + std::log2(T(1) + std::pow(T(2), d));
+        }
         case BinaryOp::kHardswishBackward:
             // PyTorch's vectorised kernel: g at 3 itself, NaN where x is NaN.
             return x < T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));

@@ -163,6 +163,9 @@ tail_ops = {
     "selu": F.selu,
     "celu2": lambda x: F.celu(x, 2.0),
     "gelu": F.gelu,
+    "logaddexp": lambda x: torch.logaddexp(x, x * 0.75 + 0.5),
+    "logaddexp2": lambda x: torch.logaddexp2(x, x * 0.75 + 0.5),
+    "logaddexp_row": lambda x: torch.logaddexp(x, x[:1] * 0.5),
 }
 skip = set()
 for dt in (torch.float32, torch.float64):
@@ -189,6 +192,59 @@ for dt in (torch.float32, torch.float64):
             y.backward(w.flatten()[: xi.numel()].view(xi.shape))
             put(f"{name}.tail.{op_name}.{layout}", y)
             put(f"{name}.tail.{op_name}.{layout}.grad", xi.grad)
+
+# Results that take their operands' layout (TensorIterator's order), and sums over them in that order:
+# maximum, minimum and where of a transposed x (33, 40) and a row (40,), and logaddexp of x and a column
+# (33, 1), with the gradients of (y * w).sum() (the row's and the column's are sums over the transposed
+# result). Their own generator.
+g4 = torch.Generator().manual_seed(12)
+layout_ops = {
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "where": lambda a, b: torch.where(a > 0.3, a, b),
+    "logaddexp": torch.logaddexp,
+}
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    xt = (torch.randn(40, 33, generator=g4, dtype=torch.float64) * 2).to(dt)
+    row = (torch.randn(40, generator=g4, dtype=torch.float64) * 2).to(dt)
+    col = (torch.randn(33, 1, generator=g4, dtype=torch.float64) * 2).to(dt)
+    w = torch.randn(33, 40, generator=g4, dtype=torch.float64).to(dt)
+    # ties with the row, so that the gradients' halves are there too
+    xt[5, :] = row[5]
+    put(f"{name}.layout.xt", xt)
+    put(f"{name}.layout.row", row)
+    put(f"{name}.layout.col", col)
+    put(f"{name}.layout.w", w)
+    for op_name, fn in layout_ops.items():
+        for other_name, other in (("row", row), ("col", col)):
+            a = xt.clone().requires_grad_(True)
+            b = other.clone().requires_grad_(True)
+            y = fn(a.t(), b)
+            y.backward(w)
+            put(f"{name}.layout.{op_name}.{other_name}", y)
+            put(f"{name}.layout.{op_name}.{other_name}.ga", a.grad)
+            put(f"{name}.layout.{op_name}.{other_name}.gb", b.grad)
+
+# A transposed operand of 40960 elements (at least the CPU kernels' grain) whose result is contiguous
+# (pow of a number) or whose other operand is contiguous (atan2): PyTorch computes the strided run with its
+# scalar formula. Exact inputs ((i * 7919) % 1001 - 500) / 128, so only checksums are stored: the sums of
+# the results' 32-bit words as int64 (forward, and the gradient of (y * w).sum(), w of the same kind).
+def words(t):
+    return t.detach().contiguous().view(torch.int32).to(torch.int64).sum().reshape(1)
+
+
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    i = torch.arange(40960, dtype=torch.float64)
+    x = ((((i * 7919) % 1001) - 500) / 128).to(dt).reshape(160, 256)
+    w = ((((i * 104729) % 1003) - 501) / 256).to(dt).reshape(256, 160)
+    for op_name, fn in (("rpow", lambda a: torch.pow(2.5, a)), ("atan2", lambda a: torch.atan2(a, a.contiguous() * 0.75 + 0.5))):
+        xi = x.clone().requires_grad_(True)
+        y = fn(xi.t())
+        y.backward(w)
+        put(f"{name}.big_transposed.{op_name}", words(y))
+        put(f"{name}.big_transposed.{op_name}.grad", words(xi.grad))
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -384,6 +384,12 @@ void vglu_backward(const float* g, const float* b, float* dx, std::int64_t n, bo
 void vglu_backward(const double* g, const double* b, double* dx, std::int64_t n, bool second) {
     backward(second ? detail::kGluBackwardSecond : detail::kGluBackwardFirst, g, b, dx, n);
 }
+void vlogaddexp(const float* a, const float* b, float* y, std::int64_t n, bool base2) {
+    backward(base2 ? detail::kLogAddExp2 : detail::kLogAddExp, a, b, y, n);
+}
+void vlogaddexp(const double* a, const double* b, double* y, std::int64_t n, bool base2) {
+    backward(base2 ? detail::kLogAddExp2 : detail::kLogAddExp, a, b, y, n);
+}
 void vsilu_backward(const float* g, const float* x, float* dx, std::int64_t n) {
     backward(detail::kSiluBackward, g, x, dx, n);
 }

@@ -98,6 +98,11 @@ void vglu(const double* a, const double* b, double* y, std::int64_t n);
 void vglu_backward(const float* g, const float* b, float* dx, std::int64_t n, bool second);
 /// As the float overload.
 void vglu_backward(const double* g, const double* b, double* dx, std::int64_t n, bool second);
+/// y = max(a, b) + log(1 + exp(-|a - b|)) (or, with `base2`, + log2(1 + pow(2, -|a - b|))), a where a
+/// and b are the same infinity: PyTorch's vectorised logaddexp and logaddexp2, SLEEF's functions.
+void vlogaddexp(const float* a, const float* b, float* y, std::int64_t n, bool base2);
+/// As the float overload.
+void vlogaddexp(const double* a, const double* b, double* y, std::int64_t n, bool base2);
 /// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.
 void vmish(const float* x, float* y, std::int64_t n);
 /// y = x tanh(log1p(exp(x))): mish, as PyTorch's vectorised kernel computes it.

@@ -2818,6 +2818,18 @@ B nan_first(const B& u, const B& v, const B& m) {
     return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, m));
 }
 
+/// PyTorch 1.13's vectorised logaddexp (kBase2 false) or logaddexp2: maximum(a, b) + log(1 + exp(d)) or
+/// + log2(1 + pow(2, d)) with d = -|a - b| (the sign flipped, as its neg()), SLEEF's functions; a where
+/// a and b are the same infinity.
+template <class B, bool kBase2>
+B log_add_exp_(const B& a, const B& b) {
+    using T = typename B::value_type;
+    const B one(T(1));
+    const B d = mulsign(xsimd::abs(a - b), B(T(-1)));
+    const B t = kBase2 ? log2_(one + pow_tensor_(B(T(2)), d)) : log_(one + exp_(d));
+    return xsimd::select((a == b) && (xsimd::abs(a) == infinity<B>()), a, nan_first(a, b, xsimd::max(a, b)) + t);
+}
+
 /// Calls run(a_run, b_run) with std::true_type for an operand read as a run (step 1) and
 /// std::false_type for one read as a single value (step 0): a loop of its own for each combination.
 template <class F>
@@ -3501,6 +3513,12 @@ VecMathKernels<T> kernels_for() {
             const B s = sigmoid_(bv);
             return (B(typename B::value_type(1)) - s) * s * av;
         });
+    };
+    k.backward[kLogAddExp] = [](const T* a, const T* b, T* y, std::int64_t n) {
+        map2<B>(a, b, y, n, [](const B& av, const B& bv) { return log_add_exp_<B, false>(av, bv); });
+    };
+    k.backward[kLogAddExp2] = [](const T* a, const T* b, T* y, std::int64_t n) {
+        map2<B>(a, b, y, n, [](const B& av, const B& bv) { return log_add_exp_<B, true>(av, bv); });
     };
     // PyTorch's elu kernels: blends of x·pos and the exp formula (computed for every lane, as where
     // any lane is not positive PyTorch computes it for the whole register).

@@ -62,6 +62,8 @@ enum Backward : int {
     kGlu,
     kGluBackwardFirst,
     kGluBackwardSecond,
+    kLogAddExp,
+    kLogAddExp2,
     kBackwardCount
 };
 
