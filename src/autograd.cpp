@@ -186,7 +186,9 @@ static void accumulate(TensorImpl& leaf, Tensor g) {
     if (exclusive && g.shape() == leaf.shape && g.is_contiguous() && !g.requires_grad())
         leaf.grad = std::move(g);
     else
-        leaf.grad = g.shape() == leaf.shape ? g.clone() : g.expand(leaf.shape).clone();
+        // Row-major, as PyTorch's AccumulateGrad gives a (contiguous) leaf: its gradient takes the
+        // leaf's layout (clone_obey_contract), not the incoming one's.
+        leaf.grad = detail::contiguous_clone(g.shape() == leaf.shape ? g : g.expand(leaf.shape));
 }
 
 /// accumulate(), then the leaf's hook once its last gradient of this walk is in.

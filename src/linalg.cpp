@@ -141,7 +141,7 @@ Tensor mm(const Tensor& a, const Tensor& b, kernels::Transpose t) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
-    Tensor out = bias.expand(Shape{a.size(0), b.size(1)}).clone();
+    Tensor out = detail::contiguous_clone(bias.expand(Shape{a.size(0), b.size(1)}));  // row-major for BLAS
     kernels::matmul(a, b, out, /*beta=*/1.0);
     return out;
 }

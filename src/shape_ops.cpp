@@ -179,7 +179,7 @@ Tensor Tensor::reshape(const Shape& shape_) const {
     if (auto st = view_strides(shape(), strides(), target))  // a view, as view() would make it
         return view_op(*this, target, *st, storage_offset(), "ViewBackward0",
                        [s = shape()](const Tensor& g) { return g.reshape(s); });
-    return clone().view(target);
+    return detail::contiguous_clone(*this).view(target);  // PyTorch: clone(contiguous_format), then a view
 }
 
 Tensor Tensor::unsqueeze(std::int64_t d) const {

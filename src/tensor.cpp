@@ -669,25 +669,44 @@ static void strided_copy(const Tensor& src, const Tensor& dst) {
     kernels::copy(src, dst);
 }
 
+/// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
+/// lays out a copy of src (empty_like): a dense src's own strides, any other src's dims in the same
+/// order (infer_dense_strides, which is TensorIterator's order), row-major where that is the order.
+static Tensor empty_preserving(const Tensor& src, DType dtype, const char* op) {
+    if (const Strides st =
+            detail::row_major(src) || src.numel() == 0 ? Strides() : detail::output_strides(src.shape(), {&src});
+        !st.empty())
+        return detail::OrderedOutput(src.shape(), st, dtype, src.device(), op).result;
+    return detail::make_empty(src.shape(), dtype, src.device(), op);
+}
+
+/// The copy of clone() and contiguous() into `out`, recorded as PyTorch records both (CloneBackward0).
+static Tensor cloned(const Tensor& src, Tensor out) {
+    strided_copy(src, out);
+    if (detail::needs_grad({&src}))
+        detail::record(out, "CloneBackward0", {&src},
+                       [](const Tensor& g, const detail::NeedsGrad&) { return std::vector<Tensor>{g}; });
+    return out;
+}
+
+Tensor detail::contiguous_clone(const Tensor& t) {
+    return cloned(t, detail::make_empty(t.shape(), t.dtype(), t.device(), "clone"));
+}
+
 Tensor Tensor::contiguous() const {
     detail::check_defined(*this, "contiguous");
-    return is_contiguous() ? *this : clone();
+    return is_contiguous() ? *this : detail::contiguous_clone(*this);
 }
 
 Tensor Tensor::clone() const {
     detail::check_defined(*this, "clone");
-    Tensor out = detail::make_empty(shape(), dtype(), device(), "clone");
-    strided_copy(*this, out);
-    if (detail::needs_grad({this}))
-        detail::record(out, "CloneBackward0", {this},
-                       [](const Tensor& g, const detail::NeedsGrad&) { return std::vector<Tensor>{g}; });
-    return out;
+    return cloned(*this, empty_preserving(*this, dtype(), "clone"));
 }
 
 Tensor Tensor::to(DType target) const {
     detail::check_defined(*this, "to");
     if (target == dtype()) return *this;
-    Tensor out = detail::make_empty(shape(), target, device(), "to");
+    Tensor out = empty_preserving(*this, target, "to");
     strided_copy(*this, out);
     if (detail::needs_grad({this}) && xgrad::is_floating_point(target)) {
         DType source = dtype();
@@ -820,7 +839,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         NoGradGuard no_grad;
         // Another view of this storage is read whole first (the kernel would see its own writes).
         const Tensor src = broadcast                             ? other.expand(shape()).contiguous()
-                           : detail::other_view_of(other, *this) ? other.clone()
+                           : detail::other_view_of(other, *this) ? detail::contiguous_clone(other)
                                                                  : other.contiguous();
         if (is_contiguous()) {
             kernels::axpy(*this, src, alpha);

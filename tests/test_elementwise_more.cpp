@@ -465,6 +465,35 @@ TEST_CASE("results take their operands' layout, and gradients sum over them in P
     }
 }
 
+TEST_CASE("clone and to(dtype) keep the layout, as PyTorch's preserve_format, and later sums follow it") {
+    // A transposed view's copy is transposed (a dense input keeps its strides); a sliced or expanded one
+    // gets dense strides in its dims' order (PyTorch's infer_dense_strides). A sum over dim 0 of the copy
+    // then adds in PyTorch's order, to its bits. contiguous() stays row-major.
+    for (const std::string dt : {"float32", "float64"}) {
+        const auto other = dt == "float32" ? xgrad::kFloat64 : xgrad::kFloat32;
+        const Tensor xt = golden::get("exact.txt", dt + ".layout.xt");
+        const std::vector<std::pair<std::string, Tensor>> views = {
+            {"transposed", xt.t()},
+            {"sliced", xt.t().slice(1, 0, 40, 2)},
+            {"expanded", xt.t().slice(1, 0, 1).expand({33, 40})},
+        };
+        for (const auto& [view_name, v] : views) {
+            for (const std::string copy_name : {"clone", "to"}) {
+                const Tensor c = copy_name == "clone" ? v.clone() : v.to(other);
+                const std::string key = dt + ".preserve." + view_name + "." + copy_name;
+                CAPTURE(key);
+                const std::vector<std::int64_t> expected =
+                    golden::get("exact.txt", key + ".strides").to_vector<std::int64_t>();
+                CHECK(std::vector<std::int64_t>(c.strides().begin(), c.strides().end()) == expected);
+                CHECK(c.equal(v.to(c.dtype()).contiguous()));
+                CHECK(golden::bits_differ(c.sum(0), golden::get("exact.txt", key + ".sum0")) == 0);
+            }
+            CHECK(v.contiguous().is_contiguous());
+            CHECK(v.reshape({-1}).equal(v.contiguous().view({-1})));
+        }
+    }
+}
+
 TEST_CASE("a large transposed operand keeps PyTorch's scalar formula along its strided runs") {
     // pow(2.5, x.t()) (a contiguous result) and atan2(x.t(), c) (c contiguous, the result transposed) over
     // 40960 elements: the strided operand is read in place, as PyTorch's scalar loop reads it, not copied

@@ -390,7 +390,8 @@ public:
     Tensor select(std::int64_t dim, std::int64_t index) const;
     /// `select(0, index)`, as `x[i]` in Python.
     Tensor operator[](std::int64_t index) const { return select(0, index); }
-    /// A copy converted to `dtype` (this tensor if it already has it); differentiable.
+    /// A copy converted to `dtype` (this tensor if it already has it); differentiable. The copy keeps
+    /// this tensor's layout, as clone() does.
     ///
     /// Floating values become int64 by truncation toward zero. A value int64 cannot hold (NaN, ±inf,
     /// anything at or beyond ±2^63) becomes -9223372036854775808, as PyTorch's CPU casts give on
@@ -405,7 +406,9 @@ public:
     Tensor cuda() const { return to(kCUDA); }
     /// Converts to other's dtype.
     Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
-    /// An independent copy with its own storage; differentiable.
+    /// An independent copy with its own storage; differentiable. It keeps this tensor's layout, as
+    /// PyTorch's `memory_format=torch.preserve_format`: a dense tensor's strides (`x.t().clone()` is
+    /// transposed), dense strides in the same order of dims for a sliced or expanded one.
     Tensor clone() const;
 
     // ---- indexing along one dim (src/indexing.cpp) -------------------------------------------------

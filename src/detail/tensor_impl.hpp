@@ -412,6 +412,9 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 /// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
 std::string scalar_type_name(DType dtype);
+/// A row-major copy of t, recorded as clone() (which keeps t's layout, as PyTorch's preserve_format):
+/// for the code that needs contiguous memory (contiguous(), gradients of leaves, BLAS outputs).
+Tensor contiguous_clone(const Tensor& t);
 /// Throws PyTorch's "value cannot be converted to type int64_t without overflow" (naming `op`) when
 /// the scalar `value` does not fit an integer `dtype` (NaN and inf never do); bool and floating
 /// types take any value.

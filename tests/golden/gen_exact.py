@@ -204,6 +204,7 @@ layout_ops = {
     "where": lambda a, b: torch.where(a > 0.3, a, b),
     "logaddexp": torch.logaddexp,
 }
+layout_xt = {}
 for dt in (torch.float32, torch.float64):
     name = str(dt).replace("torch.", "")
     xt = (torch.randn(40, 33, generator=g4, dtype=torch.float64) * 2).to(dt)
@@ -213,6 +214,7 @@ for dt in (torch.float32, torch.float64):
     # ties with the row, so that the gradients' halves are there too
     xt[5, :] = row[5]
     put(f"{name}.layout.xt", xt)
+    layout_xt[name] = xt
     put(f"{name}.layout.row", row)
     put(f"{name}.layout.col", col)
     put(f"{name}.layout.w", w)
@@ -225,6 +227,24 @@ for dt in (torch.float32, torch.float64):
             put(f"{name}.layout.{op_name}.{other_name}", y)
             put(f"{name}.layout.{op_name}.{other_name}.ga", a.grad)
             put(f"{name}.layout.{op_name}.{other_name}.gb", b.grad)
+
+# clone() and .to(dtype) keep a tensor's layout (memory_format=torch.preserve_format): the strides of
+# copies of a transposed, a sliced-transposed and an expanded view, and the bits of a sum over dim 0 of
+# each copy (a sum in the copy's order). Inputs from layout.xt above.
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    other = torch.float64 if dt == torch.float32 else torch.float32
+    xt = layout_xt[name]
+    views = {
+        "transposed": xt.t(),
+        "sliced": xt.t()[:, ::2],
+        "expanded": xt.t()[:, :1].expand(33, 40),
+    }
+    for view_name, v in views.items():
+        for copy_name, c in (("clone", v.clone()), ("to", v.to(other))):
+            put(f"{name}.preserve.{view_name}.{copy_name}.strides", torch.tensor(c.stride(), dtype=torch.int64))
+            put(f"{name}.preserve.{view_name}.{copy_name}.sum0", c.sum(0))
+
 
 # A transposed operand of 40960 elements (at least the CPU kernels' grain) whose result is contiguous
 # (pow of a number) or whose other operand is contiguous (atan2): PyTorch computes the strided run with its
