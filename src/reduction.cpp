@@ -296,8 +296,9 @@ Tensor amax_impl(const Tensor& self, const Dims& dims, bool keepdim, bool max) {
         detail::record(out, max ? "AmaxBackward0" : "AminBackward0", {&self},
                        [x = detail::Saved(self), o = detail::Saved(out), k = p.kept_shape, d = Dims(dims)](
                            const Tensor& g, const NeedsGrad&) {
+                           // (result == self), the result first: its layout is the mask's, as PyTorch's.
                            Tensor eq =
-                               detail::map_binary(x, o->reshape(k), "amax", kernels::BinaryOp::kEqualOrBothNan) *
+                               detail::map_binary(o->reshape(k), x, "amax", kernels::BinaryOp::kEqualOrBothNan) *
                                not_nan(x);
                            return Grads{g.reshape(k) / eq.sum(d, true) * eq};
                        });
@@ -534,14 +535,20 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
                // PyTorch 1.13's norm_backward, operation by operation (its bits): for p < 1,
                // (sgn(x) |x|^(p-1), 0 where x is 0) * g * ‖x‖^(1-p); otherwise sgn(x) |x|^(p-1) (for p > 2,
                // x |x|^(p-2)) times g / ‖x‖^(p-1), that quotient 0 where the norm is 0.
+               // Its masked_fill_ fills in place, keeping the layout of what it fills (masked_fill's
+               // result would be row-major), which decides the order of later sums (an expanded x's).
+               auto zero_where = [](Tensor t, const Tensor& mask) {
+                   t.masked_fill_(mask, 0.0);
+                   return t;
+               };
                if (p < 1.0) {
-                   const Tensor scaled = x.sign() * x.abs().pow(p - 1.0).masked_fill(x.eq(0.0), 0.0);
+                   const Tensor scaled = x.sign() * zero_where(x.abs().pow(p - 1.0), x.eq(0.0));
                    return Grads{scaled * g * n.pow(1.0 - p)};
                }
                // For p = 2: grad * (self / norm), 0 where the norm is 0.
-               if (p == 2.0) return Grads{g * (x / n).masked_fill(n.eq(0.0), 0.0)};
+               if (p == 2.0) return Grads{g * zero_where(x / n, n.eq(0.0))};
                const Tensor scaled = p < 2.0 ? x.sign() * x.abs().pow(p - 1.0) : x * x.abs().pow(p - 2.0);
-               return Grads{scaled * (g / n.pow(p - 1.0)).masked_fill(n.eq(0.0), 0.0)};
+               return Grads{scaled * zero_where(g / n.pow(p - 1.0), n.eq(0.0))};
            });
     return out;
 }

@@ -494,6 +494,49 @@ TEST_CASE("clone and to(dtype) keep the layout, as PyTorch's preserve_format, an
     }
 }
 
+TEST_CASE("the gradients of expanded, permuted inputs sum in PyTorch's order") {
+    // b expanded and permuted (gen_exact.py's expanded cases): the expand's backward sums the gradient over
+    // the broadcast dims in the order of the gradient's layout. The losses' gradients are contiguous
+    // (PyTorch's loss kernels write them so), norm's and amax's take the layout PyTorch's formulas give
+    // them (an in-place fill keeps it; amax's mask compares the result with the input, in that order);
+    // smooth_l1 and huber take the vector formula along the input's runs of 40.
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // the loss kernels' vector formulas fuse there
+    struct Case {
+        std::string name;
+        xgrad::Shape size;
+        xgrad::Dims perm;
+        std::function<Tensor(const Tensor&)> fn;
+    };
+    const std::vector<Case> cases = {
+        {"smooth_l1",
+         {40, 17},
+         {1, 0},
+         [](const Tensor& v) { return F::smooth_l1_loss(v, v.detach() * 0.5 + 0.1, {.beta = 0.3}); }},
+        {"huber",
+         {40, 17},
+         {1, 0},
+         [](const Tensor& v) { return F::huber_loss(v, v.detach() * 0.5 + 0.1, {.delta = 0.4}); }},
+        {"mse", {16, 3, 5}, {0, 2, 1}, [](const Tensor& v) { return F::mse_loss(v, v.detach() * 0.5 + 0.1); }},
+        {"norm", {64, 33, 1, 16}, {3, 2, 0, 1}, [](const Tensor& v) { return v.norm(2.0, xgrad::Dims{0}); }},
+        {"amax", {40, 16, 40}, {1, 2, 0}, [](const Tensor& v) { return v.amax(xgrad::Dims{1}); }},
+    };
+    for (const std::string dt : {"float32", "float64"}) {
+        for (const Case& c : cases) {
+            auto get = [&](const std::string& key) {
+                return golden::get("exact.txt", dt + ".expanded." + c.name + key);
+            };
+            Tensor b = get(".b").detach().requires_grad_();
+            Tensor y = c.fn(b.expand(c.size).permute(c.perm));
+            y.backward(get(".w"));
+            CAPTURE(dt);
+            CAPTURE(c.name);
+            CHECK(golden::bits_differ(y, get("")) == 0);
+            CHECK(golden::bits_differ(b.grad(), get(".grad")) == 0);
+        }
+    }
+}
+
 TEST_CASE("a large transposed operand keeps PyTorch's scalar formula along its strided runs") {
     // pow(2.5, x.t()) (a contiguous result) and atan2(x.t(), c) (c contiguous, the result transposed) over
     // 40960 elements: the strided operand is read in place, as PyTorch's scalar loop reads it, not copied

@@ -308,7 +308,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const nn::MSELossOpti
                            // d/dinput = 2 (input - target) / numel for the mean; the target's is its negative.
                            const double norm =
                                reduction == Reduction::kMean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
-                           Tensor gi = diff * norm * g;
+                           // Contiguous, as PyTorch's grad_input (zeros_like, contiguous format): an expanded
+                           // input then sums its gradient in PyTorch's order.
+                           Tensor gi = (diff * norm * g).contiguous();
                            return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
                        });
     return out;
@@ -467,36 +469,73 @@ void check_float_pair(const Tensor& input, const Tensor& target, const char* op)
                      to_string(target.dtype()));
 }
 
-/// Elements that PyTorch's cpu_kernel_vec loop over a dense run of n takes with its vector formula:
-/// blocks of two AVX2 registers (16 floats, 8 doubles); none for a strided run.
-std::int64_t vectorised_part(std::int64_t n, DType dtype, bool dense) {
-    const std::int64_t block = dtype == kFloat32 ? 16 : 8;
-    return dense ? n - n % block : 0;
+/// The strides of `t` read as a tensor of `shape` (t broadcasting to it): 0 along the dims it is
+/// broadcast on.
+Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+    const auto nd = static_cast<std::int64_t>(shape.size()), off = nd - t.dim();
+    Strides s(static_cast<std::size_t>(nd), 0);
+    for (std::int64_t d = off; d < nd; ++d)
+        if (t.size(d - off) == shape[d])
+            s[static_cast<std::size_t>(d)] = t.strides()[static_cast<std::size_t>(d - off)];
+    return s;
 }
 
-/// Whether PyTorch's loss kernels see `input` and `target` as one dense run: both contiguous, of one
-/// shape (a broadcast operand makes TensorIterator's loop strided).
-bool dense_pair(const Tensor& input, const Tensor& target) {
-    return input.is_contiguous() && target.is_contiguous() && input.shape() == target.shape();
+/// The innermost run of PyTorch's TensorIterator over a contiguous output of `shape` and inputs read
+/// through `inputs` (broadcast_strides): the innermost dim of size > 1, merged with the dims outside it
+/// while every input's memory continues across them (coalesce_dimensions; dims of size 1 merged away),
+/// and whether cpu_kernel_vec takes the run with its vector formula: every input contiguous along it,
+/// or all but one, which is a single value there (stride 0). Two such single values, or any other
+/// stride, make it run the scalar formula over the whole run.
+struct InnerRun {
+    std::int64_t length = 1;
+    bool vectorised = true;
+};
+InnerRun inner_run(const Shape& shape, const std::vector<Strides>& inputs) {
+    InnerRun run;
+    auto d = static_cast<std::int64_t>(shape.size()) - 1;
+    while (d >= 0 && shape[d] == 1) --d;
+    if (d < 0) return run;
+    std::vector<std::int64_t> inner;
+    for (const Strides& s : inputs) inner.push_back(s[static_cast<std::size_t>(d)]);
+    run.length = shape[d];
+    for (--d; d >= 0; --d) {
+        if (shape[d] == 1) continue;
+        bool merges = true;
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+            merges = merges && inner[k] * run.length == inputs[k][static_cast<std::size_t>(d)];
+        if (!merges) break;
+        run.length *= shape[d];
+    }
+    int single = 0;
+    for (const std::int64_t s : inner) {
+        if (s == 0) ++single;
+        run.vectorised = run.vectorised && (s == 0 || s == 1);
+    }
+    run.vectorised = run.vectorised && single <= 1;
+    return run;
 }
 
 /// The input gradient of smooth_l1_loss (`huber` false, param beta) or huber_loss (param delta) at
 /// d = input - target, as PyTorch 1.13's CPU kernels compute it, with norm = 1/N (mean) or 1 in the
-/// dtype: over a dense run (`dense`: input, target and the gradient contiguous, or the gradient one
-/// number), blocks of 16 floats (8 doubles) take the vector formula, norm·out·g with out the clamped
-/// slope (±1 or d/beta; ±delta or d); the rest of the run, and every element of a strided one, the
-/// scalar formula, which compares d with the parameter in double and, outside huber's quadratic zone
-/// and inside smooth_l1's, finishes its product in double.
-Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, double param, bool huber, bool dense) {
+/// dtype, into a contiguous tensor (PyTorch's grad_input). Its TensorIterator reads input, target
+/// (`operands`: their broadcast_strides) and g over the contiguous result; along each of its innermost
+/// runs (inner_run) that its loop vectorises, blocks of 16 floats (8 doubles) take the vector formula,
+/// norm·out·g with out the clamped slope (±1 or d/beta; ±delta or d); the rest of each run, and every
+/// element of a run it does not vectorise, the scalar formula, which compares d with the parameter in
+/// double and, outside huber's quadratic zone and inside smooth_l1's, finishes its product in double.
+Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, double param, bool huber,
+                        std::vector<Strides> operands) {
     const DType dt = d.dtype();
     const bool f32 = dt == kFloat32;
     auto in_dtype = [f32](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
     const double norm = in_dtype(reduction == Reduction::kMean ? 1.0 / static_cast<double>(d.numel()) : 1.0);
     const double p = in_dtype(param);
     const Tensor gx = g.expand(d.shape());
-    const bool contiguous_grad = g.numel() == 1 || (g.is_contiguous() && g.shape() == d.shape());
-    const std::int64_t vectorised = vectorised_part(d.numel(), dt, dense && contiguous_grad);
-    // The scalar formula, over the elements given (all of them, or the tail of a dense run).
+    operands.push_back(broadcast_strides(g, d.shape()));
+    const InnerRun run = inner_run(d.shape(), operands);
+    const std::int64_t n = d.numel(), block = f32 ? 16 : 8;
+    const std::int64_t vectorised = run.vectorised ? run.length - run.length % block : 0;  // of each run
+    // The scalar formula, over the elements given (all of them, or the tails of the runs).
     auto scalar = [&](const Tensor& d, const Tensor& gx) {
         const Tensor dd = d.to(kFloat64);
         const Tensor ng = gx * norm;
@@ -507,18 +546,19 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
         const Tensor inside = ((d * norm * gx).to(kFloat64) / param).to(dt);  // norm·x·g / beta in double
         return xgrad::where(dd <= -param, -ng, xgrad::where(dd >= param, ng, inside));
     };
-    if (vectorised == 0) return scalar(d, gx);
-    // The vector formula in one pass (kernels' kSmoothL1Backward, kHuberBackward), then the tail of
-    // the run (fewer than a block) by the scalar one, written over it.
+    if (vectorised == 0) return scalar(d, gx).contiguous();
+    // The vector formula in one pass (kernels' kSmoothL1Backward, kHuberBackward), then the runs' tails
+    // (fewer than a block each) by the scalar one, written over them.
     Tensor out =
         detail::map_binary(gx, d, huber ? "huber_loss" : "smooth_l1_loss",
-                           huber ? kernels::BinaryOp::kHuberBackward : kernels::BinaryOp::kSmoothL1Backward, p, norm);
-    const std::int64_t n = d.numel();
-    if (vectorised < n) {
-        if (!out.is_contiguous()) out = out.contiguous();  // so that its tail below is a view of it
-        auto tail = [&](const Tensor& t) { return t.reshape(Shape{n}).narrow(0, vectorised, n - vectorised); };
+                           huber ? kernels::BinaryOp::kHuberBackward : kernels::BinaryOp::kSmoothL1Backward, p, norm)
+            .contiguous();
+    if (vectorised < run.length && n > 0) {
+        const Shape runs{n / run.length, run.length};
+        auto tail = [&](const Tensor& t) { return t.reshape(runs).narrow(1, vectorised, run.length - vectorised); };
         // A single gradient number stays one (not a reshaped copy of its expansion).
-        const Tensor g_tail = g.numel() == 1 ? g.reshape(Shape{}).expand(Shape{n - vectorised}) : tail(gx);
+        const Tensor g_tail =
+            g.numel() == 1 ? g.reshape(Shape{}).expand(Shape{n / run.length, run.length - vectorised}) : tail(gx);
         tail(out).copy_(scalar(tail(d), g_tail));
     }
     return out;
@@ -589,10 +629,12 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const nn::Smoot
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "SmoothL1LossBackward0", {&input, &target},
                        [sd = detail::Saved(d), beta, reduction, di = input.dtype(), dt = target.dtype(),
-                        dense = dense_pair(input, target)](const Tensor& g, const NeedsGrad& n) {
+                        operands = std::vector<Strides>{broadcast_strides(input, d.shape()),
+                                                        broadcast_strides(target, d.shape())}](const Tensor& g,
+                                                                                               const NeedsGrad& n) {
                            // d/dd = d / beta inside the quadratic zone, sign(d) outside; the target's is
                            // its negation.
-                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, beta, false, dense);
+                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, beta, false, operands);
                            return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
                        });
     return out;
@@ -616,9 +658,11 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const nn::HuberLoss
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "HuberLossBackward0", {&input, &target},
                        [sd = detail::Saved(d), delta, reduction, di = input.dtype(), dt = target.dtype(),
-                        dense = dense_pair(input, target)](const Tensor& g, const NeedsGrad& n) {
+                        operands = std::vector<Strides>{broadcast_strides(input, d.shape()),
+                                                        broadcast_strides(target, d.shape())}](const Tensor& g,
+                                                                                               const NeedsGrad& n) {
                            // d/dd = d inside the quadratic zone, ±delta outside; the target's is its negation.
-                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, delta, true, dense);
+                           const Tensor gi = robust_loss_grad(sd.get(), g, reduction, delta, true, operands);
                            return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};
                        });
     return out;

@@ -246,6 +246,34 @@ for dt in (torch.float32, torch.float64):
             put(f"{name}.preserve.{view_name}.{copy_name}.sum0", c.sum(0))
 
 
+# Gradients of expanded and permuted inputs, which the expand's backward sums over the broadcast dims in
+# the order of the gradient's layout: PyTorch's loss kernels write contiguous gradients, and a tensor
+# filled in place keeps its layout. smooth_l1_loss and huber_loss of v = b.expand(40, 17).t() also take
+# the vector formula along its runs of 40 (its iterator vectorises them: the input and target contiguous
+# along them, the gradient one number), then the scalar one for their last 8 floats. Each case: b's
+# shape, the shape b is expanded to, the permutation, the op. Their own generator.
+g5 = torch.Generator().manual_seed(13)
+expanded_cases = {
+    "smooth_l1": ((40, 1), (40, 17), (1, 0), lambda v: F.smooth_l1_loss(v, v.detach() * 0.5 + 0.1, beta=0.3)),
+    "huber": ((40, 1), (40, 17), (1, 0), lambda v: F.huber_loss(v, v.detach() * 0.5 + 0.1, delta=0.4)),
+    "mse": ((1, 3, 5), (16, 3, 5), (0, 2, 1), lambda v: F.mse_loss(v, v.detach() * 0.5 + 0.1)),
+    "norm": ((1, 33, 1, 16), (64, 33, 1, 16), (3, 2, 0, 1), lambda v: v.norm(2, 0)),
+    "amax": ((40, 16, 1), (40, 16, 40), (1, 2, 0), lambda v: v.amax(1)),
+}
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    for op_name, (base, size, perm, fn) in expanded_cases.items():
+        b = (torch.randn(base, generator=g5, dtype=torch.float64) * 2).to(dt)
+        bi = b.clone().requires_grad_(True)
+        y = fn(bi.expand(size).permute(perm))
+        w = torch.randn(y.shape, generator=g5, dtype=torch.float64).to(dt)
+        y.backward(w)
+        put(f"{name}.expanded.{op_name}.b", b)
+        put(f"{name}.expanded.{op_name}.w", w)
+        put(f"{name}.expanded.{op_name}", y)
+        put(f"{name}.expanded.{op_name}.grad", bi.grad)
+
+
 # A transposed operand of 40960 elements (at least the CPU kernels' grain) whose result is contiguous
 # (pow of a number) or whose other operand is contiguous (atan2): PyTorch computes the strided run with its
 # scalar formula. Exact inputs ((i * 7919) % 1001 - 500) / 128, so only checksums are stored: the sums of
