@@ -530,7 +530,9 @@ Tensor Tensor::flip(const Dims& dims) const {
         offset += (sizes[d] - 1) * st[d];
         st[d] = -st[d];
     }
-    Tensor out = dense_copy(detail::make_view(*this, shape(), st, offset), "flip");
+    // Into a tensor of this one's layout, as PyTorch's flip (empty_like, preserve_format).
+    Tensor out = detail::empty_preserving(*this, dtype(), "flip");
+    kernels::copy(detail::make_view(*this, shape(), st, offset), out);
     return record_unary(*this, out, "FlipBackward0", [dims](const Tensor& g) { return g.flip(dims); });
 }
 

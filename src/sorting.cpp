@@ -95,9 +95,20 @@ ValuesIndices sorted_rows(const Tensor& self, std::int64_t dim, std::optional<st
     Tensor values = detail::make_empty(Shape{a.rows, k}, self.dtype(), self.device());
     Tensor indices = detail::make_empty(Shape{a.rows, k}, kInt64, self.device());
     kernels::sort_rows(a.view(), values, indices, k, descending, ties);
-    Tensor out = a.restore(values, k);
+    Tensor out = a.restore(values, k), at = a.restore(indices, k);
+    if (!k_or_all && !detail::row_major(self)) {
+        // sort's results take the input's layout, as PyTorch's (its meta function: self's strides when
+        // dense, else infer_dense_strides); topk's stay row-major, as its.
+        auto relaid = [&](const Tensor& t) {
+            Tensor r = detail::empty_preserving(self, t.dtype(), op);
+            kernels::copy(t, r);
+            return r;
+        };
+        out = relaid(out);
+        at = relaid(at);
+    }
     if (detail::needs_grad({&self})) record_scatter_back(out, name, self, a, indices, k);
-    return {out, a.restore(indices, k)};
+    return {out, at};
 }
 
 /// The element of rank k (from 1) of each row along `dim`, smallest first, with its index: kthvalue's

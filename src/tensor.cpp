@@ -669,10 +669,7 @@ static void strided_copy(const Tensor& src, const Tensor& dst) {
     kernels::copy(src, dst);
 }
 
-/// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
-/// lays out a copy of src (empty_like): a dense src's own strides, any other src's dims in the same
-/// order (infer_dense_strides, which is TensorIterator's order), row-major where that is the order.
-static Tensor empty_preserving(const Tensor& src, DType dtype, const char* op) {
+Tensor detail::empty_preserving(const Tensor& src, DType dtype, const char* op) {
     if (const Strides st =
             detail::row_major(src) || src.numel() == 0 ? Strides() : detail::output_strides(src.shape(), {&src});
         !st.empty())
@@ -700,13 +697,13 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
     detail::check_defined(*this, "clone");
-    return cloned(*this, empty_preserving(*this, dtype(), "clone"));
+    return cloned(*this, detail::empty_preserving(*this, dtype(), "clone"));
 }
 
 Tensor Tensor::to(DType target) const {
     detail::check_defined(*this, "to");
     if (target == dtype()) return *this;
-    Tensor out = empty_preserving(*this, target, "to");
+    Tensor out = detail::empty_preserving(*this, target, "to");
     strided_copy(*this, out);
     if (detail::needs_grad({this}) && xgrad::is_floating_point(target)) {
         DType source = dtype();

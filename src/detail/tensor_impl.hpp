@@ -412,6 +412,10 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 /// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
 std::string scalar_type_name(DType dtype);
+/// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
+/// lays out a copy of src (empty_like): a dense src's own strides, any other src's dims in the same
+/// order (infer_dense_strides, which is TensorIterator's order), row-major where that is the order.
+Tensor empty_preserving(const Tensor& src, DType dtype, const char* op);
 /// A row-major copy of t, recorded as clone() (which keeps t's layout, as PyTorch's preserve_format):
 /// for the code that needs contiguous memory (contiguous(), gradients of leaves, BLAS outputs).
 Tensor contiguous_clone(const Tensor& t);

@@ -228,9 +228,10 @@ for dt in (torch.float32, torch.float64):
             put(f"{name}.layout.{op_name}.{other_name}.ga", a.grad)
             put(f"{name}.layout.{op_name}.{other_name}.gb", b.grad)
 
-# clone() and .to(dtype) keep a tensor's layout (memory_format=torch.preserve_format): the strides of
-# copies of a transposed, a sliced-transposed and an expanded view, and the bits of a sum over dim 0 of
-# each copy (a sum in the copy's order). Inputs from layout.xt above.
+# clone(), .to(dtype), flip() and sort() keep a tensor's layout (memory_format=torch.preserve_format,
+# sort's meta function): the strides of their results for a transposed, a sliced-transposed and an
+# expanded view, and the bits of a sum over dim 0 of each (a sum in the result's order). Inputs from
+# layout.xt above.
 for dt in (torch.float32, torch.float64):
     name = str(dt).replace("torch.", "")
     other = torch.float64 if dt == torch.float32 else torch.float32
@@ -241,7 +242,8 @@ for dt in (torch.float32, torch.float64):
         "expanded": xt.t()[:, :1].expand(33, 40),
     }
     for view_name, v in views.items():
-        for copy_name, c in (("clone", v.clone()), ("to", v.to(other))):
+        copies = (("clone", v.clone()), ("to", v.to(other)), ("flip", v.flip(1)), ("sort", v.sort(1).values))
+        for copy_name, c in copies:
             put(f"{name}.preserve.{view_name}.{copy_name}.strides", torch.tensor(c.stride(), dtype=torch.int64))
             put(f"{name}.preserve.{view_name}.{copy_name}.sum0", c.sum(0))
 
