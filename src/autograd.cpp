@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "detail/maps.hpp"
 #include "detail/pool.hpp"
 #include "detail/tensor_impl.hpp"
 #include "kernels/kernels.hpp"
@@ -173,22 +174,49 @@ void queue_backward_callback(std::function<void(bool completed)> fn) {
     backward_callbacks.push_back(std::move(fn));
 }
 
+/// Whether `g` has the layout PyTorch's AccumulateGrad wants for `leaf`'s grad (obeys_layout_contract):
+/// a dense leaf's strides along its dims of size > 1 (no stride 0 along the others), else row-major.
+static bool obeys_layout(const Tensor& g, const TensorImpl& leaf, bool dense_leaf) {
+    if (!dense_leaf) return g.is_contiguous();
+    for (std::size_t d = 0; d < leaf.strides.size(); ++d) {
+        const std::int64_t s = g.strides()[d];
+        if (leaf.shape[static_cast<std::int64_t>(d)] != 1 ? s != leaf.strides[d] : s == 0) return false;
+    }
+    return true;
+}
+
 /// Adds `g` into a leaf's grad, as PyTorch's AccumulateGrad: the first gradient becomes the leaf's
-/// grad without a copy when nothing else can see it (no other handle or view of its storage), and
-/// is copied otherwise (it may alias another tensor); later ones accumulate in place.
+/// grad without a copy when nothing else can see it (no other handle or view of its storage) and it
+/// has the layout the leaf's grad takes, and is copied into that layout otherwise (it may alias
+/// another tensor): a dense leaf's strides (a channels-last or transposed leaf gets a gradient laid
+/// out as itself, clone_obey_contract), else row-major. Later ones accumulate in place.
 static void accumulate(TensorImpl& leaf, Tensor g) {
     if (g.dtype() != leaf.dtype) g = g.to(leaf.dtype);
     if (leaf.grad.defined()) {
         leaf.grad.add_(g);
         return;
     }
+    const bool dense_leaf = detail::dense_layout(leaf.shape, leaf.strides);
     const bool exclusive = g.impl().use_count() == 1 && g.impl()->storage.use_count() == 1;
-    if (exclusive && g.shape() == leaf.shape && g.is_contiguous() && !g.requires_grad())
+    if (exclusive && g.shape() == leaf.shape && obeys_layout(g, leaf, dense_leaf) && !g.requires_grad()) {
         leaf.grad = std::move(g);
-    else
-        // Row-major, as PyTorch's AccumulateGrad gives a (contiguous) leaf: its gradient takes the
-        // leaf's layout (clone_obey_contract), not the incoming one's.
-        leaf.grad = detail::contiguous_clone(g.shape() == leaf.shape ? g : g.expand(leaf.shape));
+        return;
+    }
+    const Tensor src = g.shape() == leaf.shape ? g : g.expand(leaf.shape);
+    bool row_major = true;  // the leaf's strides row-major along its dims of size > 1
+    std::int64_t expected = 1;
+    for (auto d = static_cast<std::int64_t>(leaf.shape.size()) - 1; d >= 0; --d) {
+        if (leaf.shape[d] == 1) continue;
+        row_major = row_major && leaf.strides[static_cast<std::size_t>(d)] == expected;
+        expected *= leaf.shape[d];
+    }
+    if (!dense_leaf || row_major) {
+        leaf.grad = detail::contiguous_clone(src);
+        return;
+    }
+    Tensor out = detail::OrderedOutput(leaf.shape, leaf.strides, leaf.dtype, leaf.device, "grad").result;
+    out.copy_(src);  // recorded where g requires grad (create_graph), as PyTorch's copy into the new grad
+    leaf.grad = std::move(out);
 }
 
 /// accumulate(), then the leaf's hook once its last gradient of this walk is in.

@@ -470,6 +470,45 @@ TEST_CASE("batch_norm gives PyTorch's bits on shapes that run both of its CPU ke
                 }
             }
     });
+    // Channels-last 4-D input with a channels-last upstream gradient: PyTorch's channels-last kernels,
+    // which are its 2-D kernels on the (N·H·W, C) rows of the memory; the results channels-last.
+    const std::vector<Shape> channels_last{{3, 13, 4, 5}, {2, 3, 1, 7}};
+    over_archs_and_threads([&](int a, int t) {
+        for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
+            for (const Shape& shape : channels_last) {
+                // the dims ordered as the memory holds them (N, spatial..., C), and back
+                std::vector<std::int64_t> to_last{0}, back{0, shape.size() - 1};
+                for (std::int64_t d = 2; d < shape.size(); ++d) to_last.push_back(d);
+                to_last.push_back(1);
+                for (std::int64_t d = 1; d < shape.size() - 1; ++d) back.push_back(d);
+                auto relaid = [&](const Tensor& v) {
+                    return v.permute(xgrad::Dims(to_last)).contiguous().permute(xgrad::Dims(back));
+                };
+                const auto in = batch_norm_inputs(dtype, shape);
+                for (const std::string mode : {"train", "eval"}) {
+                    const std::string k =
+                        xgrad::to_string(dtype).substr(6) + ".cl." + shape_key(dtype, shape).substr(8) + "." + mode;
+                    CAPTURE(k);
+                    CAPTURE(t);
+                    CAPTURE(a);
+                    const bool training = mode == "train";
+                    Tensor x = relaid(in[0]).detach().requires_grad_();
+                    Tensor w = in[2].clone().requires_grad_(), b = in[3].clone().requires_grad_();
+                    Tensor rm = in[4].clone(), rv = in[5].clone();
+                    Tensor y = F::batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
+                    CHECK(y.strides() == x.strides());
+                    (y * relaid(in[1])).sum().backward();
+                    CHECK(x.grad().strides() == x.strides());
+                    check_bits(y, golden::get("batch_norm.txt", k + ".y"), k + ".y", 1e-5, 1e-6);
+                    check_bits(x.grad(), golden::get("batch_norm.txt", k + ".dx"), k + ".dx", 1e-4, 1e-5);
+                    check_bits(w.grad(), golden::get("batch_norm.txt", k + ".dw"), k + ".dw", 1e-5, 1e-5);
+                    check_bits(b.grad(), golden::get("batch_norm.txt", k + ".db"), k + ".db", 1e-5, 1e-5);
+                    if (!training) continue;
+                    check_bits(rm, golden::get("batch_norm.txt", k + ".rm"), k + ".rm", 1e-6, 1e-7);
+                    check_bits(rv, golden::get("batch_norm.txt", k + ".rv"), k + ".rv", 1e-6, 1e-7);
+                }
+            }
+    });
     // The running statistics change in place, as an in-place op's: a graph that saved them cannot use them.
     for (const auto dtype : {xgrad::kFloat32, xgrad::kFloat64}) {
         Tensor rm = xgrad::zeros({3}), s = xgrad::ones({3}, dtype).requires_grad_();

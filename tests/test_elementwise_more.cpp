@@ -495,6 +495,16 @@ TEST_CASE("clone, to(dtype), flip and sort keep the layout, as PyTorch's, and la
             CHECK(v.reshape({-1}).equal(v.contiguous().view({-1})));
         }
     }
+    // A leaf's gradient takes the leaf's layout where it is dense (PyTorch's AccumulateGrad), else
+    // row-major: a transposed leaf's is transposed, a sliced one's contiguous.
+    Tensor transposed = xgrad::randn({4, 3}).t().detach().requires_grad_();
+    Tensor sliced = xgrad::randn({4, 3}).slice(1, 0, 3, 2).detach().requires_grad_();
+    for (Tensor* leaf : {&transposed, &sliced}) {
+        (*leaf * 2.0).sum().backward();
+        CHECK(leaf->grad().equal(xgrad::full(leaf->shape(), 2.0)));
+        const xgrad::Strides expected = leaf == &transposed ? leaf->strides() : xgrad::Strides{2, 1};
+        CHECK(leaf->grad().strides() == expected);
+    }
 }
 
 TEST_CASE("the gradients of expanded, permuted inputs sum in PyTorch's order") {

@@ -19,6 +19,26 @@ using Grads = detail::GradList;
 
 namespace functional {
 
+namespace {
+
+/// Whether t (N, C, ...) lies in memory as (N, ..., C) without gaps: PyTorch's channels-last layout for
+/// 4-D, the dims of size 1 left out of the test.
+bool channels_last(const Tensor& t) {
+    std::vector<std::int64_t> order;  // fastest first: C, then the spatial dims from the last, then N
+    order.push_back(1);
+    for (std::int64_t d = t.dim() - 1; d >= 2; --d) order.push_back(d);
+    order.push_back(0);
+    std::int64_t expected = 1;
+    for (const std::int64_t d : order) {
+        if (t.size(d) == 1) continue;
+        if (t.strides()[static_cast<std::size_t>(d)] != expected) return false;
+        expected *= t.size(d);
+    }
+    return true;
+}
+
+}  // namespace
+
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
     const char* op = "batch_norm";
@@ -40,6 +60,21 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
         std::ostringstream size;  // PyTorch prints it as torch.Size([1, 3])
         size << input.shape();
         fail(op, "Expected more than 1 value per channel when training, got input size " + size.str());
+    }
+    // A channels-last 4-D input (a permuted (N, H, W, C) tensor): PyTorch 1.13 runs its channels-last
+    // kernels, which are its (N, C) kernels on the (N·H·W, C) rows that the memory holds (image size 1),
+    // and returns a channels-last result. So does xgrad: the rows are a view, and so is the result.
+    // (PyTorch's backward takes them when the gradient is channels-last too, as it is after elementwise
+    // ops on the result; a 5-D channels-last-3d input goes to its element-by-element kernels.)
+    if (input.dim() == 4 && !input.is_contiguous() && channels_last(input)) {
+        std::vector<std::int64_t> to_last{0}, back{0, input.dim() - 1};
+        for (std::int64_t d = 2; d < input.dim(); ++d) to_last.push_back(d);
+        to_last.push_back(1);
+        for (std::int64_t d = 1; d < input.dim() - 1; ++d) back.push_back(d);
+        const Tensor last = input.permute(Dims(to_last));
+        const Tensor y =
+            batch_norm(last.reshape({-1, c}), running_mean, running_var, weight, bias, training, momentum, eps);
+        return y.view(last.shape()).permute(Dims(back));
     }
     // PyTorch's CPU kernel on a contiguous input (kernels::batch_norm_forward); running statistics and
     // parameters of another dtype or layout go through copies in the input's dtype.
