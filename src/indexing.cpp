@@ -275,12 +275,22 @@ Tensor Tensor::index_add(std::int64_t dim, const Tensor& index, const Tensor& so
     if (!same)
         fail("index_add", "source of shape " + to_string(source.shape()) + " does not match self of shape " +
                               to_string(shape()) + " apart from dimension " + std::to_string(d));
-    Tensor scaled = source;
-    if (alpha != 1.0) {
+    Tensor out;
+    if (alpha == 1.0) {
+        out = index_add_raw(*this, d, index, source);
+    } else if (this->dim() > 1) {
+        // PyTorch 1.13 adds each slice with its add kernel, self + alpha·source, one rounding where the
+        // CPU has FMA (add_'s), one index after another.
         NoGradGuard no_grad;
-        scaled = source.mul(alpha);
+        out = copy_of(*this, "index_add");
+        const Tensor at = index.to(kCPU).to(kInt64).contiguous();
+        const std::int64_t* ix = at.impl()->data<std::int64_t>();
+        for (std::int64_t i = 0; i < at.numel(); ++i) out.select(d, ix[i]).add_(source.select(d, i), alpha);
+    } else {
+        // A 1-D self: PyTorch's scalar loop, self += source·alpha, the product rounded first.
+        NoGradGuard no_grad;
+        out = index_add_raw(*this, d, index, source.mul(alpha));
     }
-    Tensor out = index_add_raw(*this, d, index, scaled);
     if (detail::needs_grad({this, &source}))
         detail::record(out, "IndexAddBackward0", {this, &source},
                        [d, idx = Saved(index), alpha](const Tensor& g, const NeedsGrad& n) {

@@ -91,6 +91,8 @@ TEST_CASE("index_select, index_add and x[idx] match PyTorch") {
     check("index_select_noncontig", [](const auto& in) { return in[0].t().index_select(0, idx("select")); });
     check("index_add", [](const auto& in) { return in[0].index_add(0, idx("select"), in[1]); });
     check("index_add_alpha_dim1", [](const auto& in) { return xgrad::index_add(in[0], 1, idx("select"), in[1], 2.0); });
+    check("index_add_alpha_slices", [](const auto& in) { return in[0].index_add(0, idx("select"), in[1], 0.7); });
+    check("index_add_alpha_1d", [](const auto& in) { return in[0].index_add(0, idx("select"), in[1], 0.7); });
     check("index_tensor", [](const auto& in) { return in[0].index({idx("rows")}); });
     check("index_tensor_3d", [](const auto& in) { return in[0].index({idx("rows").select(0, 0)}); });
     check("index_pair", [](const auto& in) { return in[0].index({idx("pair_i"), idx("pair_j")}); });

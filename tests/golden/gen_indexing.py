@@ -88,6 +88,10 @@ case("index_select_dim1", lambda x: x.index_select(1, sel), [(2, 3)])
 case("index_select_noncontig", lambda x: x.t().index_select(0, sel), [(4, 3)])
 case("index_add", lambda x, s: x.index_add(0, sel, s), [(3, 4), (5, 4)], both)
 case("index_add_alpha_dim1", lambda x, s: x.index_add(1, sel, s, alpha=2.0), [(2, 3), (2, 5)])
+# alpha 0.7: PyTorch adds each slice with its add kernel (one rounding where the CPU has FMA) for a self
+# of more than one dim, and rounds source * alpha first for a 1-D one
+case("index_add_alpha_slices", lambda x, s: x.index_add(0, sel, s, alpha=0.7), [(3, 37), (5, 37)], both)
+case("index_add_alpha_1d", lambda x, s: x.index_add(0, sel, s, alpha=0.7), [(3,), (5,)], both)
 rows = idx("rows", [[0, -1], [2, 0], [1, 1]])
 case("index_tensor", lambda x: x[rows], [(3, 4)], both)
 case("index_tensor_3d", lambda x: x[rows[0]], [(3, 2, 2)])
