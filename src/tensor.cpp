@@ -817,34 +817,87 @@ static Tensor& unary_into_self(Tensor& self, double s, kernels::UnaryOp op, cons
     return self;
 }
 
+/// The run of PyTorch's TensorIterator along which `other` (of self_p's shape, self_p contiguous) is one
+/// value: the innermost dims where its stride is 0, merged (dims of size 1 skipped); 1 where its
+/// innermost dim of size > 1 has a stride (it runs along the run, or there is none).
+static std::int64_t constant_run(const Tensor& other) {
+    std::int64_t run = 1;
+    for (auto d = other.dim() - 1; d >= 0; --d) {
+        if (other.size(d) == 1) continue;
+        if (other.strides()[static_cast<std::size_t>(d)] != 0) break;
+        run *= other.size(d);
+    }
+    return run;
+}
+
+/// PyTorch 1.13's add kernel (self + alpha * other, fused where the CPU has FMA) with an operand that is
+/// one value along each run of `run` elements: the last run % 16 floats (8 doubles) of a run go through
+/// its compiled scalar loop, which after the first of them rounds alpha * other apart from the sum in
+/// whole groups of 4 floats (2 doubles), the rest fused (measured against libtorch 1.13, every length
+/// from 1 to 40). The values of those elements (self's as it is now, src the operand expanded to self's
+/// row-major order) and their positions, to be written over the fused kernel's.
+template <typename T>
+std::vector<std::pair<std::int64_t, T>> unfused_elements(const T* self, const T* src, std::int64_t n, std::int64_t run,
+                                                         double alpha) {
+    std::vector<std::pair<std::int64_t, T>> out;
+    constexpr std::int64_t block = 64 / sizeof(T), group = 16 / sizeof(T);
+    const std::int64_t tail = run % block, apart = tail > 0 ? (tail - 1) / group * group : 0;
+    if (apart == 0) return out;
+    const T a = static_cast<T>(alpha);
+    for (std::int64_t start = 0; start + run <= n; start += run)
+        for (std::int64_t i = start + run - tail + 1, end = i + apart; i < end; ++i) {
+            const T product = a * src[i];
+            out.emplace_back(i, self[i] + product);
+        }
+    return out;
+}
+
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
     // alpha 1 and -1 (sub_) with an operand broadcasting to self: the add or sub kernel into self
     // (a - b is a + (-1) b exactly), reading the operand in place.
     if (std::abs(alpha) == 1.0 && maps_into_self(*this, &other) && other.shape() != shape())
         return binary_into_self(*this, other, alpha > 0 ? kernels::BinaryOp::kAdd : kernels::BinaryOp::kSub,
                                 alpha > 0 ? "add_" : "sub_");
-    // Otherwise, an operand of self's dtype and device of its shape (optimizers), or broadcasting to a
-    // contiguous self: the axpy kernel, self + alpha * other with one rounding where the CPU has FMA,
-    // as PyTorch's add_ (its kernel's fused multiply-add); operands of another layout go through
-    // contiguous copies, a broadcast one expanded. (Where the operand is constant along PyTorch's run,
-    // a 0-d tensor or a broadcast column, its compiled scalar tail, the run's last len % 16 floats,
-    // rounds alpha * other first in some elements: those can differ from PyTorch in the last bit.)
-    const bool broadcast = other.defined() && other.shape() != shape();
+    // Otherwise, an operand of self's dtype and device broadcasting to self (of its shape: optimizers):
+    // the axpy kernel, self + alpha * other with one rounding where the CPU has FMA, as PyTorch's add_
+    // (its kernel's fused multiply-add), over self in its memory order (a dense self's dims permuted so
+    // that it is contiguous, as PyTorch's iterator orders them); the operand goes through a contiguous
+    // copy in that order, a broadcast one expanded. Where the operand is one value along PyTorch's run
+    // (a 0-d tensor, a broadcast column), the elements its compiled scalar loop rounds apart are
+    // rounded so (unfused_elements). A self neither contiguous nor dense goes through a contiguous copy.
     if (defined() && other.defined() && dtype() == other.dtype() && device() == other.device() && is_floating_point() &&
-        broadcasts_to(other, shape()) && (!broadcast || is_contiguous())) {
+        broadcasts_to(other, shape())) {
         detail::check_inplace(*this, "add_");
         NoGradGuard no_grad;
+        const Tensor wide = other.shape() == shape() ? other : other.expand(shape());
+        Tensor self_p = *this, other_p = wide;
+        if (!is_contiguous() && detail::dense_layout(shape(), strides())) {
+            std::vector<std::int64_t> order(static_cast<std::size_t>(dim()));
+            for (std::int64_t d = 0; d < dim(); ++d) order[static_cast<std::size_t>(d)] = d;
+            std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+                return strides()[static_cast<std::size_t>(a)] > strides()[static_cast<std::size_t>(b)];
+            });
+            self_p = permute(Dims(order));
+            other_p = wide.permute(Dims(order));
+        }
         // Another view of this storage is read whole first (the kernel would see its own writes).
-        const Tensor src = broadcast                             ? other.expand(shape()).contiguous()
-                           : detail::other_view_of(other, *this) ? detail::contiguous_clone(other)
-                                                                 : other.contiguous();
-        if (is_contiguous()) {
-            kernels::axpy(*this, src, alpha);
+        const Tensor src =
+            detail::other_view_of(other, *this) ? detail::contiguous_clone(other_p) : other_p.contiguous();
+        if (self_p.is_contiguous()) {
+            const std::int64_t run = device().is_cpu() ? constant_run(other_p) : 1;
+            detail::dispatch_float(dtype(), "add_", [&](auto tag) {
+                using T = decltype(tag);
+                T* p = self_p.impl()->data<T>();
+                const auto apart = run > 1 ? unfused_elements(p, src.impl()->data<T>(), numel(), run, alpha)
+                                           : std::vector<std::pair<std::int64_t, T>>();
+                kernels::axpy(self_p, src, alpha);
+                for (const auto& [i, v] : apart) p[i] = v;
+            });
             detail::bump_version(*this);
             return *this;
         }
         Tensor dst = contiguous();
-        kernels::axpy(dst, src, alpha);
+        kernels::axpy(dst, wide.contiguous(), alpha);
         return copy_(dst);
     }
     return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });

@@ -550,6 +550,34 @@ TEST_CASE("the gradients of expanded, permuted inputs sum in PyTorch's order") {
     }
 }
 
+TEST_CASE("add_ with alpha and an operand constant along the run rounds as PyTorch's compiled loop") {
+    // self + 0.3 * other, fused where the CPU has FMA, except the elements of a run's last n % 16 floats
+    // (8 doubles) that PyTorch's compiled scalar loop rounds apart: a 0-d operand over a row, a column
+    // over rows, and a row over a transposed self (its runs go down the columns), runs of 5 ... 37.
+    namespace vm = xgrad::kernels::cpu;
+    if (vm::simd_arch() == vm::SimdArch::kSse2) return;  // without FMA every element is rounded apart
+    for (const std::string dt : {"float32", "float64"}) {
+        for (const int n : {5, 9, 13, 21, 29, 37}) {
+            auto get = [&](const std::string& key) {
+                return golden::get("exact.txt", dt + ".add_alpha." + std::to_string(n) + "." + key);
+            };
+            const Tensor base = get("base");
+            CAPTURE(dt);
+            CAPTURE(n);
+            Tensor row0 = base.select(0, 0).clone();
+            row0.add_(get("zero_d"), 0.3);
+            CHECK(golden::bits_differ(row0, get("zero_d.out")) == 0);
+            Tensor rows = base.clone();
+            rows.add_(get("column"), 0.3);
+            CHECK(golden::bits_differ(rows, get("column.out")) == 0);
+            Tensor t = base.clone().t();
+            t.add_(get("row"), 0.3);
+            CHECK(t.strides() == base.t().strides());
+            CHECK(golden::bits_differ(t, get("transposed_row.out")) == 0);
+        }
+    }
+}
+
 TEST_CASE("a large transposed operand keeps PyTorch's scalar formula along its strided runs") {
     // pow(2.5, x.t()) (a contiguous result) and atan2(x.t(), c) (c contiguous, the result transposed) over
     // 40960 elements: the strided operand is read in place, as PyTorch's scalar loop reads it, not copied

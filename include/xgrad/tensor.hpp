@@ -548,10 +548,10 @@ public:
     // (`x.mul_(y)` those of `x * y`); a contiguous floating-point tensor is written directly. An operand
     // that is another view of the same storage is read whole before the writes (PyTorch refuses a
     // partial overlap), so `x[1:] += x[:-1]` adds the old values.
-    /// `self += alpha * other`; for `other` of self's dtype (of its shape, or broadcasting to a contiguous
-    /// self), one rounding per element where the CPU has FMA, as PyTorch's `add_(other, alpha=alpha)`
-    /// (its AVX2 kernel fuses the multiply-add; for a 0-d or column `other` and alpha other than ±1, a
-    /// few elements at the end of each of its runs can differ from PyTorch in the last bit).
+    /// `self += alpha * other`; for `other` of self's dtype (of its shape, or broadcasting to it), one
+    /// rounding per element where the CPU has FMA, as PyTorch's `add_(other, alpha=alpha)` (its AVX2
+    /// kernel fuses the multiply-add), except where PyTorch's compiled scalar loop rounds `alpha * other`
+    /// first (a few elements at the end of each run along which `other` is one value): PyTorch's bits.
     Tensor& add_(const Tensor& other, double alpha = 1.0);
     Tensor& add_(double other);         ///< `self += other`.
     Tensor& sub_(const Tensor& other);  ///< `self -= other`.

@@ -276,6 +276,29 @@ for dt in (torch.float32, torch.float64):
         put(f"{name}.expanded.{op_name}.grad", bi.grad)
 
 
+# add_(other, alpha=0.3) with an operand that is one value along the iterator's run (a 0-d tensor over a
+# row, a column over rows, a row over a transposed self whose runs go down its columns): the run's last
+# n % 16 floats (8 doubles) take PyTorch's compiled scalar loop, which rounds alpha * other apart in some
+# of them. Runs of n = 5 ... 37. Their own generator.
+g6 = torch.Generator().manual_seed(14)
+for dt in (torch.float32, torch.float64):
+    name = str(dt).replace("torch.", "")
+    for n in (5, 9, 13, 21, 29, 37):
+        base = (torch.randn(3, n, generator=g6, dtype=torch.float64)).to(dt)
+        zero_d = torch.randn((), generator=g6, dtype=torch.float64).to(dt)
+        column = torch.randn(3, 1, generator=g6, dtype=torch.float64).to(dt)
+        row = torch.randn(3, generator=g6, dtype=torch.float64).to(dt)
+        put(f"{name}.add_alpha.{n}.base", base)
+        put(f"{name}.add_alpha.{n}.zero_d", zero_d)
+        put(f"{name}.add_alpha.{n}.column", column)
+        put(f"{name}.add_alpha.{n}.row", row)
+        put(f"{name}.add_alpha.{n}.zero_d.out", base[0].clone().add_(zero_d, alpha=0.3))
+        put(f"{name}.add_alpha.{n}.column.out", base.clone().add_(column, alpha=0.3))
+        t = base.clone().t()  # (n, 3), its runs of n down the columns
+        t.add_(row, alpha=0.3)
+        put(f"{name}.add_alpha.{n}.transposed_row.out", t)
+
+
 # A transposed operand of 40960 elements (at least the CPU kernels' grain) whose result is contiguous
 # (pow of a number) or whose other operand is contiguous (atan2): PyTorch computes the strided run with its
 # scalar formula. Exact inputs ((i * 7919) % 1001 - 500) / 128, so only checksums are stored: the sums of
