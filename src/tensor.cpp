@@ -870,6 +870,12 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         detail::check_inplace(*this, "add_");
         NoGradGuard no_grad;
         const Tensor wide = other.shape() == shape() ? other : other.expand(shape());
+        const bool overlap = detail::other_view_of(other, *this);
+        if (is_contiguous() && wide.is_contiguous() && !overlap) {  // the optimizers' update: one pass
+            kernels::axpy(*this, wide, alpha);
+            detail::bump_version(*this);
+            return *this;
+        }
         Tensor self_p = *this, other_p = wide;
         if (!is_contiguous() && detail::dense_layout(shape(), strides())) {
             std::vector<std::int64_t> order(static_cast<std::size_t>(dim()));
@@ -881,8 +887,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
             other_p = wide.permute(Dims(order));
         }
         // Another view of this storage is read whole first (the kernel would see its own writes).
-        const Tensor src =
-            detail::other_view_of(other, *this) ? detail::contiguous_clone(other_p) : other_p.contiguous();
+        const Tensor src = overlap ? detail::contiguous_clone(other_p) : other_p.contiguous();
         if (self_p.is_contiguous()) {
             const std::int64_t run = device().is_cpu() ? constant_run(other_p) : 1;
             detail::dispatch_float(dtype(), "add_", [&](auto tag) {
