@@ -386,7 +386,8 @@ Tensor Tensor::relu() const {
     if (detail::needs_grad({this}))
         detail::record(out, "ReluBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
             // PyTorch's threshold_backward: 0 where result <= 0, else g (also where the result is NaN).
-            return Grads{map_binary(g, o, "relu", BinaryOp::kReluBackward)};
+            // PyTorch's threshold_backward lists the result before the gradient: its layout first.
+            return Grads{map_binary(g, o, "relu", BinaryOp::kReluBackward, 0, 0, true)};
         });
     return out;
 }
@@ -469,7 +470,15 @@ Tensor clamp_scalar(const Tensor& self, std::optional<double> lo, std::optional<
     Tensor out = map_unary(a, UnaryOp::kClamp, bound(l), bound(h));
     if (detail::needs_grad({&self}))
         detail::record(out, name, {&self}, [x = detail::Saved(self), l, h](const Tensor& g, const NeedsGrad&) {
-            return Grads{map_binary(g, x->to(g.dtype()), "clamp", BinaryOp::kClampBackward, l, h)};
+            // PyTorch's where(l <= x <= h, g, 0): the layout of that mask, a comparison of x alone (an
+            // expanded x's dims of stride 0 keep their order there, not g's: x is copied dense first).
+            Tensor xs = x->to(g.dtype());
+            for (std::int64_t d = 0; d < xs.dim(); ++d)
+                if (xs.size(d) > 1 && xs.strides()[static_cast<std::size_t>(d)] == 0) {
+                    xs = xs.clone();
+                    break;
+                }
+            return Grads{map_binary(g, xs, "clamp", BinaryOp::kClampBackward, l, h, true)};
         });
     return out;
 }

@@ -533,6 +533,9 @@ TEST_CASE("the gradients of expanded, permuted inputs sum in PyTorch's order") {
         {"mse", {16, 3, 5}, {0, 2, 1}, [](const Tensor& v) { return F::mse_loss(v, v.detach() * 0.5 + 0.1); }},
         {"norm", {64, 33, 1, 16}, {3, 2, 0, 1}, [](const Tensor& v) { return v.norm(2.0, xgrad::Dims{0}); }},
         {"amax", {40, 16, 40}, {1, 2, 0}, [](const Tensor& v) { return v.amax(xgrad::Dims{1}); }},
+        {"clamp", {8, 5, 64}, {1, 2, 0}, [](const Tensor& v) { return v.clamp(-0.5, 0.7); }},
+        {"relu", {40, 64, 2}, {0, 2, 1}, [](const Tensor& v) { return v.relu(); }},
+        {"leaky_relu", {40, 64, 2}, {0, 2, 1}, [](const Tensor& v) { return F::leaky_relu(v, 0.1); }},
     };
     for (const std::string dt : {"float32", "float64"}) {
         for (const Case& c : cases) {

@@ -188,11 +188,14 @@ inline Tensor binary_row_major(const Tensor& x, const Tensor& y, const Shape& sh
 }
 
 /// A new tensor of the broadcast shape holding `op` applied to x and y (of one dtype and device);
-/// `name` names the op in the error when the shapes do not broadcast or the devices differ.
+/// `name` names the op in the error when the shapes do not broadcast or the devices differ. The result
+/// takes the operands' layout with x's first (PyTorch's TensorIterator order), or y's with `y_first`
+/// (the gradient kernels whose iterator lists the input before the gradient: threshold_backward,
+/// leaky_relu_backward).
 inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op, double a = 0,
-                         double b = 0) {
+                         double b = 0, bool y_first = false) {
     check_same_device(x, y, name);
-    if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b).to(x.dtype());
+    if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b, y_first).to(x.dtype());
     const bool fresh = row_major(x) && row_major(y);  // then the output is row-major too
     if (x.shape() == y.shape() && fresh) {            // no views (and no handles to copy)
         Tensor out = make_empty(x.shape(), x.dtype(), x.device(), name);
@@ -200,7 +203,10 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
         return out;
     }
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
-    if (const Strides st = fresh && shape.numel() > 0 ? Strides() : output_strides(shape, {&x, &y}); !st.empty()) {
+    if (const Strides st = fresh && shape.numel() > 0 ? Strides()
+                           : y_first                  ? output_strides(shape, {&y, &x})
+                                                      : output_strides(shape, {&x, &y});
+        !st.empty()) {
         const OrderedOutput o(shape, st, x.dtype(), x.device(), name);
         kernels::binary(op, o.operand(x, shape), o.operand(y, shape), o.dense, a, b);
         return o.result;

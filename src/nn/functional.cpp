@@ -109,7 +109,10 @@ Tensor activation(const Tensor& input, const char* op, UnaryOp fwd, BinaryOp bwd
         detail::record(out, name, {&input},
                        [x = detail::Saved(input), op, bwd, a, b = b_backward.value_or(b)](const Tensor& g,
                                                                                           const detail::NeedsGrad&) {
-                           return Grads{detail::map_binary(g, x->to(g.dtype()), op, bwd, a, b)};
+                           // leaky_relu_backward's iterator lists the input before the gradient (its
+                           // layout first); the others list the gradient first.
+                           return Grads{detail::map_binary(g, x->to(g.dtype()), op, bwd, a, b,
+                                                           bwd == BinaryOp::kLeakyReluBackward)};
                        });
     return out;
 }

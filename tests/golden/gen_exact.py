@@ -250,7 +250,8 @@ for dt in (torch.float32, torch.float64):
 
 # Gradients of expanded and permuted inputs, which the expand's backward sums over the broadcast dims in
 # the order of the gradient's layout: PyTorch's loss kernels write contiguous gradients, and a tensor
-# filled in place keeps its layout. smooth_l1_loss and huber_loss of v = b.expand(40, 17).t() also take
+# filled in place keeps its layout; clamp's, relu's and leaky_relu's gradients take their input's (or
+# result's) layout before the gradient's, as their iterators list them. smooth_l1_loss and huber_loss of v = b.expand(40, 17).t() also take
 # the vector formula along its runs of 40 (its iterator vectorises them: the input and target contiguous
 # along them, the gradient one number), then the scalar one for their last 8 floats. Each case: b's
 # shape, the shape b is expanded to, the permutation, the op. Their own generator.
@@ -262,18 +263,26 @@ expanded_cases = {
     "norm": ((1, 33, 1, 16), (64, 33, 1, 16), (3, 2, 0, 1), lambda v: v.norm(2, 0)),
     "amax": ((40, 16, 1), (40, 16, 40), (1, 2, 0), lambda v: v.amax(1)),
 }
-for dt in (torch.float32, torch.float64):
-    name = str(dt).replace("torch.", "")
-    for op_name, (base, size, perm, fn) in expanded_cases.items():
-        b = (torch.randn(base, generator=g5, dtype=torch.float64) * 2).to(dt)
-        bi = b.clone().requires_grad_(True)
-        y = fn(bi.expand(size).permute(perm))
-        w = torch.randn(y.shape, generator=g5, dtype=torch.float64).to(dt)
-        y.backward(w)
-        put(f"{name}.expanded.{op_name}.b", b)
-        put(f"{name}.expanded.{op_name}.w", w)
-        put(f"{name}.expanded.{op_name}", y)
-        put(f"{name}.expanded.{op_name}.grad", bi.grad)
+# the activations' cases, with a generator of their own
+g7 = torch.Generator().manual_seed(15)
+expanded_activations = {
+    "clamp": ((8, 5, 1), (8, 5, 64), (1, 2, 0), lambda v: v.clamp(-0.5, 0.7)),
+    "relu": ((1, 64, 2), (40, 64, 2), (0, 2, 1), torch.relu),
+    "leaky_relu": ((1, 64, 2), (40, 64, 2), (0, 2, 1), lambda v: F.leaky_relu(v, 0.1)),
+}
+for cases, gen in ((expanded_cases, g5), (expanded_activations, g7)):
+    for dt in (torch.float32, torch.float64):
+        name = str(dt).replace("torch.", "")
+        for op_name, (base, size, perm, fn) in cases.items():
+            b = (torch.randn(base, generator=gen, dtype=torch.float64) * 2).to(dt)
+            bi = b.clone().requires_grad_(True)
+            y = fn(bi.expand(size).permute(perm))
+            w = torch.randn(y.shape, generator=gen, dtype=torch.float64).to(dt)
+            y.backward(w)
+            put(f"{name}.expanded.{op_name}.b", b)
+            put(f"{name}.expanded.{op_name}.w", w)
+            put(f"{name}.expanded.{op_name}", y)
+            put(f"{name}.expanded.{op_name}.grad", bi.grad)
 
 
 # add_(other, alpha=0.3) with an operand that is one value along the iterator's run (a 0-d tensor over a
