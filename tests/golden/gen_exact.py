@@ -327,6 +327,13 @@ for dt in (torch.float32, torch.float64):
         y.backward(w)
         put(f"{name}.big_transposed.{op_name}", words(y))
         put(f"{name}.big_transposed.{op_name}.grad", words(xi.grad))
+    # sigmoid of a (17, 3, 1, 100) tensor expanded to (17, 3, 17, 100): runs of 100 with a tail of 4 floats
+    # or doubles each; a thread's share of the 86700 elements may start inside a run. The runs end in a
+    # value whose sigmoid differs between PyTorch's vector and scalar formulas (-7.984375 in float32,
+    # -7.875 in float64), so that a tail out of place shows.
+    b = ((((torch.arange(5100, dtype=torch.float64) * 7919) % 1001) - 500) / 128).to(dt).reshape(17, 3, 1, 100)
+    b[..., 92:] = -7.984375 if dt == torch.float32 else -7.875
+    put(f"{name}.big_expanded.sigmoid", words(b.expand(17, 3, 17, 100).sigmoid()))
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")

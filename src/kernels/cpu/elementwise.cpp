@@ -695,14 +695,17 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
         }
         const StridedGeometry<1> geo(out.shape(), {&x});
         const T* px = base_of<T>(x);
+        const std::int64_t run = geo.sizes.back();
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
             T buf[kBlock];
             std::int64_t i = lo;
             geo.for_runs(lo, hi, [&](std::int64_t count_in, const auto& off, const auto& st) {
-                // The run's scalar tail (all of it where PyTorch's loop cannot vectorise the run).
+                // The run's scalar tail (all of it where PyTorch's loop cannot vectorise the run), placed
+                // within the whole run: a thread's share may start or end inside one.
                 std::int64_t count = count_in;
                 if (tail) {
-                    count = st[0] == 0 || st[0] == 1 ? count_in - count_in % kTailLanes<T> : 0;
+                    const std::int64_t vec_end = st[0] == 0 || st[0] == 1 ? run - run % kTailLanes<T> : 0;
+                    count = std::clamp(vec_end - i % run, std::int64_t{0}, count_in);
                     for (std::int64_t j = count; j < count_in; ++j)
                         po[i + j] = tail_value<T>(op, px[off[0] + j * st[0]], a, b);
                 }
@@ -830,6 +833,7 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
             }
         }
         const StridedGeometry<2> geo(out.shape(), {&x, &y});
+        const std::int64_t run = geo.sizes.back();  // the innermost run, as PyTorch's iterator merges it
         const T* px = base_of<T>(x);
         const T* py = base_of<T>(y);
         // Short runs of +, -, * or / along which each operand runs or is one value (a row or channel
@@ -866,9 +870,10 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
                 // The run's scalar tail (all of it where PyTorch's loop cannot vectorise the run: an
                 // operand neither contiguous nor one value along it).
                 std::int64_t count = count_in;
-                if (tail) {
+                if (tail) {  // as in unary(): the tail placed within the whole run
                     const bool vectorised = (st[0] == 0 || st[0] == 1) && (st[1] == 0 || st[1] == 1);
-                    count = vectorised ? count_in - count_in % kTailLanes<T> : 0;
+                    const std::int64_t vec_end = vectorised ? run - run % kTailLanes<T> : 0;
+                    count = std::clamp(vec_end - i % run, std::int64_t{0}, count_in);
                     for (std::int64_t j = count; j < count_in; ++j)
                         po[i + j] = tail_value<T>(op, px[off[0] + j * st[0]], py[off[1] + j * st[1]], a, b);
                 }
