@@ -878,13 +878,10 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
         }
         Tensor self_p = *this, other_p = wide;
         if (!is_contiguous() && detail::dense_layout(shape(), strides())) {
-            std::vector<std::int64_t> order(static_cast<std::size_t>(dim()));
-            for (std::int64_t d = 0; d < dim(); ++d) order[static_cast<std::size_t>(d)] = d;
-            std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-                return strides()[static_cast<std::size_t>(a)] > strides()[static_cast<std::size_t>(b)];
-            });
-            self_p = permute(Dims(order));
-            other_p = wide.permute(Dims(order));
+            const std::vector<int> slowest = detail::slowest_first(strides());
+            const Dims order(std::vector<std::int64_t>(slowest.begin(), slowest.end()));
+            self_p = permute(order);
+            other_p = wide.permute(order);
         }
         // Another view of this storage is read whole first (the kernel would see its own writes).
         const Tensor src = overlap ? detail::contiguous_clone(other_p) : other_p.contiguous();

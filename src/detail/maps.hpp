@@ -130,6 +130,27 @@ inline Strides output_strides(const Shape& shape, std::initializer_list<const Te
     return out;
 }
 
+/// The dims of a tensor with `strides`, slowest-varying first (equal strides keep their order).
+inline std::vector<int> slowest_first(const Strides& strides) {
+    std::vector<int> order;
+    for (int d = 0; d < static_cast<int>(strides.size()); ++d) order.push_back(d);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+    });
+    return order;
+}
+
+/// The strides of `t` read as a tensor of `shape` (t broadcasting to it): 0 along the dims it is
+/// broadcast on.
+inline Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+    const auto nd = static_cast<std::int64_t>(shape.size()), off = nd - t.dim();
+    Strides s(static_cast<std::size_t>(nd), 0);
+    for (std::int64_t d = off; d < nd; ++d)
+        if (t.size(d - off) == shape[d])
+            s[static_cast<std::size_t>(d)] = t.strides()[static_cast<std::size_t>(d - off)];
+    return s;
+}
+
 /// An elementwise output of `shape` with `strides` (output_strides'), and its operands viewed so that
 /// the kernel writes a contiguous tensor: the dims in the order of the output's strides, slowest
 /// first. `result` is the output as the op returns it.
@@ -137,11 +158,8 @@ struct OrderedOutput {
     std::vector<int> order;  // the dims, slowest-varying first
     Tensor dense, result;
 
-    OrderedOutput(const Shape& shape, const Strides& strides, DType dtype, Device device, const char* op) {
-        for (int d = 0; d < static_cast<int>(shape.size()); ++d) order.push_back(d);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-            return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
-        });
+    OrderedOutput(const Shape& shape, const Strides& strides, DType dtype, Device device, const char* op)
+        : order(slowest_first(strides)) {
         dense = make_empty(in_order(shape), dtype, device, op);
         result = make_view(dense, shape, strides, 0);
     }
@@ -152,10 +170,9 @@ struct OrderedOutput {
     }
     /// Operand `t` (of the output's shape, or broadcasting to it) with its dims in `order`.
     Tensor operand(const Tensor& t, const Shape& shape) const {
-        const auto off = static_cast<int>(shape.size() - t.dim());
+        const Strides all = broadcast_strides(t, shape);
         Strides st;
-        for (int d : order)
-            st.push_back(d < off || t.size(d - off) != shape[d] ? 0 : t.strides()[static_cast<std::size_t>(d - off)]);
+        for (int d : order) st.push_back(all[static_cast<std::size_t>(d)]);
         return make_view(t, in_order(shape), st, t.storage_offset());
     }
 };

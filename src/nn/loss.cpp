@@ -469,17 +469,6 @@ void check_float_pair(const Tensor& input, const Tensor& target, const char* op)
                      to_string(target.dtype()));
 }
 
-/// The strides of `t` read as a tensor of `shape` (t broadcasting to it): 0 along the dims it is
-/// broadcast on.
-Strides broadcast_strides(const Tensor& t, const Shape& shape) {
-    const auto nd = static_cast<std::int64_t>(shape.size()), off = nd - t.dim();
-    Strides s(static_cast<std::size_t>(nd), 0);
-    for (std::int64_t d = off; d < nd; ++d)
-        if (t.size(d - off) == shape[d])
-            s[static_cast<std::size_t>(d)] = t.strides()[static_cast<std::size_t>(d - off)];
-    return s;
-}
-
 /// The innermost run of PyTorch's TensorIterator over a contiguous output of `shape` and inputs read
 /// through `inputs` (broadcast_strides): the innermost dim of size > 1, merged with the dims outside it
 /// while every input's memory continues across them (coalesce_dimensions; dims of size 1 merged away),
@@ -531,7 +520,7 @@ Tensor robust_loss_grad(const Tensor& d, const Tensor& g, Reduction reduction, d
     const double norm = in_dtype(reduction == Reduction::kMean ? 1.0 / static_cast<double>(d.numel()) : 1.0);
     const double p = in_dtype(param);
     const Tensor gx = g.expand(d.shape());
-    operands.push_back(broadcast_strides(g, d.shape()));
+    operands.push_back(detail::broadcast_strides(g, d.shape()));
     const InnerRun run = inner_run(d.shape(), operands);
     const std::int64_t n = d.numel(), block = f32 ? 16 : 8;
     const std::int64_t vectorised = run.vectorised ? run.length - run.length % block : 0;  // of each run
@@ -629,9 +618,9 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const nn::Smoot
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "SmoothL1LossBackward0", {&input, &target},
                        [sd = detail::Saved(d), beta, reduction, di = input.dtype(), dt = target.dtype(),
-                        operands = std::vector<Strides>{broadcast_strides(input, d.shape()),
-                                                        broadcast_strides(target, d.shape())}](const Tensor& g,
-                                                                                               const NeedsGrad& n) {
+                        operands = std::vector<Strides>{detail::broadcast_strides(input, d.shape()),
+                                                        detail::broadcast_strides(target, d.shape())}](
+                           const Tensor& g, const NeedsGrad& n) {
                            // d/dd = d / beta inside the quadratic zone, sign(d) outside; the target's is
                            // its negation.
                            const Tensor gi = robust_loss_grad(sd.get(), g, reduction, beta, false, operands);
@@ -658,9 +647,9 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const nn::HuberLoss
     if (detail::needs_grad({&input, &target}))
         detail::record(out, "HuberLossBackward0", {&input, &target},
                        [sd = detail::Saved(d), delta, reduction, di = input.dtype(), dt = target.dtype(),
-                        operands = std::vector<Strides>{broadcast_strides(input, d.shape()),
-                                                        broadcast_strides(target, d.shape())}](const Tensor& g,
-                                                                                               const NeedsGrad& n) {
+                        operands = std::vector<Strides>{detail::broadcast_strides(input, d.shape()),
+                                                        detail::broadcast_strides(target, d.shape())}](
+                           const Tensor& g, const NeedsGrad& n) {
                            // d/dd = d inside the quadratic zone, ±delta outside; the target's is its negation.
                            const Tensor gi = robust_loss_grad(sd.get(), g, reduction, delta, true, operands);
                            return Grads{n[0] ? gi.to(di) : Tensor(), n[1] ? gi.neg().to(dt) : Tensor()};

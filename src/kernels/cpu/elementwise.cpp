@@ -284,6 +284,13 @@ bool has_scalar_tail(BinaryOp op) {
     }
 }
 
+/// has_scalar_tail in a tensor's dtype (false for integer dtypes).
+template <typename Op, typename... A>
+bool scalar_runs_in(DType dtype, Op op, A... a) {
+    return dtype == kFloat32 ? has_scalar_tail<float>(op, a...)
+                             : dtype == kFloat64 && has_scalar_tail<double>(op, a...);
+}
+
 /// The binary op's scalar formula in PyTorch's CPU kernel, with the multiply-adds its AVX2 build fuses
 /// (the same as in its vector formulas, vec_math_impl.hpp).
 template <typename T>
@@ -667,9 +674,7 @@ Tensor untransposed(const Tensor& t, const Shape& shape, bool scalar_runs) {
 
 void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
-    const bool scalar_runs = out.dtype() == kFloat32   ? has_scalar_tail<float>(op, a)
-                             : out.dtype() == kFloat64 ? has_scalar_tail<double>(op, a)
-                                                       : false;
+    const bool scalar_runs = scalar_runs_in(out.dtype(), op, a);
     const Tensor xc = untransposed(x_in, out.shape(), scalar_runs);
     const Tensor& x = xc.defined() ? xc : x_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
@@ -780,9 +785,7 @@ std::int64_t repeated_block(const Tensor& t) {
 
 void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
-    const bool scalar_runs = out.dtype() == kFloat32   ? has_scalar_tail<float>(op)
-                             : out.dtype() == kFloat64 ? has_scalar_tail<double>(op)
-                                                       : false;
+    const bool scalar_runs = scalar_runs_in(out.dtype(), op);
     const Tensor xc = untransposed(x_in, out.shape(), scalar_runs), yc = untransposed(y_in, out.shape(), scalar_runs);
     const Tensor &x = xc.defined() ? xc : x_in, &y = yc.defined() ? yc : y_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
