@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
+#include "kernels/cpu/parallel.hpp"
 #include "xgrad/xgrad.hpp"
 
 using xgrad::Tensor;
@@ -60,6 +63,54 @@ TEST_CASE("results do not depend on the number of threads") {
             CHECK(many[i] == one[i]);
         }
     }
+}
+
+TEST_CASE("a parallel region runs each chunk once, whichever thread claims it") {
+    // Many short regions in a row: a worker still finishing one region, or waking late, must neither
+    // run a chunk twice nor take one of the next region's.
+    constexpr std::int64_t kEnd = 1000;
+    std::vector<std::atomic<int>> hits(kEnd);
+    struct Ctx {
+        std::vector<std::atomic<int>>* hits;
+        std::atomic<int> calls{0};
+    };
+    auto body = [](void* ctx, std::int64_t lo, std::int64_t hi) {
+        auto* c = static_cast<Ctx*>(ctx);
+        c->calls.fetch_add(1);
+        for (std::int64_t i = lo; i < hi; ++i) (*c->hits)[i].fetch_add(1);
+    };
+    for (int threads : {2, 3}) {
+        xgrad::set_num_threads(threads);
+        for (int rep = 0; rep < 3000; ++rep) {
+            const int chunks = 1 + rep % threads;
+            const std::int64_t begin = rep % 7, end = kEnd - rep % 5;
+            for (auto& h : hits) h.store(0);
+            Ctx ctx{&hits};
+            xgrad::kernels::cpu::run_parallel(begin, end, chunks, body, &ctx);
+            int wrong = 0;
+            for (std::int64_t i = 0; i < kEnd; ++i) wrong += hits[i].load() != (i >= begin && i < end ? 1 : 0);
+            CAPTURE(threads);
+            CAPTURE(rep);
+            REQUIRE(wrong == 0);
+            REQUIRE(ctx.calls.load() == chunks);
+        }
+    }
+}
+
+TEST_CASE("an exception in a chunk reaches the region's caller, and the pool stays usable") {
+    xgrad::set_num_threads(2);
+    std::atomic<int> ran{0};
+    auto throwing = [](void* ctx, std::int64_t lo, std::int64_t) {
+        static_cast<std::atomic<int>*>(ctx)->fetch_add(1);
+        if (lo > 0) throw std::runtime_error("chunk failed");
+    };
+    for (int rep = 0; rep < 200; ++rep) {
+        ran.store(0);
+        CHECK_THROWS_WITH(xgrad::kernels::cpu::run_parallel(0, 100, 2, throwing, &ran), "chunk failed");
+        CHECK(ran.load() == 2);  // the other chunk ran to its end
+    }
+    Tensor x = xgrad::ones({1 << 17}) * 3.0;
+    CHECK(x.sum().item<float>() == 393216.0f);
 }
 
 TEST_CASE("a forked child runs parallel kernels with its own threads") {

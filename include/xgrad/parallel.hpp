@@ -6,9 +6,12 @@ namespace xgrad {
 /// Sets the number of CPU threads xgrad's kernels (and its BLAS) use; at least 1.
 ///
 /// The default is the `OMP_NUM_THREADS` environment variable when set, else the number of CPUs this
-/// process may run on. Work below a size threshold always runs on the calling thread. Idle threads
-/// spin for a few microseconds after a parallel region and then sleep, so they do not take CPU time
-/// from other processes. Calling it while another thread runs xgrad kernels is not supported.
+/// process may run on. Work below a size threshold always runs on the calling thread. A parallel
+/// region's chunks are claimed by whichever thread is free, the calling thread included, so a thread
+/// that the system does not run (its core busy with another process) delays nothing; the results do
+/// not depend on which thread ran a chunk. Idle threads spin for 30 microseconds after a parallel
+/// region and then sleep, so they do not take CPU time from other processes. Calling it while another
+/// thread runs xgrad kernels is not supported.
 ///
 /// Matrix products run on OpenBLAS's threads, which wait differently (as they do under PyTorch,
 /// which calls the same OpenBLAS): after each product on more than one thread, OpenBLAS's helper
