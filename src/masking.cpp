@@ -197,7 +197,9 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
 
 namespace {
 
-/// Writes `result` (masked_fill's, unrecorded) into `self`, which must have the broadcast shape.
+/// Writes `result` (masked_fill's, unrecorded) into `self`, which must have the broadcast shape. An
+/// expanded self is refused first (PyTorch fills only the selected places of one, with a deprecation
+/// warning; a copy of the whole result would write each shared place several times).
 Tensor& assign_masked(Tensor& self, const Tensor& result) {
     if (result.shape() != self.shape())
         fail("masked_fill_", "output with shape " + detail::size_list(self.shape()) +
@@ -209,6 +211,7 @@ Tensor& assign_masked(Tensor& self, const Tensor& result) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
     detail::check_inplace(*this, "masked_fill_");
+    detail::check_no_internal_overlap(*this, "masked_fill_");
     Tensor result;
     {
         NoGradGuard no_grad;
@@ -219,6 +222,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) {
     detail::check_inplace(*this, "masked_fill_");
+    detail::check_no_internal_overlap(*this, "masked_fill_");
     Tensor result;
     {
         NoGradGuard no_grad;
@@ -329,6 +333,9 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     const char* op = "index_put_";
     detail::check_inplace(*this, op);
     detail::check_defined(values, op);
+    // PyTorch writes through an expanded self (with a deprecation warning); the places of x[idx] here
+    // are found on a reshaped self, which for an expanded one is a copy: refused rather than lost.
+    detail::check_no_internal_overlap(*this, op);
     if (indices.empty()) fail(op, "takes at least one index tensor");
     const Tensor& mask = indices.front();
     detail::check_defined(mask, op);

@@ -350,10 +350,12 @@ void normal_fill(T* d, std::int64_t n, T mean, T std, Generator& g) {
 
 // ---- writing into tensors ------------------------------------------------------------------------
 
-/// Throws unless `t` may be written in place (as Tensor::fill_ does); then marks the write in its
-/// version counter.
+/// Throws unless `t` may be written in place and none of its elements share memory (PyTorch's
+/// random fills refuse an expanded tensor, which fill_ accepts); then marks the write in its version
+/// counter.
 void check_writable(const Tensor& t, const char* op) {
     detail::check_inplace(t, op);
+    detail::check_no_internal_overlap(t, op);
     detail::bump_version(t);
 }
 

@@ -481,6 +481,25 @@ void check_inplace(const Tensor& t, const char* op) {
     if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
 }
 
+void check_no_internal_overlap(const Tensor& t, const char* op) {
+    if (t.is_contiguous()) return;
+    for (std::int64_t d = 0; d < t.dim(); ++d)
+        if (t.size(d) > 1 && t.strides()[static_cast<std::size_t>(d)] == 0)
+            fail(op,
+                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation. (The tensor of shape " +
+                     to_string(t.shape()) + " has stride 0 along dimension " + std::to_string(d) + ".)");
+}
+
+void check_result_fits(DType result, const Tensor& self, const char* op) {
+    const DType out = self.dtype();
+    const bool floating = result == kFloat32 || result == kFloat64;
+    const bool integral_out = out != kFloat32 && out != kFloat64;  // bool included
+    if ((floating && integral_out) || (out == kBool && result != kBool))
+        fail(op, "result type " + scalar_type_name(result) + " can't be cast to the desired output type " +
+                     scalar_type_name(out));
+}
+
 }  // namespace detail
 
 DType result_type(const Tensor& a, const Tensor& b) {
@@ -734,6 +753,7 @@ Tensor Tensor::to(Device target) const {
 Tensor& Tensor::copy_(const Tensor& src) {
     detail::check_inplace(*this, "copy_");
     detail::check_defined(src, "copy_");
+    detail::check_no_internal_overlap(*this, "copy_");
     if (src.shape() != shape() &&
         (src.dim() > dim() || detail::broadcast_shapes(src.shape(), shape(), "copy_") != shape()))
         fail("copy_", "the source of shape " + to_string(src.shape()) + " cannot be broadcast to the tensor of shape " +
@@ -765,6 +785,7 @@ Tensor& Tensor::zero_() {
 template <typename F>
 static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
     detail::check_inplace(self, op);
+    detail::check_no_internal_overlap(self, op);
     Tensor result;
     {
         NoGradGuard no_grad;
@@ -773,6 +794,7 @@ static Tensor& assign_inplace(Tensor& self, const char* op, F&& compute) {
     if (result.shape() != self.shape())
         fail(op, "the result of shape " + to_string(result.shape()) + " does not fit the tensor of shape " +
                      to_string(self.shape()));
+    detail::check_result_fits(result.dtype(), self, op);
     return self.copy_(result);
 }
 
@@ -852,12 +874,14 @@ std::vector<std::pair<std::int64_t, T>> unfused_elements(const T* self, const T*
     return out;
 }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) {
+namespace {
+
+/// add_(other, alpha) and sub_(other) (alpha -1), named `op` in errors.
+Tensor& add_scaled(Tensor& self, const Tensor& other, double alpha, const char* op) {
     // alpha 1 and -1 (sub_) with an operand broadcasting to self: the add or sub kernel into self
     // (a - b is a + (-1) b exactly), reading the operand in place.
-    if (std::abs(alpha) == 1.0 && maps_into_self(*this, &other) && other.shape() != shape())
-        return binary_into_self(*this, other, alpha > 0 ? kernels::BinaryOp::kAdd : kernels::BinaryOp::kSub,
-                                alpha > 0 ? "add_" : "sub_");
+    if (std::abs(alpha) == 1.0 && maps_into_self(self, &other) && other.shape() != self.shape())
+        return binary_into_self(self, other, alpha > 0 ? kernels::BinaryOp::kAdd : kernels::BinaryOp::kSub, op);
     // Otherwise, an operand of self's dtype and device broadcasting to self (of its shape: optimizers):
     // the axpy kernel, self + alpha * other with one rounding where the CPU has FMA, as PyTorch's add_
     // (its kernel's fused multiply-add), over self in its memory order (a dense self's dims permuted so
@@ -865,51 +889,61 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
     // copy in that order, a broadcast one expanded. Where the operand is one value along PyTorch's run
     // (a 0-d tensor, a broadcast column), the elements its compiled scalar loop rounds apart are
     // rounded so (unfused_elements). A self neither contiguous nor dense goes through a contiguous copy.
-    if (defined() && other.defined() && dtype() == other.dtype() && device() == other.device() && is_floating_point() &&
-        broadcasts_to(other, shape())) {
-        detail::check_inplace(*this, "add_");
+    if (self.defined() && other.defined() && self.dtype() == other.dtype() && self.device() == other.device() &&
+        self.is_floating_point() && broadcasts_to(other, self.shape())) {
+        detail::check_inplace(self, op);
+        detail::check_no_internal_overlap(self, op);
         NoGradGuard no_grad;
-        const Tensor wide = other.shape() == shape() ? other : other.expand(shape());
-        const bool overlap = detail::other_view_of(other, *this);
-        if (is_contiguous() && wide.is_contiguous() && !overlap) {  // the optimizers' update: one pass
-            kernels::axpy(*this, wide, alpha);
-            detail::bump_version(*this);
-            return *this;
+        const Tensor wide = other.shape() == self.shape() ? other : other.expand(self.shape());
+        const bool overlap = detail::other_view_of(other, self);
+        if (self.is_contiguous() && wide.is_contiguous() && !overlap) {  // the optimizers' update: one pass
+            kernels::axpy(self, wide, alpha);
+            detail::bump_version(self);
+            return self;
         }
-        Tensor self_p = *this, other_p = wide;
-        if (!is_contiguous() && detail::dense_layout(shape(), strides())) {
-            const std::vector<int> slowest = detail::slowest_first(strides());
+        Tensor self_p = self, other_p = wide;
+        if (!self.is_contiguous() && detail::dense_layout(self.shape(), self.strides())) {
+            const std::vector<int> slowest = detail::slowest_first(self.strides());
             const Dims order(std::vector<std::int64_t>(slowest.begin(), slowest.end()));
-            self_p = permute(order);
+            self_p = self.permute(order);
             other_p = wide.permute(order);
         }
         // Another view of this storage is read whole first (the kernel would see its own writes).
         const Tensor src = overlap ? detail::contiguous_clone(other_p) : other_p.contiguous();
         if (self_p.is_contiguous()) {
-            const std::int64_t run = device().is_cpu() ? constant_run(other_p) : 1;
-            detail::dispatch_float(dtype(), "add_", [&](auto tag) {
+            const std::int64_t run = self.device().is_cpu() ? constant_run(other_p) : 1;
+            detail::dispatch_float(self.dtype(), op, [&](auto tag) {
                 using T = decltype(tag);
                 T* p = self_p.impl()->data<T>();
-                const auto apart = run > 1 ? unfused_elements(p, src.impl()->data<T>(), numel(), run, alpha)
+                const auto apart = run > 1 ? unfused_elements(p, src.impl()->data<T>(), self.numel(), run, alpha)
                                            : std::vector<std::pair<std::int64_t, T>>();
                 kernels::axpy(self_p, src, alpha);
                 for (const auto& [i, v] : apart) p[i] = v;
             });
-            detail::bump_version(*this);
-            return *this;
+            detail::bump_version(self);
+            return self;
         }
-        Tensor dst = contiguous();
+        Tensor dst = self.contiguous();
         kernels::axpy(dst, wide.contiguous(), alpha);
-        return copy_(dst);
+        return self.copy_(dst);
     }
-    return assign_inplace(*this, "add_", [&] { return alpha == 1.0 ? add(other) : add(other.mul(alpha)); });
+    return assign_inplace(self, op, [&] {
+        if (alpha == 1.0) return self.add(other);
+        return alpha == -1.0 ? self.sub(other) : self.add(other.mul(alpha));
+    });
+}
+
+}  // namespace
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+    return add_scaled(*this, other, alpha, "add_");
 }
 Tensor& Tensor::add_(double other) {
     if (maps_into_self(*this, nullptr)) return unary_into_self(*this, other, kernels::UnaryOp::kAdd, "add_");
     return assign_inplace(*this, "add_", [&] { return add(other); });
 }
 Tensor& Tensor::sub_(const Tensor& other) {
-    return add_(other, -1.0);
+    return add_scaled(*this, other, -1.0, "sub_");
 }
 Tensor& Tensor::mul_(const Tensor& other) {
     if (maps_into_self(*this, &other)) return binary_into_self(*this, other, kernels::BinaryOp::kMul, "mul_");

@@ -217,6 +217,80 @@ TEST_CASE("values an int64 tensor cannot hold throw PyTorch's error") {
                 "item: value cannot be converted to type float without overflow");
 }
 
+TEST_CASE("in-place writes into an expanded tensor throw PyTorch's error, and leave its memory alone") {
+    const std::string msg = pytorch_message("overlap");
+    const std::string where = " (The tensor of shape (3, 2) has stride 0 along dimension 0.)";
+    const Tensor mask = xgrad::tensor({1.0, 0.0}).to(xgrad::kBool);
+    const Tensor idx = xgrad::tensor({0.0}).to(xgrad::kInt64);
+    const std::vector<std::pair<std::string, std::function<void(Tensor&)>>> writes = {
+        {"add_",
+         [](Tensor& e) {
+             e.add_(xgrad::ones({3, 2}));
+         }},
+        {"add_", [](Tensor& e) { e.add_(xgrad::ones({2}), 2.0); }},
+        {"add_", [](Tensor& e) { e.add_(1.0); }},
+        {"sub_",
+         [](Tensor& e) {
+             e.sub_(xgrad::ones({3, 2}));
+         }},
+        {"mul_", [](Tensor& e) { e.mul_(2.0); }},
+        {"div_",
+         [](Tensor& e) {
+             e.div_(xgrad::ones({3, 2}));
+         }},
+        {"copy_",
+         [](Tensor& e) {
+             e.copy_(xgrad::ones({3, 2}));
+         }},
+        {"masked_fill_", [mask](Tensor& e) { e.masked_fill_(mask, 5.0); }},
+        {"index_put_", [idx](Tensor& e) { e.index_put_({idx}, 5.0); }},
+        {"uniform_", [](Tensor& e) { xgrad::uniform_(e); }},
+        {"normal_", [](Tensor& e) { xgrad::normal_(e); }},
+        {"bernoulli_", [](Tensor& e) { xgrad::bernoulli_(e); }},
+    };
+    for (const auto& [op, write] : writes) {
+        CAPTURE(op);
+        Tensor base = xgrad::tensor({1.0, 2.0});
+        Tensor e = base.expand({3, 2});
+        CHECK(golden::invalid_argument_of([&] { write(e); }) == op + ": " + msg + where);
+        CHECK(base.to_vector<float>() == std::vector<float>{1.0f, 2.0f});
+    }
+    // A transposed expanded tensor is refused as well; fill_ and zero_ write one value and are not.
+    Tensor t = xgrad::zeros({2, 1}).expand({2, 3}).t();
+    CHECK(golden::invalid_argument_of([&] { t.mul_(2.0); }).rfind("mul_: " + msg, 0) == 0);
+    Tensor base = xgrad::zeros({1});
+    Tensor e = base.expand({3});
+    e.fill_(4.0);
+    CHECK(base.item<float>() == 4.0f);
+    e.zero_();
+    CHECK(base.item<float>() == 0.0f);
+}
+
+TEST_CASE("an in-place result that does not fit self's dtype throws PyTorch's error") {
+    Tensor i = xgrad::zeros({3}, xgrad::kInt64), b = xgrad::zeros({3}, xgrad::kBool);
+    CHECK(golden::invalid_argument_of([&] { i.add_(1.5); }) == "add_: " + pytorch_message("cast_float_long"));
+    CHECK(golden::invalid_argument_of([&] { i.add_(xgrad::full({3}, 0.5)); }) ==
+          "add_: " + pytorch_message("cast_float_long"));
+    CHECK(golden::invalid_argument_of([&] { i.sub_(xgrad::full({3}, 0.5)); }) ==
+          "sub_: " + pytorch_message("cast_float_long"));
+    CHECK(golden::invalid_argument_of([&] { i.mul_(xgrad::full({1}, 2.0)); }) ==
+          "mul_: " + pytorch_message("cast_float_long"));
+    CHECK(golden::invalid_argument_of([&] { i.div_(2.0); }) == "div_: " + pytorch_message("cast_div_long"));
+    CHECK(golden::invalid_argument_of([&] { b.add_(1.0); }) == "add_: " + pytorch_message("cast_long_bool"));
+    CHECK(i.to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 0, 0});
+    CHECK(b.to_vector<bool>() == std::vector<bool>{false, false, false});
+    // What fits: integral results into integral tensors, anything into floating ones, bool into bool.
+    i.add_(2.0);
+    i.mul_(xgrad::full({3}, 3.0, xgrad::kInt32));
+    CHECK(i.to_vector<std::int64_t>() == std::vector<std::int64_t>{6, 6, 6});
+    Tensor f = xgrad::zeros({3});
+    f.add_(xgrad::full({3}, 2.0, xgrad::kInt64));
+    f.add_(xgrad::full({3}, 0.5, xgrad::kFloat64));
+    CHECK(f.to_vector<float>() == std::vector<float>{2.5f, 2.5f, 2.5f});
+    b.add_(xgrad::ones({3}, xgrad::kBool));
+    CHECK(b.to_vector<bool>() == std::vector<bool>{true, true, true});
+}
+
 TEST_CASE("a range too long for memory is an arange error naming its length") {
     check_error([] { xgrad::arange(1e30); }, "invalid_argument",
                 "arange: the range [0, 1e+30) with step 1 has too many elements (1e+30)");

@@ -547,11 +547,18 @@ public:
     // grad unless called under NoGradGuard. The arithmetic ones give the bits of the out-of-place op
     // (`x.mul_(y)` those of `x * y`); a contiguous floating-point tensor is written directly. An operand
     // that is another view of the same storage is read whole before the writes (PyTorch refuses a
-    // partial overlap), so `x[1:] += x[:-1]` adds the old values.
+    // partial overlap), so `x[1:] += x[:-1]` adds the old values. As in PyTorch, they throw when the
+    // out-of-place op's result dtype cannot be written into self (a floating result into an integer or
+    // bool tensor, an integer one into a bool tensor), and when elements of self share memory (an
+    // expanded tensor; fill_ and zero_ excepted).
     /// `self += alpha * other`; for `other` of self's dtype (of its shape, or broadcasting to it), one
     /// rounding per element where the CPU has FMA, as PyTorch's `add_(other, alpha=alpha)` (its AVX2
     /// kernel fuses the multiply-add), except where PyTorch's compiled scalar loop rounds `alpha * other`
     /// first (a few elements at the end of each run along which `other` is one value): PyTorch's bits.
+    /// Throws as PyTorch does where the result's dtype does not fit self (`i.add_(0.5)` or `i.div_(2)` for
+    /// an int64 `i`: "result type Float can't be cast to the desired output type Long") and where self is
+    /// expanded ("more than one element of the written-to tensor refers to a single memory location"),
+    /// as do sub_, mul_, div_ and copy_ (which converts any dtype).
     Tensor& add_(const Tensor& other, double alpha = 1.0);
     Tensor& add_(double other);         ///< `self += other`.
     Tensor& sub_(const Tensor& other);  ///< `self -= other`.

@@ -402,6 +402,14 @@ bool other_view_of(const Tensor& a, const Tensor& b);
 /// Throws naming `op` unless `t` may be modified in place: not a leaf that requires grad, nor the
 /// output of a recorded op, while grad mode is on (xgrad refuses both, see tensor.cpp).
 void check_inplace(const Tensor& t, const char* op);
+/// Throws naming `op` (PyTorch's words) when elements of `t` share memory: a dim of more than one
+/// element with stride 0, as an expanded tensor has (PyTorch's has_internal_overlap, YES case). The
+/// in-place maps, copies, random fills, masked_fill_ and index_put_ check it (PyTorch only warns for the
+/// last two); fill_ and zero_ write one value everywhere and do not.
+void check_no_internal_overlap(const Tensor& t, const char* op);
+/// Throws naming `op` (PyTorch's words) unless a result of `result` dtype may be written into `self`
+/// in place: never floating into integral or bool, nor integral into bool (c10::canCast).
+void check_result_fits(DType result, const Tensor& self, const char* op);
 /// Throws std::invalid_argument with "op: message".
 [[noreturn]] void fail(const char* op, const std::string& message);
 /// `device` with its index filled in (the current GPU for a bare kCUDA); throws naming `op` when

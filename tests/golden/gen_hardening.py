@@ -46,6 +46,11 @@ def inplace_direct():
 
 
 message("inplace", inplace_direct)
+# In-place writes into an expanded tensor, and in-place results that do not fit self's dtype.
+message("overlap", lambda: torch.zeros(1).expand(3).add_(1.0))
+message("cast_float_long", lambda: torch.zeros(3, dtype=torch.int64).add_(1.5))
+message("cast_long_bool", lambda: torch.zeros(3, dtype=torch.bool).add_(1))
+message("cast_div_long", lambda: torch.zeros(3, dtype=torch.int64).div_(2))
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")
