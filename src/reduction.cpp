@@ -250,7 +250,10 @@ Tensor var_impl(const Tensor& self, const Dims& dims, double correction, bool ke
                            if (take_sqrt)
                                gk = detail::map_binary(gk, o->reshape(k).to(gk.dtype()), "std",
                                                        kernels::BinaryOp::kStdBackward, 2.0);
-                           return Grads{centred * (gk * (2.0 / denom))};
+                           // In PyTorch's operand order: the result takes the scaled gradient's layout
+                           // where it has one (dims it does not broadcast along), which decides the order
+                           // in which an expanded input's gradient is summed.
+                           return Grads{(gk * (2.0 / denom)) * centred};
                        });
         if (mean_out)
             detail::record(mean, "MeanBackward1", {&self},

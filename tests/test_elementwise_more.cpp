@@ -536,6 +536,9 @@ TEST_CASE("the gradients of expanded, permuted inputs sum in PyTorch's order") {
         {"clamp", {8, 5, 64}, {1, 2, 0}, [](const Tensor& v) { return v.clamp(-0.5, 0.7); }},
         {"relu", {40, 64, 2}, {0, 2, 1}, [](const Tensor& v) { return v.relu(); }},
         {"leaky_relu", {40, 64, 2}, {0, 2, 1}, [](const Tensor& v) { return F::leaky_relu(v, 0.1); }},
+        {"var", {33, 100, 17, 1}, {2, 3, 0, 1}, [](const Tensor& v) { return v.var(0); }},
+        {"std", {40, 8, 17}, {1, 2, 0}, [](const Tensor& v) { return v.std(0); }},
+        {"std_dim2", {3, 100, 8, 2}, {2, 3, 1, 0}, [](const Tensor& v) { return v.std(2); }},
     };
     for (const std::string dt : {"float32", "float64"}) {
         for (const Case& c : cases) {

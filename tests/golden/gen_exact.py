@@ -270,7 +270,15 @@ expanded_activations = {
     "relu": ((1, 64, 2), (40, 64, 2), (0, 2, 1), torch.relu),
     "leaky_relu": ((1, 64, 2), (40, 64, 2), (0, 2, 1), lambda v: F.leaky_relu(v, 0.1)),
 }
-for cases, gen in ((expanded_cases, g5), (expanded_activations, g7)):
+# var's and std's (PyTorch's var_backward, (2 / dof) * grad * (x - mean): the result takes the scaled
+# gradient's layout where it has one), with a generator of their own
+g9 = torch.Generator().manual_seed(17)
+expanded_reductions = {
+    "var": ((1, 100, 17, 1), (33, 100, 17, 1), (2, 3, 0, 1), lambda v: v.var(0)),
+    "std": ((40, 8, 1), (40, 8, 17), (1, 2, 0), lambda v: v.std(0)),
+    "std_dim2": ((3, 100, 1, 2), (3, 100, 8, 2), (2, 3, 1, 0), lambda v: v.std(2)),
+}
+for cases, gen in ((expanded_cases, g5), (expanded_activations, g7), (expanded_reductions, g9)):
     for dt in (torch.float32, torch.float64):
         name = str(dt).replace("torch.", "")
         for op_name, (base, size, perm, fn) in cases.items():
