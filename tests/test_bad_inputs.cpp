@@ -248,7 +248,9 @@ TEST_CASE("in-place writes into an expanded tensor throw PyTorch's error, and le
         {"normal_", [](Tensor& e) { xgrad::normal_(e); }},
         {"bernoulli_", [](Tensor& e) { xgrad::bernoulli_(e); }},
     };
-    for (const auto& [op, write] : writes) {
+    for (const auto& entry : writes) {
+        const std::string& op = entry.first;  // not a structured binding: clang 14 cannot capture one
+        const auto& write = entry.second;
         CAPTURE(op);
         Tensor base = xgrad::tensor({1.0, 2.0});
         Tensor e = base.expand({3, 2});

@@ -1230,6 +1230,57 @@ TEST_CASE("norm_moments gives PyTorch's RowwiseMoments bit for bit on every inst
     }
 }
 
+namespace {
+
+/// layer_norm_rows_backward over four rows against four calls of layer_norm_row_backward, bit for bit:
+/// dx, and the weight and bias sums the rows add into (with and without a weight, dx and the sums).
+template <typename T>
+void check_rows_backward(std::int64_t n) {
+    constexpr std::int64_t kRows = 4;
+    std::mt19937 rng(static_cast<unsigned>(n) * 7 + sizeof(T));
+    std::normal_distribution<double> nd(0.0, 1.0);
+    auto values = [&](std::int64_t count, double scale, double shift) {
+        std::vector<T> v(static_cast<std::size_t>(count));
+        for (auto& e : v) e = static_cast<T>(nd(rng) * scale + shift);
+        return v;
+    };
+    const std::vector<T> g = values(kRows * n, 1.0, 0.0), x = values(kRows * n, 2.0, 0.5), w = values(n, 0.5, 1.0);
+    const std::vector<T> start_w = values(n, 1.0, 0.0), start_b = values(n, 1.0, 0.0);
+    const std::vector<T> rstd = values(kRows, 0.1, 0.8), mean = values(kRows, 0.5, 0.0);
+    for (bool with_w : {true, false})
+        for (bool with_dx : {true, false}) {
+            CAPTURE(with_w);
+            CAPTURE(with_dx);
+            std::vector<T> dx1(static_cast<std::size_t>(kRows * n)), dx4 = dx1;
+            std::vector<T> aw1 = start_w, ab1 = start_b, aw4 = start_w, ab4 = start_b;
+            for (std::int64_t r = 0; r < kRows; ++r)
+                vm::layer_norm_row_backward(g.data() + r * n, x.data() + r * n, with_w ? w.data() : nullptr, rstd[r],
+                                            mean[r], with_dx ? dx1.data() + r * n : nullptr, aw1.data(), ab1.data(), n,
+                                            false, 0);
+            vm::layer_norm_rows_backward(g.data(), x.data(), with_w ? w.data() : nullptr, rstd.data(), mean.data(),
+                                         with_dx ? dx4.data() : nullptr, aw4.data(), ab4.data(), n, kRows, false, 0);
+            CHECK(std::memcmp(dx1.data(), dx4.data(), dx1.size() * sizeof(T)) == 0);
+            CHECK(std::memcmp(aw1.data(), aw4.data(), aw1.size() * sizeof(T)) == 0);
+            CHECK(std::memcmp(ab1.data(), ab4.data(), ab1.size() * sizeof(T)) == 0);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("LayerNorm's backward over four rows side by side gives the bits of four rows one at a time") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        INFO(arch_name(arch));
+        // Below a register (the rows one at a time), whole registers, and partial ones at the end.
+        for (std::int64_t n : {1, 3, 4, 7, 8, 9, 13, 16, 17, 100, 768, 1500}) {
+            CAPTURE(n);
+            check_rows_backward<float>(n);
+            check_rows_backward<double>(n);
+        }
+    }
+}
+
 TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
     // With FMA, matmul sums products with k < 8 itself (matmul.cpp); on SSE2 it always calls BLAS. The
     // two must agree bit for bit, for every operand layout, with and without a bias (beta = 1).

@@ -28,9 +28,9 @@ void for_row_chunks(std::int64_t rows, int chunks, F&& body) {
     });
 }
 
-/// Rows taken a block at a time by RMSNorm's kernels: the block's sums first, then its rows' outputs. Row
-/// by row (a sum, then that row's output), the 16384×768 float forward ran at 25 GB/s here against
-/// LayerNorm's 39, which takes its moments four rows at a time; in blocks of four, 38.
+/// Rows taken a block at a time by the norms' kernels: the block's sums first, then its rows' outputs.
+/// Row by row (a sum, then that row's output), RMSNorm's 16384×768 float forward ran at 25 GB/s here
+/// against LayerNorm's 39, which takes its moments four rows at a time; in blocks of four, 38.
 constexpr std::int64_t kBlockRows = 4;
 
 /// How many row chunks a (rows × width) kernel is split into: a function of the shape alone, so the
@@ -131,10 +131,15 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
         for_row_chunks(rows, chunks, [&](std::int64_t lo, std::int64_t hi, std::int64_t c) {
             T* acc_w = part_w ? part_w + c * width : nullptr;
             T* acc_b = part_b ? part_b + c * width : nullptr;
-            for (std::int64_t r = lo; r < hi; ++r)
-                layer_norm_row_backward(pg + r * width, px + r * width, pw, pr[r], pm[r],
-                                        pdx ? pdx + r * width : nullptr, acc_w, acc_b, width, stream,
-                                        rows_ahead<T>(stream, r, rows, width));
+            // Rows side by side where they come from the caches: 1.1-1.2x at 1024x1500 floats. From
+            // memory (streamed), one at a time: four ran 6 % slower at 16384x768.
+            const std::int64_t block = stream ? 1 : kBlockRows;
+            for (std::int64_t r0 = lo; r0 < hi; r0 += block) {
+                const std::int64_t r1 = std::min(r0 + block, hi);
+                layer_norm_rows_backward(pg + r0 * width, px + r0 * width, pw, pr + r0, pm + r0,
+                                         pdx ? pdx + r0 * width : nullptr, acc_w, acc_b, width, r1 - r0, stream,
+                                         rows_ahead<T>(stream, r1 - 1, rows, width));
+            }
             if (stream) stream_fence();
         });
         add_chunks(part_w, chunks, width, dw);

@@ -589,6 +589,16 @@ void layer_norm_row_backward(const double* g, const double* x, const double* w, 
                              double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead) {
     kernels<double>().layer_norm_row_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
 }
+void layer_norm_rows_backward(const float* g, const float* x, const float* w, const float* rstd, const float* mean,
+                              float* dx, float* acc_w, float* acc_b, std::int64_t n, std::int64_t rows, bool stream,
+                              std::int64_t ahead) {
+    kernels<float>().layer_norm_rows_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, rows, stream, ahead);
+}
+void layer_norm_rows_backward(const double* g, const double* x, const double* w, const double* rstd, const double* mean,
+                              double* dx, double* acc_w, double* acc_b, std::int64_t n, std::int64_t rows, bool stream,
+                              std::int64_t ahead) {
+    kernels<double>().layer_norm_rows_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, rows, stream, ahead);
+}
 void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
                         float* acc_rest, std::int64_t cut, std::int64_t n) {
     kernels<float>().rms_norm_row_terms(g, x, w, rstd, q, acc, acc_rest, cut, n);

@@ -437,6 +437,17 @@ void layer_norm_row_backward(const float* g, const float* x, const float* w, flo
 /// As the float overload.
 void layer_norm_row_backward(const double* g, const double* x, const double* w, double rstd, double mean, double* dx,
                              double* acc_w, double* acc_b, std::int64_t n, bool stream, std::int64_t ahead);
+/// layer_norm_row_backward for `rows` consecutive rows of n elements (g, x and dx advance by n a row;
+/// rstd and mean by one), with the same bits as `rows` calls of it in order. Four rows with dx run side
+/// by side: the chains of dependent sums of one row alone left the multiply-add unit waiting on its
+/// latency. `ahead` as the row kernel's, for every row.
+void layer_norm_rows_backward(const float* g, const float* x, const float* w, const float* rstd, const float* mean,
+                              float* dx, float* acc_w, float* acc_b, std::int64_t n, std::int64_t rows, bool stream,
+                              std::int64_t ahead);
+/// As the float overload.
+void layer_norm_rows_backward(const double* g, const double* x, const double* w, const double* rstd, const double* mean,
+                              double* dx, double* acc_w, double* acc_b, std::int64_t n, std::int64_t rows, bool stream,
+                              std::int64_t ahead);
 /// RMSNorm's backward, the first pass over a row, as the autograd of PyTorch's composite
 /// y = x * rstd * w computes it: with t = g * w (g without w), q = t * x (when q is not null) for the
 /// sum Σ t·x, and g * (x * rstd) added into acc for the elements before `cut` and into acc_rest for

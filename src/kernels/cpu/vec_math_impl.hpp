@@ -2221,6 +2221,122 @@ template <class B, bool kHasW>
     write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
 }
 
+/// layer_norm_row_backward_ for K consecutive rows of n elements (at g, x and dx + k * n), with dx and
+/// at least a register of elements: their first passes run side by side, so that the rows' chains of
+/// dependent sums interleave (one row's chain alone left the multiply-add unit waiting on its latency),
+/// and acc_w and acc_b are read and written once for the K rows. Each element of acc_w and acc_b still
+/// takes the rows' terms in row order, so the bits are those of K calls of the row kernel. `ahead` as the
+/// row kernel's, for every row.
+template <class B, bool kHasW, int K>
+[[gnu::flatten]] void layer_norm_rows_backward_(const typename B::value_type* g, const typename B::value_type* x,
+                                                const typename B::value_type* w, const typename B::value_type* rstd,
+                                                const typename B::value_type* mean, typename B::value_type* dx,
+                                                typename B::value_type* acc_w, typename B::value_type* acc_b,
+                                                std::int64_t n, bool stream, std::int64_t ahead) {
+    using T = typename B::value_type;
+    using R = Reg<B>;
+    constexpr std::int64_t kL = R::kLanes;
+    T shift[K];
+    R ar[K], hr[K], sd[K], sb[K], gv[K], xv[K];
+    each_of<K>([&](auto k) {
+        shift[k] = -rstd[k] * mean[k];
+        ar[k] = R(rstd[k]);
+        hr[k] = R(shift[k]);
+    });
+    auto grads = [&](std::int64_t i) {
+        if (acc_w) {
+            R a = R::load(acc_w + i);
+            each_of<K>([&](auto k) { a = reg_mla(gv[k], reg_mla(ar[k], xv[k], hr[k]), a); });
+            a.store(acc_w + i);
+        }
+        if (acc_b) {
+            R a = R::load(acc_b + i);
+            each_of<K>([&](auto k) { a = a + gv[k]; });
+            a.store(acc_b + i);
+        }
+    };
+    auto load = [&](std::int64_t i) {
+        each_of<K>([&](auto k) {
+            gv[k] = R::load(g + k * n + i);
+            xv[k] = R::load(x + k * n + i);
+        });
+    };
+    load(0);
+    {
+        [[maybe_unused]] R wv;
+        if constexpr (kHasW) wv = R::load(w);
+        each_of<K>([&](auto k) {
+            if constexpr (kHasW) {
+                sd[k] = gv[k] * xv[k] * wv;
+                sb[k] = gv[k] * wv;
+            } else {
+                sd[k] = gv[k] * xv[k];
+                sb[k] = gv[k];
+            }
+        });
+        grads(0);
+    }
+    std::int64_t i = kL;
+    for (; i + kL <= n; i += kL) {
+        load(i);
+        [[maybe_unused]] R wv;
+        if constexpr (kHasW) wv = R::load(w + i);
+        each_of<K>([&](auto k) {
+            if constexpr (kHasW) {
+                sd[k] = reg_mla(gv[k] * xv[k], wv, sd[k]);
+                sb[k] = reg_mla(gv[k], wv, sb[k]);
+            } else {
+                sd[k] = reg_mla(gv[k], xv[k], sd[k]);
+                sb[k] = sb[k] + gv[k];
+            }
+        });
+        grads(i);
+    }
+    alignas(32) T ld[K][kL], lb[K][kL];
+    each_of<K>([&](auto k) {
+        sd[k].store(ld[k]);
+        sb[k].store(lb[k]);
+    });
+    for (std::int64_t l = 0; i < n; ++i, ++l)
+        for (int k = 0; k < K; ++k) {
+            const T gi = g[k * n + i], xi = x[k * n + i];
+            if constexpr (kHasW) {
+                ld[k][l] = mla_s<B>(gi * xi, w[i], ld[k][l]);
+                lb[k][l] = mla_s<B>(gi, w[i], lb[k][l]);
+            } else {
+                ld[k][l] = mla_s<B>(gi, xi, ld[k][l]);
+                lb[k][l] = lb[k][l] + gi;
+            }
+            if (acc_w) acc_w[i] = mla_s<B>(gi, mla_s<B>(rstd[k], xi, shift[k]), acc_w[i]);
+            if (acc_b) acc_b[i] = acc_b[i] + gi;
+        }
+    // dx = rstd * g * w + b * x + c, row by row, as the row kernel's second pass.
+    const T scale = T(1) / static_cast<T>(n);
+    for (int k = 0; k < K; ++k) {
+        const T ds = combine_lanes(ld[k]), db = combine_lanes(lb[k]), rs = rstd[k];
+        const T b = mla_s<B>(db, mean[k], -ds) * rs * rs * rs * scale;
+        const T c = mla_s<B>(-b, mean[k], -(db * rs * scale));
+        const T* gk = g + k * n;
+        const T* xk = x + k * n;
+        const B rb(rs), bb(b), cb(c);
+        auto dx_at = [&](std::int64_t j) {
+            if (ahead > 0) {
+                prefetch(gk + ahead + j);
+                prefetch(xk + ahead + j);
+            }
+            B t = rb * B::load_unaligned(gk + j);
+            if constexpr (kHasW) t = t * B::load_unaligned(w + j);
+            return mla(bb, B::load_unaligned(xk + j), t) + cb;
+        };
+        auto dx_one = [&](std::int64_t j) {
+            T t = rs * gk[j];
+            if constexpr (kHasW) t = t * w[j];
+            dx[k * n + j] = mla_s<B>(b, xk[j], t) + c;
+        };
+        write_row<B, true>(dx + k * n, n, dx_at, dx_one, stream);
+    }
+}
+
 /// rms_norm_row_terms_ over n elements into one accumulator: t = g * w (g without w), then q = t * x and
 /// acc += g * (x * rstd), each product rounded as PyTorch's separate kernels round it.
 template <class B, bool kHasW>
@@ -3568,6 +3684,25 @@ VecMathKernels<T> kernels_for() {
             layer_norm_row_backward_<B, true>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
         else
             layer_norm_row_backward_<B, false>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
+    };
+    k.layer_norm_rows_backward = [](const T* g, const T* x, const T* w, const T* rstd, const T* mean, T* dx, T* acc_w,
+                                    T* acc_b, std::int64_t n, std::int64_t rows, bool stream, std::int64_t ahead) {
+        constexpr int kRows = 4;
+        if (rows == kRows && dx && n >= Reg<B>::kLanes) {
+            if (w)
+                layer_norm_rows_backward_<B, true, kRows>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
+            else
+                layer_norm_rows_backward_<B, false, kRows>(g, x, w, rstd, mean, dx, acc_w, acc_b, n, stream, ahead);
+            return;
+        }
+        for (std::int64_t r = 0; r < rows; ++r) {
+            if (w)
+                layer_norm_row_backward_<B, true>(g + r * n, x + r * n, w, rstd[r], mean[r], dx ? dx + r * n : nullptr,
+                                                  acc_w, acc_b, n, stream, ahead);
+            else
+                layer_norm_row_backward_<B, false>(g + r * n, x + r * n, w, rstd[r], mean[r], dx ? dx + r * n : nullptr,
+                                                   acc_w, acc_b, n, stream, ahead);
+        }
     };
     k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* q, T* acc, T* acc_rest, std::int64_t cut,
                               std::int64_t n) {
