@@ -2115,6 +2115,36 @@ T combine_lanes(const T* l) {
     }
 }
 
+/// LayerNorm's backward, the second pass over a row, from its sums ds and db: b = (db·mean - ds)·rstd³/n,
+/// c = -b·mean - db·rstd/n and dx = rstd·g·w + b·x + c (g and x prefetched `ahead` elements on).
+template <class B, bool kHasW>
+[[gnu::always_inline]] inline void layer_norm_row_dx_(const typename B::value_type* g, const typename B::value_type* x,
+                                                      const typename B::value_type* w, typename B::value_type rstd,
+                                                      typename B::value_type mean, typename B::value_type ds,
+                                                      typename B::value_type db, typename B::value_type* dx,
+                                                      std::int64_t n, bool stream, std::int64_t ahead) {
+    using T = typename B::value_type;
+    const T scale = T(1) / static_cast<T>(n);
+    const T b = mla_s<B>(db, mean, -ds) * rstd * rstd * rstd * scale;
+    const T c = mla_s<B>(-b, mean, -(db * rstd * scale));
+    const B rb(rstd), bb(b), cb(c);
+    auto dx_at = [&](std::int64_t j) {
+        if (ahead > 0) {
+            prefetch(g + ahead + j);
+            prefetch(x + ahead + j);
+        }
+        B t = rb * B::load_unaligned(g + j);
+        if constexpr (kHasW) t = t * B::load_unaligned(w + j);
+        return mla(bb, B::load_unaligned(x + j), t) + cb;
+    };
+    auto dx_one = [&](std::int64_t j) {
+        T t = rstd * g[j];
+        if constexpr (kHasW) t = t * w[j];
+        dx[j] = mla_s<B>(b, x[j], t) + c;
+    };
+    write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
+}
+
 /// vec_math.hpp's layer_norm_row_backward, the weight compiled in or out: PyTorch 1.13's
 /// LayerNormBackwardKernelImplInternal for one row, with its build's fused multiply-adds. The first
 /// pass reads g and x once for the weight and bias gradients and the two sums, in Regs (PyTorch's
@@ -2199,26 +2229,7 @@ template <class B, bool kHasW>
         ds = combine_lanes(ld);
         db = combine_lanes(lb);
     }
-    // dx = rstd * g * w + b * x + c
-    const T scale = T(1) / static_cast<T>(n);
-    const T b = mla_s<B>(db, mean, -ds) * rstd * rstd * rstd * scale;
-    const T c = mla_s<B>(-b, mean, -(db * rstd * scale));
-    const B rb(rstd), bb(b), cb(c);
-    auto dx_at = [&](std::int64_t j) {
-        if (ahead > 0) {
-            prefetch(g + ahead + j);
-            prefetch(x + ahead + j);
-        }
-        B t = rb * B::load_unaligned(g + j);
-        if constexpr (kHasW) t = t * B::load_unaligned(w + j);
-        return mla(bb, B::load_unaligned(x + j), t) + cb;
-    };
-    auto dx_one = [&](std::int64_t j) {
-        T t = rstd * g[j];
-        if constexpr (kHasW) t = t * w[j];
-        dx[j] = mla_s<B>(b, x[j], t) + c;
-    };
-    write_row<B, true>(dx, n, dx_at, dx_one, stream);  // three row streams (g, x, dx), one weight
+    layer_norm_row_dx_<B, kHasW>(g, x, w, rstd, mean, ds, db, dx, n, stream, ahead);
 }
 
 /// layer_norm_row_backward_ for K consecutive rows of n elements (at g, x and dx + k * n), with dx and
@@ -2310,31 +2321,10 @@ template <class B, bool kHasW, int K>
             if (acc_w) acc_w[i] = mla_s<B>(gi, mla_s<B>(rstd[k], xi, shift[k]), acc_w[i]);
             if (acc_b) acc_b[i] = acc_b[i] + gi;
         }
-    // dx = rstd * g * w + b * x + c, row by row, as the row kernel's second pass.
-    const T scale = T(1) / static_cast<T>(n);
-    for (int k = 0; k < K; ++k) {
-        const T ds = combine_lanes(ld[k]), db = combine_lanes(lb[k]), rs = rstd[k];
-        const T b = mla_s<B>(db, mean[k], -ds) * rs * rs * rs * scale;
-        const T c = mla_s<B>(-b, mean[k], -(db * rs * scale));
-        const T* gk = g + k * n;
-        const T* xk = x + k * n;
-        const B rb(rs), bb(b), cb(c);
-        auto dx_at = [&](std::int64_t j) {
-            if (ahead > 0) {
-                prefetch(gk + ahead + j);
-                prefetch(xk + ahead + j);
-            }
-            B t = rb * B::load_unaligned(gk + j);
-            if constexpr (kHasW) t = t * B::load_unaligned(w + j);
-            return mla(bb, B::load_unaligned(xk + j), t) + cb;
-        };
-        auto dx_one = [&](std::int64_t j) {
-            T t = rs * gk[j];
-            if constexpr (kHasW) t = t * w[j];
-            dx[k * n + j] = mla_s<B>(b, xk[j], t) + c;
-        };
-        write_row<B, true>(dx + k * n, n, dx_at, dx_one, stream);
-    }
+    // dx row by row, as the row kernel's second pass.
+    for (int k = 0; k < K; ++k)
+        layer_norm_row_dx_<B, kHasW>(g + k * n, x + k * n, w, rstd[k], mean[k], combine_lanes(ld[k]),
+                                     combine_lanes(lb[k]), dx + k * n, n, stream, ahead);
 }
 
 /// rms_norm_row_terms_ over n elements into one accumulator: t = g * w (g without w), then q = t * x and
