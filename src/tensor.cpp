@@ -493,9 +493,7 @@ void check_no_internal_overlap(const Tensor& t, const char* op) {
 
 void check_result_fits(DType result, const Tensor& self, const char* op) {
     const DType out = self.dtype();
-    const bool floating = result == kFloat32 || result == kFloat64;
-    const bool integral_out = out != kFloat32 && out != kFloat64;  // bool included
-    if ((floating && integral_out) || (out == kBool && result != kBool))
+    if ((is_floating_point(result) && !is_floating_point(out)) || (out == kBool && result != kBool))
         fail(op, "result type " + scalar_type_name(result) + " can't be cast to the desired output type " +
                      scalar_type_name(out));
 }
@@ -892,7 +890,6 @@ Tensor& add_scaled(Tensor& self, const Tensor& other, double alpha, const char* 
     if (self.defined() && other.defined() && self.dtype() == other.dtype() && self.device() == other.device() &&
         self.is_floating_point() && broadcasts_to(other, self.shape())) {
         detail::check_inplace(self, op);
-        detail::check_no_internal_overlap(self, op);
         NoGradGuard no_grad;
         const Tensor wide = other.shape() == self.shape() ? other : other.expand(self.shape());
         const bool overlap = detail::other_view_of(other, self);
@@ -901,6 +898,7 @@ Tensor& add_scaled(Tensor& self, const Tensor& other, double alpha, const char* 
             detail::bump_version(self);
             return self;
         }
+        detail::check_no_internal_overlap(self, op);  // a contiguous self has none
         Tensor self_p = self, other_p = wide;
         if (!self.is_contiguous() && detail::dense_layout(self.shape(), self.strides())) {
             const std::vector<int> slowest = detail::slowest_first(self.strides());
