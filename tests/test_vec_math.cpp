@@ -1265,6 +1265,54 @@ void check_rows_backward(std::int64_t n) {
         }
 }
 
+/// RMSNorm's first backward pass, with Σ (g·w)·x summed on the way (rms_norm_row_terms, then
+/// inner_sum_from_quads), against the products stored and summed by inner_sum, and the weight terms
+/// against the scalar formula: bit for bit, for the cut a ColumnSums row has (the groups before it) and
+/// for a cut inside the groups (the weight terms then in a pass of their own).
+template <typename T>
+void check_rms_terms(std::int64_t n) {
+    std::mt19937 rng(static_cast<unsigned>(n) * 5 + sizeof(T));
+    std::normal_distribution<double> nd(0.0, 1.0);
+    auto values = [&](double scale) {
+        std::vector<T> v(static_cast<std::size_t>(n));
+        for (auto& e : v) e = static_cast<T>(nd(rng) * scale);
+        return v;
+    };
+    std::vector<T> g = values(1.0), x = values(2.0);
+    const std::vector<T> w = values(0.7), start = values(1.0);
+    if (n > 2) g[1] = T(-0.0);  // products of zeros among the others
+    const T rstd = T(0.83);
+    constexpr std::int64_t kQuad = 128 / sizeof(T), kW = vm::kLanes<T>;
+    const std::int64_t groups_cut = n >= kW ? n / kQuad * kQuad : n / 4 * 4;
+    for (std::int64_t cut : {groups_cut, std::min<std::int64_t>(n, kQuad / 2), std::int64_t{0}})
+        for (bool with_w : {true, false}) {
+            CAPTURE(cut);
+            CAPTURE(with_w);
+            const T* pw = with_w ? w.data() : nullptr;
+            auto q = [&](std::int64_t i) { return (pw ? g[i] * pw[i] : g[i]) * x[i]; };
+            std::vector<T> stored(static_cast<std::size_t>(n));
+            for (std::int64_t i = 0; i < n; ++i) stored[i] = q(i);
+            const T want = vm::inner_sum<T>(stored.data(), n);
+            std::vector<T> want_acc = start, want_rest = start;
+            for (std::int64_t i = 0; i < n; ++i) {
+                T& a = i < cut ? want_acc[i] : want_rest[i];
+                a = a + g[i] * (x[i] * rstd);
+            }
+            T quads[kQuad];
+            std::vector<T> acc = start, rest = start;
+            vm::rms_norm_row_terms(g.data(), x.data(), pw, rstd, quads, acc.data(), rest.data(), cut, n);
+            const T got = vm::inner_sum_from_quads<T>(quads, n, q);
+            CHECK(std::memcmp(&got, &want, sizeof(T)) == 0);
+            CHECK(std::memcmp(acc.data(), want_acc.data(), acc.size() * sizeof(T)) == 0);
+            CHECK(std::memcmp(rest.data(), want_rest.data(), rest.size() * sizeof(T)) == 0);
+            // Without quad_sums: the weight terms alone.
+            std::vector<T> acc2 = start, rest2 = start;
+            vm::rms_norm_row_terms(g.data(), x.data(), pw, rstd, nullptr, acc2.data(), rest2.data(), cut, n);
+            CHECK(std::memcmp(acc2.data(), want_acc.data(), acc2.size() * sizeof(T)) == 0);
+            CHECK(std::memcmp(rest2.data(), want_rest.data(), rest2.size() * sizeof(T)) == 0);
+        }
+}
+
 }  // namespace
 
 TEST_CASE("LayerNorm's backward over four rows side by side gives the bits of four rows one at a time") {
@@ -1277,6 +1325,21 @@ TEST_CASE("LayerNorm's backward over four rows side by side gives the bits of fo
             CAPTURE(n);
             check_rows_backward<float>(n);
             check_rows_backward<double>(n);
+        }
+    }
+}
+
+TEST_CASE("RMSNorm's backward sums its products on the way with the bits of PyTorch's sum of them stored") {
+    ArchGuard guard;
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        INFO(arch_name(arch));
+        // Below a register, no group of four, 1 to 15 groups, 16 and more (the cascade's levels move, up
+        // to its top one at 2^12 groups of floats), each with registers and elements after the groups.
+        for (std::int64_t n : {1, 3, 5, 7, 8, 9, 16, 31, 32, 33, 100, 511, 512, 513, 768, 1500, 4099, 131101}) {
+            CAPTURE(n);
+            check_rms_terms<float>(n);
+            check_rms_terms<double>(n);
         }
     }
 }

@@ -112,6 +112,23 @@ void quad_cascade(const T* x, std::int64_t rows, std::int64_t stride, T* out, bo
     for (int k = 0; k < kQuad; ++k) out[k] += top[k];
 }
 
+/// inner_sum's last steps, after its groups of four registers: the registers from `i` on added to the
+/// first of part's four, the first `used` of them combined in order, then the scalar tail and the
+/// first register's lanes added in order to a total that starts at +0.
+template <typename T, typename At>
+T finish_inner_sum(T* part, int used, std::int64_t i, std::int64_t n, At&& at) {
+    constexpr int W = kLanes<T>;
+    const std::int64_t vectors = n / W;
+    for (; i < vectors; ++i)
+        for (int k = 0; k < W; ++k) part[k] += at(i * W + k);
+    for (int r = 1; r < used; ++r)
+        for (int k = 0; k < W; ++k) part[k] += part[r * W + k];
+    T total = 0;
+    for (std::int64_t k = vectors * W; k < n; ++k) total += at(k);
+    for (int k = 0; k < W; ++k) total += part[k];
+    return total;
+}
+
 /// The sum of a contiguous row, in PyTorch's order: vector accumulators for rows of at least one
 /// register, the scalar tail first and then the lanes in order; a scalar cascade for shorter rows.
 /// With kSquare, the sum of the squares (each rounded to T): PyTorch's x.pow(2).sum(-1).
@@ -148,14 +165,19 @@ T inner_sum(const T* x, std::int64_t n) {
         i = 1;
         used = 1;
     }
-    for (; i < vectors; ++i)
-        for (int k = 0; k < W; ++k) part[k] += at(i * W + k);
-    for (int r = 1; r < used; ++r)
-        for (int k = 0; k < W; ++k) part[k] += part[r * W + k];
-    T total = 0;
-    for (std::int64_t k = vectors * W; k < n; ++k) total += at(k);
-    for (int k = 0; k < W; ++k) total += part[k];
-    return total;
+    return finish_inner_sum<T>(part, used, i, n, at);
+}
+
+/// inner_sum<T> of a row of n elements at(i) whose whole groups of four registers (n / (4W) of them)
+/// were summed already by sum_cascade's cascade into quad_sums (4W values, zeros for no group), as
+/// vec_math's rms_norm_row_terms does on the fly: the same bits as inner_sum over the stored elements.
+/// (inner_sum starts short rows' sums at their first elements rather than at +0: that can change only
+/// the sign of a zero sum, which its total, starting at +0, takes away.)
+template <typename T, typename At>
+T inner_sum_from_quads(T* quad_sums, std::int64_t n, At&& at) {
+    constexpr int W = kLanes<T>;
+    if (n < W) return interleaved_sum<T>(n, at);
+    return finish_inner_sum<T>(quad_sums, 4, n / (4 * W) * 4, n, at);
 }
 
 /// Column sums of a (rows × cols) block whose rows are `ld` elements apart (cols for a contiguous

@@ -599,13 +599,13 @@ void layer_norm_rows_backward(const double* g, const double* x, const double* w,
                               std::int64_t ahead) {
     kernels<double>().layer_norm_rows_backward(g, x, w, rstd, mean, dx, acc_w, acc_b, n, rows, stream, ahead);
 }
-void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
+void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* quad_sums, float* acc,
                         float* acc_rest, std::int64_t cut, std::int64_t n) {
-    kernels<float>().rms_norm_row_terms(g, x, w, rstd, q, acc, acc_rest, cut, n);
+    kernels<float>().rms_norm_row_terms(g, x, w, rstd, quad_sums, acc, acc_rest, cut, n);
 }
-void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* q, double* acc,
+void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* quad_sums, double* acc,
                         double* acc_rest, std::int64_t cut, std::int64_t n) {
-    kernels<double>().rms_norm_row_terms(g, x, w, rstd, q, acc, acc_rest, cut, n);
+    kernels<double>().rms_norm_row_terms(g, x, w, rstd, quad_sums, acc, acc_rest, cut, n);
 }
 void rms_norm_row_dx(const float* g, const float* x, const float* w, float rstd, float dms, float* dx, std::int64_t n,
                      bool stream, std::int64_t ahead) {

@@ -449,14 +449,19 @@ void layer_norm_rows_backward(const double* g, const double* x, const double* w,
                               double* dx, double* acc_w, double* acc_b, std::int64_t n, std::int64_t rows, bool stream,
                               std::int64_t ahead);
 /// RMSNorm's backward, the first pass over a row, as the autograd of PyTorch's composite
-/// y = x * rstd * w computes it: with t = g * w (g without w), q = t * x (when q is not null) for the
-/// sum Σ t·x, and g * (x * rstd) added into acc for the elements before `cut` and into acc_rest for
-/// the others (each when not null; both indexed by the element), for the weight gradient, each product
-/// rounded. w may be null.
-void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* q, float* acc,
+/// y = x * rstd * w computes it, each product rounded. With t = g * w (g without w) and q = t * x:
+/// - when quad_sums is not null, the row's n / (128 / sizeof(T)) whole groups of 128 bytes go through
+///   sum_cascade's cascade (its power for that many groups) as if q were stored there, and quad_sums
+///   gets its 128 / sizeof(T) sums: the first step of PyTorch's sum of q over the row, which
+///   sum_order.hpp's inner_sum_from_quads completes. q is never written to memory;
+/// - g * (x * rstd) is added into acc for the elements before `cut` and into acc_rest for the others
+///   (each when not null; both indexed by the element), for the weight gradient: in the same pass when
+///   the groups all lie before `cut` (ColumnSums::cascaded gives such a cut), else in another.
+/// w may be null.
+void rms_norm_row_terms(const float* g, const float* x, const float* w, float rstd, float* quad_sums, float* acc,
                         float* acc_rest, std::int64_t cut, std::int64_t n);
 /// As the float overload.
-void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* q, double* acc,
+void rms_norm_row_terms(const double* g, const double* x, const double* w, double rstd, double* quad_sums, double* acc,
                         double* acc_rest, std::int64_t cut, std::int64_t n);
 /// RMSNorm's backward, the second pass over a row: dx = t * rstd + dms * (x + x), t as in
 /// rms_norm_row_terms and dms the gradient of the row's mean of squares. `stream` and `ahead` as

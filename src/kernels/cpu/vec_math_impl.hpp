@@ -2327,41 +2327,93 @@ template <class B, bool kHasW, int K>
                                      combine_lanes(lb[k]), dx + k * n, n, stream, ahead);
 }
 
-/// rms_norm_row_terms_ over n elements into one accumulator: t = g * w (g without w), then q = t * x and
-/// acc += g * (x * rstd), each product rounded as PyTorch's separate kernels round it.
-template <class B, bool kHasW>
-[[gnu::always_inline]] inline void rms_terms_span(const typename B::value_type* g, const typename B::value_type* x,
-                                                  const typename B::value_type* w, typename B::value_type rstd,
-                                                  typename B::value_type* q, typename B::value_type* acc,
-                                                  std::int64_t n) {
+/// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4> over `rows` rows of 128 bytes (four AVX2
+/// registers), lane for lane: value(i, r) gives batch r of row i, and every lane gets the same additions
+/// in the same order, whatever the width of B, so the bits are the scalar cascade's on every instruction
+/// set. out gets the 128 / sizeof(T) sums.
+template <class B, class V>
+[[gnu::always_inline]] inline void cascade_rows(std::int64_t rows, int power, typename B::value_type* out, V&& value) {
+    using T = typename B::value_type;
+    constexpr int kR = static_cast<int>(128 / sizeof(B));  // batches per row
+    constexpr int kLevels = 4;
+    B acc[kLevels][kR];
+    for (auto& level : acc)
+        for (auto& a : level) a = B(T(0));
+    const std::int64_t step = std::int64_t{1} << power, mask = step - 1;
+    auto add_row = [&](std::int64_t i) {
+        for (int r = 0; r < kR; ++r) acc[0][r] += value(i, r);
+    };
+    std::int64_t i = 0;
+    while (i + step <= rows) {
+        for (std::int64_t j = 0; j < step; ++j, ++i) add_row(i);
+        for (int l = 1; l < kLevels; ++l) {
+            for (int r = 0; r < kR; ++r) {
+                acc[l][r] += acc[l - 1][r];
+                acc[l - 1][r] = B(T(0));
+            }
+            if ((i & (mask << (l * power))) != 0) break;
+        }
+    }
+    for (; i < rows; ++i) add_row(i);
+    for (int l = 1; l < kLevels; ++l)
+        for (int r = 0; r < kR; ++r) acc[0][r] += acc[l][r];
+    for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
+}
+
+/// The cascade's level step for `rows` rows: sum_order.hpp's max(4, ceil_log2(rows) / 4).
+inline int cascade_power(std::int64_t rows) {
+    int log = 0;
+    while ((std::int64_t{1} << log) < rows) ++log;
+    return std::max(4, log / 4);
+}
+
+/// acc += g * (x * rstd) over n elements, each product rounded as PyTorch's separate kernels round it
+/// (nothing when acc is null).
+template <class B>
+[[gnu::always_inline]] inline void rms_weight_terms(const typename B::value_type* g, const typename B::value_type* x,
+                                                    typename B::value_type rstd, typename B::value_type* acc,
+                                                    std::int64_t n) {
+    if (!acc) return;
     constexpr std::int64_t kW = B::size;
     const B rb(rstd);
     std::int64_t i = 0;
     for (; i + kW <= n; i += kW) {
         const B gv = B::load_unaligned(g + i), xv = B::load_unaligned(x + i);
-        if (q) {
-            B t = gv;
-            if constexpr (kHasW) t = gv * B::load_unaligned(w + i);
-            (t * xv).store_unaligned(q + i);
-        }
-        if (acc) (B::load_unaligned(acc + i) + gv * (xv * rb)).store_unaligned(acc + i);
+        (B::load_unaligned(acc + i) + gv * (xv * rb)).store_unaligned(acc + i);
     }
-    for (; i < n; ++i) {
-        if (q) q[i] = (kHasW ? g[i] * w[i] : g[i]) * x[i];
-        if (acc) acc[i] = acc[i] + g[i] * (x[i] * rstd);
-    }
+    for (; i < n; ++i) acc[i] = acc[i] + g[i] * (x[i] * rstd);
 }
 
-/// vec_math.hpp's rms_norm_row_terms, the weight compiled in or out: the elements before `cut` add into
-/// acc, the others into acc_rest.
+/// vec_math.hpp's rms_norm_row_terms, the weight compiled in or out. With quad_sums, one pass over the
+/// row's whole 128-byte groups computes q = (g * w) * x into the cascade and, when the groups all lie
+/// before `cut` (as ColumnSums' rows have them), the weight terms together; the other elements take the
+/// weight terms alone.
 template <class B, bool kHasW>
 [[gnu::flatten]] void rms_norm_row_terms_(const typename B::value_type* g, const typename B::value_type* x,
                                           const typename B::value_type* w, typename B::value_type rstd,
-                                          typename B::value_type* q, typename B::value_type* acc,
+                                          typename B::value_type* quad_sums, typename B::value_type* acc,
                                           typename B::value_type* acc_rest, std::int64_t cut, std::int64_t n) {
-    rms_terms_span<B, kHasW>(g, x, w, rstd, q, acc, cut);
-    rms_terms_span<B, kHasW>(g + cut, x + cut, kHasW ? w + cut : w, rstd, q ? q + cut : q,
-                             acc_rest ? acc_rest + cut : acc_rest, n - cut);
+    using T = typename B::value_type;
+    constexpr std::int64_t kQuad = 128 / sizeof(T);
+    std::int64_t done = 0;  // elements whose weight terms are in
+    if (quad_sums) {
+        const std::int64_t quads = n / kQuad;
+        const bool fused = quads * kQuad <= cut;
+        T* a = fused ? acc : nullptr;
+        const B rb(rstd);
+        cascade_rows<B>(quads, cascade_power(quads), quad_sums, [&](std::int64_t i, int r) {
+            const std::int64_t j = i * kQuad + r * static_cast<std::int64_t>(B::size);
+            const B gv = B::load_unaligned(g + j), xv = B::load_unaligned(x + j);
+            if (a) (B::load_unaligned(a + j) + gv * (xv * rb)).store_unaligned(a + j);
+            B t = gv;
+            if constexpr (kHasW) t = gv * B::load_unaligned(w + j);
+            return t * xv;
+        });
+        if (fused) done = quads * kQuad;
+    }
+    const std::int64_t split = std::max(cut, done);
+    rms_weight_terms<B>(g + done, x + done, rstd, acc ? acc + done : acc, split - done);
+    rms_weight_terms<B>(g + split, x + split, rstd, acc_rest ? acc_rest + split : acc_rest, n - split);
 }
 
 /// vec_math.hpp's rms_norm_row_dx, the weight compiled in or out: dx = t * rstd + dms * (x + x), t as
@@ -2436,42 +2488,15 @@ template <class B, int kOp, RowOperands kLayout>
 
 // ---- sums in PyTorch's order --------------------------------------------------------------------
 
-/// sum_order.hpp's cascade_sum<Lanes<T, kLanes<T>>, 4> over `rows` rows of 128 bytes (four AVX2
-/// registers) at x + i * stride, lane for lane: every lane gets the same additions in the same order,
-/// whatever the width of B, so the bits are the scalar cascade's on every instruction set. With kSquare,
-/// each element's square (rounded, no fused multiply-add) is added instead.
+/// cascade_rows over `rows` rows of 128 bytes at x + i * stride. With kSquare, each element's square
+/// (rounded, no fused multiply-add) is added instead.
 template <class B, bool kSquare>
 [[gnu::flatten]] void sum_cascade_rows_(const typename B::value_type* x, std::int64_t rows, std::int64_t stride,
                                         int power, typename B::value_type* out) {
-    using T = typename B::value_type;
-    constexpr int kR = static_cast<int>(128 / sizeof(B));  // batches per row
-    constexpr int kLevels = 4;
-    B acc[kLevels][kR];
-    for (auto& level : acc)
-        for (auto& a : level) a = B(T(0));
-    const std::int64_t step = std::int64_t{1} << power, mask = step - 1;
-    auto add_row = [&](std::int64_t i) {
-        const T* p = x + i * stride;
-        for (int r = 0; r < kR; ++r) {
-            const B v = B::load_unaligned(p + r * B::size);
-            acc[0][r] += kSquare ? v * v : v;
-        }
-    };
-    std::int64_t i = 0;
-    while (i + step <= rows) {
-        for (std::int64_t j = 0; j < step; ++j, ++i) add_row(i);
-        for (int l = 1; l < kLevels; ++l) {
-            for (int r = 0; r < kR; ++r) {
-                acc[l][r] += acc[l - 1][r];
-                acc[l - 1][r] = B(T(0));
-            }
-            if ((i & (mask << (l * power))) != 0) break;
-        }
-    }
-    for (; i < rows; ++i) add_row(i);
-    for (int l = 1; l < kLevels; ++l)
-        for (int r = 0; r < kR; ++r) acc[0][r] += acc[l][r];
-    for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
+    cascade_rows<B>(rows, power, out, [&](std::int64_t i, int r) {
+        const B v = B::load_unaligned(x + i * stride + r * static_cast<std::int64_t>(B::size));
+        return kSquare ? v * v : v;
+    });
 }
 
 /// vec_math.hpp's sum_cascade.
@@ -3694,12 +3719,12 @@ VecMathKernels<T> kernels_for() {
                                                    acc_w, acc_b, n, stream, ahead);
         }
     };
-    k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* q, T* acc, T* acc_rest, std::int64_t cut,
-                              std::int64_t n) {
+    k.rms_norm_row_terms = [](const T* g, const T* x, const T* w, T rstd, T* quad_sums, T* acc, T* acc_rest,
+                              std::int64_t cut, std::int64_t n) {
         if (w)
-            rms_norm_row_terms_<B, true>(g, x, w, rstd, q, acc, acc_rest, cut, n);
+            rms_norm_row_terms_<B, true>(g, x, w, rstd, quad_sums, acc, acc_rest, cut, n);
         else
-            rms_norm_row_terms_<B, false>(g, x, w, rstd, q, acc, acc_rest, cut, n);
+            rms_norm_row_terms_<B, false>(g, x, w, rstd, quad_sums, acc, acc_rest, cut, n);
     };
     k.rms_norm_row_dx = [](const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                            std::int64_t ahead) {

@@ -122,8 +122,8 @@ struct VecMathKernels {
                                     std::int64_t n, bool stream, std::int64_t ahead);
     void (*layer_norm_rows_backward)(const T* g, const T* x, const T* w, const T* rstd, const T* mean, T* dx, T* acc_w,
                                      T* acc_b, std::int64_t n, std::int64_t rows, bool stream, std::int64_t ahead);
-    void (*rms_norm_row_terms)(const T* g, const T* x, const T* w, T rstd, T* q, T* acc, T* acc_rest, std::int64_t cut,
-                               std::int64_t n);
+    void (*rms_norm_row_terms)(const T* g, const T* x, const T* w, T rstd, T* quad_sums, T* acc, T* acc_rest,
+                               std::int64_t cut, std::int64_t n);
     void (*rms_norm_row_dx)(const T* g, const T* x, const T* w, T rstd, T dms, T* dx, std::int64_t n, bool stream,
                             std::int64_t ahead);
     // GroupNorm's backward rows (vec_math.hpp's lanes_fma_sums and group_norm_row_dx).
