@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -1342,6 +1343,28 @@ TEST_CASE("RMSNorm's backward sums its products on the way with the bits of PyTo
             check_rms_terms<double>(n);
         }
     }
+}
+
+TEST_CASE("StreamFenceOnce defers the maps' fences on its thread until the outermost one ends") {
+    CHECK_FALSE(vm::stream_fence_deferred());
+    {
+        vm::StreamFenceOnce outer;
+        CHECK(vm::stream_fence_deferred());
+        {
+            vm::StreamFenceOnce inner;
+            CHECK(vm::stream_fence_deferred());
+        }
+        CHECK(vm::stream_fence_deferred());  // the inner one neither fences nor ends the deferral
+        bool other_thread = true;
+        std::thread([&] { other_thread = vm::stream_fence_deferred(); }).join();
+        CHECK_FALSE(other_thread);  // per thread
+        // A streamed map inside the scope still writes its values.
+        const std::int64_t n = (vm::kStreamBytes / 4) + 37;
+        std::vector<float> a(static_cast<std::size_t>(n), 1.5f), b(a.size(), 2.0f), y(a.size(), 0.0f);
+        vm::varith(vm::Arith::kAdd, a.data(), b.data(), y.data(), n, true);
+        CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 3.5f; }));
+    }
+    CHECK_FALSE(vm::stream_fence_deferred());
 }
 
 TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {

@@ -702,6 +702,8 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
         const T* px = base_of<T>(x);
         const std::int64_t run = geo.sizes.back();
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            std::optional<StreamFenceOnce> fence_once;  // a fence per run would wait for each run's lines
+            if (stream) fence_once.emplace();
             T buf[kBlock];
             std::int64_t i = lo;
             geo.for_runs(lo, hi, [&](std::int64_t count_in, const auto& off, const auto& st) {
@@ -722,7 +724,6 @@ void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b
                 }
                 i += count_in;
             });
-            if (stream) stream_fence();
         });
     });
 }
@@ -867,6 +868,8 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
             scalar_left = scalar_operand_map(op, false);
         }
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+            std::optional<StreamFenceOnce> fence_once;  // a fence per run would wait for each run's lines
+            if (stream) fence_once.emplace();
             T bx[kBlock], by[kBlock];
             std::int64_t i = lo;
             geo.for_runs(lo, hi, [&](std::int64_t count_in, const auto& off, const auto& st) {
@@ -902,7 +905,6 @@ void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& o
                 }
                 i += count_in;
             });
-            if (stream) stream_fence();  // once per share: a fence per run would wait for each run's lines
         });
     });
 }

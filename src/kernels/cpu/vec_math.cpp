@@ -476,6 +476,22 @@ double norm_row(const double* x, std::int64_t n, double p, bool lanes) {
 void stream_fence() {
     _mm_sfence();
 }
+
+namespace {
+thread_local bool g_fence_deferred = false;
+}  // namespace
+
+StreamFenceOnce::StreamFenceOnce() : outer_(!g_fence_deferred) {
+    g_fence_deferred = true;
+}
+StreamFenceOnce::~StreamFenceOnce() {
+    if (!outer_) return;
+    g_fence_deferred = false;
+    _mm_sfence();
+}
+bool stream_fence_deferred() {
+    return g_fence_deferred;
+}
 void norm_apply(const float* x, float scale, float shift, const float* w, const float* b, float* y, std::int64_t n,
                 bool stream, std::int64_t ahead, bool plus_zero) {
     kernels<float>().norm_apply(x, scale, shift, w, b, y, n, stream, ahead, plus_zero);

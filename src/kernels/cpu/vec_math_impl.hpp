@@ -2795,7 +2795,9 @@ template <class B, class F>
         store_batch(d, y + i + 3 * kW, stream);
     }
     for (; i + kW <= n; i += kW) store_batch(f(B::load_unaligned(x + i)), y + i, stream);
-    if (stream) _mm_sfence();  // the streamed lines are visible to other threads before the caller signals them
+    // The streamed lines are visible to other threads before the caller signals them (or at the end of
+    // the caller's StreamFenceOnce).
+    if (stream && !stream_fence_deferred()) _mm_sfence();
     padded1<B>(x + i, y + i, n - i, f);
 }
 
@@ -2858,7 +2860,7 @@ template <class B, class F>
         store_batch(r3, out + i + 3 * kW, stream);
     }
     for (; i + kW <= n; i += kW) store_batch(f(B::load_unaligned(a + i), B::load_unaligned(b + i)), out + i, stream);
-    if (stream) _mm_sfence();
+    if (stream && !stream_fence_deferred()) _mm_sfence();
     padded2<B>(a + i, b + i, out + i, n - i, f);
 }
 
