@@ -981,8 +981,9 @@ TEST_CASE("vgrad_map gives the scalar formula's bits") {
 
 TEST_CASE("maps long enough for non-temporal stores and prefetching give the same bits as short calls") {
     ArchGuard guard;
-    // One call of kStreamBytes and more streams (exp, tanh, gelu and the two-input maps on Intel CPUs only;
-    // relu and sqrt everywhere) and prefetches its inputs; the same elements in calls of 1000 do neither.
+    // One call of kStreamBytes and more streams (tanh, gelu and the two-input maps on Intel CPUs only;
+    // exp, sigmoid, silu, relu and sqrt everywhere) and prefetches its inputs; the same elements in calls
+    // of 1000 do neither.
     const std::size_t n = static_cast<std::size_t>(vm::kStreamBytes) / sizeof(float) + 37;
     std::vector<float> x(n + 1), g(n + 1), big(n + 1), small(n + 1);
     std::mt19937 gen(5);
@@ -991,8 +992,9 @@ TEST_CASE("maps long enough for non-temporal stores and prefetching give the sam
     for (float& v : g) v = dist(gen);
     using Map = void (*)(const float*, float*, std::int64_t);
     using Map2 = void (*)(const float*, const float*, float*, std::int64_t);
-    const std::pair<const char*, Map> maps[] = {
-        {"exp", &vm::vexp}, {"tanh", &vm::vtanh}, {"gelu", &vm::vgelu}, {"relu", &vm::vrelu}, {"sqrt", &vm::vsqrt}};
+    const std::pair<const char*, Map> maps[] = {{"exp", &vm::vexp},   {"tanh", &vm::vtanh}, {"gelu", &vm::vgelu},
+                                                {"relu", &vm::vrelu}, {"sqrt", &vm::vsqrt}, {"sigmoid", &vm::vsigmoid},
+                                                {"silu", &vm::vsilu}};
     const std::pair<const char*, Map2> maps2[] = {{"gelu_backward", &vm::vgelu_backward},
                                                   {"silu_backward", &vm::vsilu_backward}};
     for (SimdArch arch : supported_archs()) {

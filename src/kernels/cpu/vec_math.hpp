@@ -185,10 +185,11 @@ void vrelu(const double* x, double* y, std::int64_t n);
 /// Outputs of at least this many bytes are written with non-temporal stores, which skip reading the
 /// destination first and leave the caches to the inputs. Even an output the next operation reads at
 /// once is faster so here (a chain of maps on 12 and 20 MiB took twice as long with the threshold at
-/// 32 MiB, docs/performance.md). The maps that memory bandwidth limits stream: vrelu, vsqrt and
-/// vrsqrt, deciding by the length of one call (one thread's share), and varith, whose caller decides
-/// for the whole tensor. The transcendental maps compute more than they move: they stream on Intel
-/// CPUs only, where an ordinary store reads its line first (vec_math_impl.hpp's stream_maps).
+/// 32 MiB, docs/performance.md). The maps that memory bandwidth limits stream: vrelu, vsqrt, vrsqrt,
+/// vexp, vsigmoid and vsilu, deciding by the length of one call (one thread's share), and varith,
+/// whose caller decides for the whole tensor. The other transcendental maps compute more than they
+/// move: they stream on Intel CPUs only, where an ordinary store reads its line first
+/// (vec_math_impl.hpp's stream_maps).
 constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 
 /// A row kernel's second pass, which finds its row in the cache, prefetches a row at least this far
