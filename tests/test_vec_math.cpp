@@ -1369,6 +1369,42 @@ TEST_CASE("StreamFenceOnce defers the maps' fences on its thread until the outer
     CHECK_FALSE(vm::stream_fence_deferred());
 }
 
+TEST_CASE("sum_rows_serial gives inner_sum's bits for every row length, on every instruction set") {
+    ArchGuard guard;
+    std::mt19937 rng(21);
+    std::normal_distribution<double> nd(0.0, 1.0);
+    auto check = [&](auto tag, std::int64_t n, std::int64_t rows) {
+        using T = decltype(tag);
+        std::vector<T> x(static_cast<std::size_t>(n * rows));
+        for (auto& e : x) e = static_cast<T>(nd(rng) * 3.0);
+        if (x.size() > 5) {  // a row of zeros of both signs, and a row with an infinity
+            for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i % 2 ? T(-0.0) : T(0.0);
+            if (rows > 1) x[static_cast<std::size_t>(n)] = std::numeric_limits<T>::infinity();
+        }
+        std::vector<T> got(static_cast<std::size_t>(rows)), want(got.size());
+        vm::sum_rows_serial(x.data(), rows, n, got.data());
+        for (std::int64_t r = 0; r < rows; ++r)
+            want[static_cast<std::size_t>(r)] = vm::inner_sum<T>(x.data() + r * n, n);
+        INFO("n=", n, " rows=", rows, " ", sizeof(T) == 4 ? "float" : "double");
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0);
+    };
+    for (SimdArch arch : supported_archs()) {
+        vm::set_simd_arch(arch);
+        INFO(arch_name(arch));
+        // Every path of inner_sum: below a register, one to three registers, 1 to 15 groups of four, the
+        // cascade from 16 groups (its levels moving at 16, 256 and 4096), each with registers and
+        // elements after the groups.
+        for (std::int64_t n = 0; n <= 600; ++n) {
+            check(float{}, n, 3);
+            check(double{}, n, 3);
+        }
+        for (std::int64_t n : {1023, 1500, 4096, 8191, 8195, 40000, 131071, 131075, 262143}) {
+            check(float{}, n, 2);
+            check(double{}, n, 2);
+        }
+    }
+}
+
 TEST_CASE("small matrix products summed by xgrad give OpenBLAS's bits") {
     // With FMA, matmul sums products with k < 8 itself (matmul.cpp); on SSE2 it always calls BLAS. The
     // two must agree bit for bit, for every operand layout, with and without a bias (beta = 1).

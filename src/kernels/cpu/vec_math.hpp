@@ -501,6 +501,19 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 /// As the float overload.
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out, bool square = false);
 
+/// `rows` contiguous rows of n elements at x (one after another) summed into out, each with
+/// sum_order.hpp's inner_sum bits, on this thread. One loop over the rows, without a call per row:
+/// x.sum(-1) of 16M floats in rows of 16 to 64 took 1.8-2.1x PyTorch's time, and in rows of 1000
+/// 1.5x the time of rows of 4096, with inner_sum called per row. For rows shorter than
+/// kSerialRowMax<T> (inner_sum splits longer ones between threads).
+void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* out);
+/// As the float overload.
+void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out);
+/// Rows shorter than this many T have no more than 8192 groups of four AVX2 registers, which
+/// inner_sum never splits between threads.
+template <typename T>
+constexpr std::int64_t kSerialRowMax = 8192 * 128 / static_cast<std::int64_t>(sizeof(T));
+
 /// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (n >= 1): float
 /// rows in one pass of sums shifted by c, the mean of the first 32 elements rounded to float
 /// (Σ (x - c), Σ (x - c)², then m2 = Σ (x - c)² - (Σ (x - c))² / n), double rows in two passes; 32

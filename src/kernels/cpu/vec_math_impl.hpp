@@ -2360,7 +2360,9 @@ template <class B, class V>
     for (int r = 0; r < kR; ++r) acc[0][r].store_unaligned(out + r * B::size);
 }
 
-/// The cascade's level step for `rows` rows: sum_order.hpp's max(4, ceil_log2(rows) / 4).
+/// The cascade's level step for `rows` rows: sum_order.hpp's max(4, ceil_log2(rows) / 4), written again
+/// here because this file's code is compiled once per instruction set with internal linkage, and
+/// sum_order.hpp's inline functions must not be (the linker could hand an AVX copy to the SSE2 path).
 inline int cascade_power(std::int64_t rows) {
     int log = 0;
     while ((std::int64_t{1} << log) < rows) ++log;
@@ -2497,6 +2499,78 @@ template <class B, bool kSquare>
         const B v = B::load_unaligned(x + i * stride + r * static_cast<std::int64_t>(B::size));
         return kSquare ? v * v : v;
     });
+}
+
+/// sum_order.hpp's inner_sum of a row of n elements, written again here (this file's code is compiled
+/// once per instruction set, with internal linkage) so that a loop over many rows runs without a call
+/// per row: the groups of four AVX2 registers through cascade_rows when there are 16 and more, the
+/// other registers on GCC's generic 32-byte vectors (one AVX2 register's lanes, which each instruction
+/// set's copy maps onto its own registers), the same additions in the same order, so the same bits.
+/// Serial: inner_sum splits a row of 8192 groups and more between threads (with the same bits).
+/// (Plain arrays of lanes went through the stack, and a row of 32 floats waited on its stores.)
+template <class B>
+[[gnu::always_inline]] inline typename B::value_type row_sum(const typename B::value_type* x, std::int64_t n) {
+    using T = typename B::value_type;
+    constexpr int W = static_cast<int>(32 / sizeof(T));  // lanes of an AVX2 register
+    using V [[gnu::vector_size(32)]] = T;
+    const auto load = [](const T* p) {
+        V v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    if (n < W) {  // interleaved_sum: four running sums over groups of four, the rest into the first
+        T p[4] = {T(0), T(0), T(0), T(0)};
+        const std::int64_t quads = n / 4;
+        for (std::int64_t i = 0; i < quads; ++i)
+            for (int k = 0; k < 4; ++k) p[k] += x[i * 4 + k];
+        for (std::int64_t i = quads * 4; i < n; ++i) p[0] += x[i];
+        return ((p[0] + p[1]) + p[2]) + p[3];
+    }
+    const std::int64_t vectors = n / W, quads = vectors / 4;
+    V a0;
+    std::int64_t i = 1;
+    if (quads > 0) {  // groups of four registers, then the registers combined in order
+        V a1, a2, a3;
+        if (quads >= 16) {  // the cascade, from +0
+            alignas(64) T part[4 * W];
+            cascade_rows<B>(quads, cascade_power(quads), part, [&](std::int64_t q, int r) {
+                return B::load_unaligned(x + q * 4 * W + r * static_cast<std::int64_t>(B::size));
+            });
+            a0 = load(part);
+            a1 = load(part + W);
+            a2 = load(part + 2 * W);
+            a3 = load(part + 3 * W);
+        } else {  // from the first group (the same bits as from +0: inner_sum's comment)
+            a0 = load(x);
+            a1 = load(x + W);
+            a2 = load(x + 2 * W);
+            a3 = load(x + 3 * W);
+            for (std::int64_t q = 1; q < quads; ++q) {
+                a0 += load(x + q * 4 * W);
+                a1 += load(x + q * 4 * W + W);
+                a2 += load(x + q * 4 * W + 2 * W);
+                a3 += load(x + q * 4 * W + 3 * W);
+            }
+        }
+        for (i = quads * 4; i < vectors; ++i) a0 += load(x + i * W);
+        a0 += a1;
+        a0 += a2;
+        a0 += a3;
+    } else {  // one register, from the first
+        a0 = load(x);
+        for (; i < vectors; ++i) a0 += load(x + i * W);
+    }
+    T total = 0;
+    for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
+    for (int k = 0; k < W; ++k) total += a0[k];
+    return total;
+}
+
+/// vec_math.hpp's sum_rows_serial.
+template <class B>
+[[gnu::flatten]] void sum_rows_serial_(const typename B::value_type* x, std::int64_t rows, std::int64_t n,
+                                       typename B::value_type* out) {
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = row_sum<B>(x + r * n, n);
 }
 
 /// vec_math.hpp's sum_cascade.
@@ -3680,6 +3754,7 @@ VecMathKernels<T> kernels_for() {
     };
     k.norm_moments_rows = norm_moments_n_<B>;
     k.sum_cascade = sum_cascade_<B>;
+    k.sum_rows_serial = sum_rows_serial_<B>;
     k.var_row = var_row_<B>;
     k.sq_dev_sum = sq_dev_sum_<B>;
     k.welford_rows = welford_rows_<T>;

@@ -106,6 +106,8 @@ struct VecMathKernels {
     std::int64_t (*row_extreme_index)(const T* x, std::int64_t n, bool max);  // vec_math.hpp's row_extreme_index
     // A cascade sum in PyTorch's order (vec_math.hpp's sum_cascade).
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out, bool square);
+    // Sums of contiguous rows in PyTorch's order (vec_math.hpp's sum_rows_serial).
+    void (*sum_rows_serial)(const T* x, std::int64_t rows, std::int64_t n, T* out);
     // A row's mean and squared deviations in double (vec_math.hpp's var_row).
     void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead);
     // Σ (x - c)² in double (vec_math.hpp's sq_dev_sum).
