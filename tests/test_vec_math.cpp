@@ -1369,7 +1369,8 @@ TEST_CASE("StreamFenceOnce defers the maps' fences on its thread until the outer
     CHECK_FALSE(vm::stream_fence_deferred());
 }
 
-TEST_CASE("sum_rows_serial gives inner_sum's bits for every row length, on every instruction set") {
+TEST_CASE(
+    "sum_rows_serial gives inner_sum's bits for every row length, of x and of x squared, on every instruction set") {
     ArchGuard guard;
     std::mt19937 rng(21);
     std::normal_distribution<double> nd(0.0, 1.0);
@@ -1381,11 +1382,15 @@ TEST_CASE("sum_rows_serial gives inner_sum's bits for every row length, on every
             for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i % 2 ? T(-0.0) : T(0.0);
             if (rows > 1) x[static_cast<std::size_t>(n)] = std::numeric_limits<T>::infinity();
         }
+        INFO("n=", n, " rows=", rows, " ", sizeof(T) == 4 ? "float" : "double");
         std::vector<T> got(static_cast<std::size_t>(rows)), want(got.size());
         vm::sum_rows_serial(x.data(), rows, n, got.data());
         for (std::int64_t r = 0; r < rows; ++r)
             want[static_cast<std::size_t>(r)] = vm::inner_sum<T>(x.data() + r * n, n);
-        INFO("n=", n, " rows=", rows, " ", sizeof(T) == 4 ? "float" : "double");
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0);
+        vm::sum_rows_serial(x.data(), rows, n, got.data(), true);  // the squares, as RMSNorm sums them
+        for (std::int64_t r = 0; r < rows; ++r)
+            want[static_cast<std::size_t>(r)] = vm::inner_sum<T, true>(x.data() + r * n, n);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0);
     };
     for (SimdArch arch : supported_archs()) {

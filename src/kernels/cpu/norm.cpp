@@ -159,13 +159,17 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
         for_row_chunks(rows, row_chunks(rows, width), [&](std::int64_t lo, std::int64_t hi, std::int64_t) {
             for (std::int64_t r0 = lo; r0 < hi; r0 += kBlockRows) {
                 const std::int64_t r1 = std::min(r0 + kBlockRows, hi);
-                for (std::int64_t r = r0; r < r1; ++r) {
-                    // As PyTorch's composite x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, in
-                    // its bits: Σx² in the order of PyTorch's sum over the last dim (sum_order.hpp), then
-                    // divided by the width, as its CPU mean.
-                    const T ms = inner_sum<T, true>(px + r * width, width) / static_cast<T>(width);
-                    pr[r] = T(1) / std::sqrt(ms + static_cast<T>(eps));
+                // As PyTorch's composite x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, in
+                // its bits: Σx² in the order of PyTorch's sum over the last dim (sum_order.hpp), then
+                // divided by the width, as its CPU mean.
+                T sq[kBlockRows];
+                if (width < kSerialRowMax<T>) {
+                    sum_rows_serial(px + r0 * width, r1 - r0, width, sq, true);
+                } else {
+                    for (std::int64_t r = r0; r < r1; ++r) sq[r - r0] = inner_sum<T, true>(px + r * width, width);
                 }
+                for (std::int64_t r = r0; r < r1; ++r)
+                    pr[r] = T(1) / std::sqrt(sq[r - r0] / static_cast<T>(width) + static_cast<T>(eps));
                 for (std::int64_t r = r0; r < r1; ++r)
                     // x * rs + (-0) is x * rs, -0 included.
                     norm_apply(px + r * width, pr[r], T(-0.0), pw, nullptr, py + r * width, width, stream,

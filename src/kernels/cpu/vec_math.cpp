@@ -506,11 +506,11 @@ void sum_cascade(const float* x, std::int64_t rows, std::int64_t stride, int pow
 void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int power, double* out, bool square) {
     kernels<double>().sum_cascade(x, rows, stride, power, out, square);
 }
-void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* out) {
-    kernels<float>().sum_rows_serial(x, rows, n, out);
+void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* out, bool square) {
+    kernels<float>().sum_rows_serial(x, rows, n, out, square);
 }
-void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out) {
-    kernels<double>().sum_rows_serial(x, rows, n, out);
+void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out, bool square) {
+    kernels<double>().sum_rows_serial(x, rows, n, out, square);
 }
 void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     kernels<float>().var_row(x, n, mean, m2, ahead);

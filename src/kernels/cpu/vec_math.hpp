@@ -505,10 +505,11 @@ void sum_cascade(const double* x, std::int64_t rows, std::int64_t stride, int po
 /// sum_order.hpp's inner_sum bits, on this thread. One loop over the rows, without a call per row:
 /// x.sum(-1) of 16M floats in rows of 16 to 64 took 1.8-2.1x PyTorch's time, and in rows of 1000
 /// 1.5x the time of rows of 4096, with inner_sum called per row. For rows shorter than
-/// kSerialRowMax<T> (inner_sum splits longer ones between threads).
-void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* out);
+/// kSerialRowMax<T> (inner_sum splits longer ones between threads). With `square`, the sums of the
+/// squares (each rounded), as inner_sum<T, true>.
+void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* out, bool square = false);
 /// As the float overload.
-void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out);
+void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out, bool square = false);
 /// Rows shorter than this many T have no more than 8192 groups of four AVX2 registers, which
 /// inner_sum never splits between threads.
 template <typename T>

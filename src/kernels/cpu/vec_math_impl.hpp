@@ -2507,61 +2507,76 @@ template <class B, bool kSquare>
 /// other registers on GCC's generic 32-byte vectors (one AVX2 register's lanes, which each instruction
 /// set's copy maps onto its own registers), the same additions in the same order, so the same bits.
 /// Serial: inner_sum splits a row of 8192 groups and more between threads (with the same bits).
+/// With kSquare, the squares (each rounded), as inner_sum<T, true>.
 /// (Plain arrays of lanes went through the stack, and a row of 32 floats waited on its stores.)
-template <class B>
+template <class B, bool kSquare>
 [[gnu::always_inline]] inline typename B::value_type row_sum(const typename B::value_type* x, std::int64_t n) {
     using T = typename B::value_type;
     constexpr int W = static_cast<int>(32 / sizeof(T));  // lanes of an AVX2 register
     using V [[gnu::vector_size(32)]] = T;
-    const auto load = [](const T* p) {
-        V v;
+    // Into a reference, not returned: a 32-byte vector returned without AVX (the SSE2 copy) changes the
+    // ABI, which GCC warns about even where it inlines.
+    const auto load = [](V& v, const T* p) {
         std::memcpy(&v, p, sizeof v);
-        return v;
+        if constexpr (kSquare) v = v * v;
     };
+    const auto at = [x](std::int64_t i) { return kSquare ? x[i] * x[i] : x[i]; };
     if (n < W) {  // interleaved_sum: four running sums over groups of four, the rest into the first
         T p[4] = {T(0), T(0), T(0), T(0)};
         const std::int64_t quads = n / 4;
         for (std::int64_t i = 0; i < quads; ++i)
-            for (int k = 0; k < 4; ++k) p[k] += x[i * 4 + k];
-        for (std::int64_t i = quads * 4; i < n; ++i) p[0] += x[i];
+            for (int k = 0; k < 4; ++k) p[k] += at(i * 4 + k);
+        for (std::int64_t i = quads * 4; i < n; ++i) p[0] += at(i);
         return ((p[0] + p[1]) + p[2]) + p[3];
     }
     const std::int64_t vectors = n / W, quads = vectors / 4;
-    V a0;
+    V a0, v;
     std::int64_t i = 1;
     if (quads > 0) {  // groups of four registers, then the registers combined in order
         V a1, a2, a3;
         if (quads >= 16) {  // the cascade, from +0
             alignas(64) T part[4 * W];
             cascade_rows<B>(quads, cascade_power(quads), part, [&](std::int64_t q, int r) {
-                return B::load_unaligned(x + q * 4 * W + r * static_cast<std::int64_t>(B::size));
+                const B b = B::load_unaligned(x + q * 4 * W + r * static_cast<std::int64_t>(B::size));
+                return kSquare ? b * b : b;
             });
-            a0 = load(part);
-            a1 = load(part + W);
-            a2 = load(part + 2 * W);
-            a3 = load(part + 3 * W);
+            // The sums as they are (load would square them).
+            std::memcpy(&a0, part, sizeof a0);
+            std::memcpy(&a1, part + W, sizeof a1);
+            std::memcpy(&a2, part + 2 * W, sizeof a2);
+            std::memcpy(&a3, part + 3 * W, sizeof a3);
         } else {  // from the first group (the same bits as from +0: inner_sum's comment)
-            a0 = load(x);
-            a1 = load(x + W);
-            a2 = load(x + 2 * W);
-            a3 = load(x + 3 * W);
+            load(a0, x);
+            load(a1, x + W);
+            load(a2, x + 2 * W);
+            load(a3, x + 3 * W);
             for (std::int64_t q = 1; q < quads; ++q) {
-                a0 += load(x + q * 4 * W);
-                a1 += load(x + q * 4 * W + W);
-                a2 += load(x + q * 4 * W + 2 * W);
-                a3 += load(x + q * 4 * W + 3 * W);
+                load(v, x + q * 4 * W);
+                a0 += v;
+                load(v, x + q * 4 * W + W);
+                a1 += v;
+                load(v, x + q * 4 * W + 2 * W);
+                a2 += v;
+                load(v, x + q * 4 * W + 3 * W);
+                a3 += v;
             }
         }
-        for (i = quads * 4; i < vectors; ++i) a0 += load(x + i * W);
+        for (i = quads * 4; i < vectors; ++i) {
+            load(v, x + i * W);
+            a0 += v;
+        }
         a0 += a1;
         a0 += a2;
         a0 += a3;
     } else {  // one register, from the first
-        a0 = load(x);
-        for (; i < vectors; ++i) a0 += load(x + i * W);
+        load(a0, x);
+        for (; i < vectors; ++i) {
+            load(v, x + i * W);
+            a0 += v;
+        }
     }
     T total = 0;
-    for (std::int64_t k = vectors * W; k < n; ++k) total += x[k];
+    for (std::int64_t k = vectors * W; k < n; ++k) total += at(k);
     for (int k = 0; k < W; ++k) total += a0[k];
     return total;
 }
@@ -2569,8 +2584,12 @@ template <class B>
 /// vec_math.hpp's sum_rows_serial.
 template <class B>
 [[gnu::flatten]] void sum_rows_serial_(const typename B::value_type* x, std::int64_t rows, std::int64_t n,
-                                       typename B::value_type* out) {
-    for (std::int64_t r = 0; r < rows; ++r) out[r] = row_sum<B>(x + r * n, n);
+                                       typename B::value_type* out, bool square) {
+    if (square) {
+        for (std::int64_t r = 0; r < rows; ++r) out[r] = row_sum<B, true>(x + r * n, n);
+    } else {
+        for (std::int64_t r = 0; r < rows; ++r) out[r] = row_sum<B, false>(x + r * n, n);
+    }
 }
 
 /// vec_math.hpp's sum_cascade.
