@@ -163,11 +163,7 @@ void rms_norm_forward(const Tensor& x, const Tensor& w, double eps, const Tensor
                 // its bits: Σx² in the order of PyTorch's sum over the last dim (sum_order.hpp), then
                 // divided by the width, as its CPU mean.
                 T sq[kBlockRows];
-                if (width < kSerialRowMax<T>) {
-                    sum_rows_serial(px + r0 * width, r1 - r0, width, sq, true);
-                } else {
-                    for (std::int64_t r = r0; r < r1; ++r) sq[r - r0] = inner_sum<T, true>(px + r * width, width);
-                }
+                row_sums<T, true>(px + r0 * width, r1 - r0, width, sq);
                 for (std::int64_t r = r0; r < r1; ++r)
                     pr[r] = T(1) / std::sqrt(sq[r - r0] / static_cast<T>(width) + static_cast<T>(eps));
                 for (std::int64_t r = r0; r < r1; ++r)

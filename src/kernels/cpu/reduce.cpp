@@ -326,8 +326,7 @@ void sum_rows(const RowsView& v, const Tensor& out, bool mean) {
             }
         } else {
             parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
-                if (v.width < kSerialRowMax<T>) return sum_rows_serial(in + lo * v.width, hi - lo, v.width, o + lo);
-                for (std::int64_t r = lo; r < hi; ++r) o[r] = inner_sum(in + r * v.width, v.width);
+                row_sums(in + lo * v.width, hi - lo, v.width, o + lo);
             });
         }
         // PyTorch's CPU mean is sum() then a division by the count, both in the tensor's dtype.

@@ -168,6 +168,15 @@ T inner_sum(const T* x, std::int64_t n) {
     return finish_inner_sum<T>(part, used, i, n, at);
 }
 
+/// inner_sum<T, kSquare> of each of `rows` contiguous rows of n elements into out: vec_math's
+/// sum_rows_serial (one loop over the rows) where inner_sum never splits a row between threads, else
+/// inner_sum row by row.
+template <typename T, bool kSquare = false>
+void row_sums(const T* x, std::int64_t rows, std::int64_t n, T* out) {
+    if (n < kSerialRowMax<T>) return sum_rows_serial(x, rows, n, out, kSquare);
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = inner_sum<T, kSquare>(x + r * n, n);
+}
+
 /// inner_sum<T> of a row of n elements at(i) whose whole groups of four registers (n / (4W) of them)
 /// were summed already by sum_cascade's cascade into quad_sums (4W values, zeros for no group), as
 /// vec_math's rms_norm_row_terms does on the fly: the same bits as inner_sum over the stored elements.
