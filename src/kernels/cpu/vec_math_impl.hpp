@@ -2501,6 +2501,18 @@ template <class B, bool kSquare>
     });
 }
 
+/// B, or for a batch wider than an AVX2 register the AVX2 batch of its type: for a cascade whose sums are
+/// read back as 32-byte vectors. Such a load from the upper half of a 64-byte store is not forwarded from
+/// the store on AMD's cores and waits for it to reach the cache: a row of 1024 floats summed 10 % slower.
+template <class B>
+struct AtMostAvx2 {
+    using type = B;
+};
+template <class T>
+struct AtMostAvx2<xsimd::batch<T, xsimd::avx512bw>> {
+    using type = xsimd::batch<T, xsimd::avx2>;
+};
+
 /// sum_order.hpp's inner_sum of a row of n elements, written again here (this file's code is compiled
 /// once per instruction set, with internal linkage) so that a loop over many rows runs without a call
 /// per row: the groups of four AVX2 registers through cascade_rows when there are 16 and more, the
@@ -2535,9 +2547,10 @@ template <class B, bool kSquare>
     if (quads > 0) {  // groups of four registers, then the registers combined in order
         V a1, a2, a3;
         if (quads >= 16) {  // the cascade, from +0
+            using BC = typename AtMostAvx2<B>::type;
             alignas(64) T part[4 * W];
-            cascade_rows<B>(quads, cascade_power(quads), part, [&](std::int64_t q, int r) {
-                const B b = B::load_unaligned(x + q * 4 * W + r * static_cast<std::int64_t>(B::size));
+            cascade_rows<BC>(quads, cascade_power(quads), part, [&](std::int64_t q, int r) {
+                const BC b = BC::load_unaligned(x + q * 4 * W + r * static_cast<std::int64_t>(BC::size));
                 return kSquare ? b * b : b;
             });
             // The sums as they are (load would square them).
