@@ -1025,7 +1025,7 @@ TEST_CASE("maps long enough for non-temporal stores and prefetching give the sam
 
 namespace {
 
-/// var_row's order, one element at a time: 32 lanes, added in order, then the tail.
+/// var_rows' order, one element at a time: 32 lanes, added in order, then the tail.
 template <typename T, typename F>
 double lane_sum(const std::vector<T>& x, F f) {
     double lanes[32] = {};
@@ -1039,12 +1039,8 @@ double lane_sum(const std::vector<T>& x, F f) {
 }
 
 template <typename T>
-void check_var_row(SimdArch arch, std::size_t n) {
-    std::mt19937 gen(static_cast<unsigned>(n));
-    std::normal_distribution<double> dist(100, 30);  // a mean far from 0: cancellation shows
-    std::vector<T> x(n);
-    for (T& v : x) v = static_cast<T>(dist(gen));
-    double want_mean = 0, want_m2 = 0;
+std::pair<double, double> var_row_want(const std::vector<T>& x) {
+    const std::size_t n = x.size();
     if constexpr (std::is_same_v<T, float>) {
         // One pass, shifted by c: the mean of the first 32 elements, rounded to float.
         const std::size_t head = std::min<std::size_t>(n, 32);
@@ -1053,36 +1049,57 @@ void check_var_row(SimdArch arch, std::size_t n) {
         c = static_cast<double>(static_cast<float>(c / static_cast<double>(head)));
         const double s1 = lane_sum(x, [&](double v) { return v - c; });
         const double s2 = lane_sum(x, [&](double v) { return (v - c) * (v - c); });
-        want_mean = c + s1 / static_cast<double>(n);
-        want_m2 = s2 - s1 * s1 / static_cast<double>(n);
-        want_m2 = want_m2 < 0 ? 0.0 : want_m2;
+        double m2 = s2 - s1 * s1 / static_cast<double>(n);
+        m2 = m2 < 0 ? 0.0 : m2;
         // Against the exact two-pass sums (long double): the shift keeps the cancellation small.
         long double m = 0, q = 0;
         for (T v : x) m += v;
         m /= static_cast<long double>(n);
         for (T v : x) q += (v - m) * (v - m);
-        CHECK(std::abs(static_cast<double>(q) - want_m2) <= 1e-13 * static_cast<double>(q) + 1e-300);
+        CHECK(std::abs(static_cast<double>(q) - m2) <= 1e-13 * static_cast<double>(q) + 1e-300);
+        return {c + s1 / static_cast<double>(n), m2};
     } else {
-        want_mean = lane_sum(x, [](double v) { return v; }) / static_cast<double>(n);
-        want_m2 = lane_sum(x, [&](double v) { return (v - want_mean) * (v - want_mean); });
+        const double mean = lane_sum(x, [](double v) { return v; }) / static_cast<double>(n);
+        return {mean, lane_sum(x, [&](double v) { return (v - mean) * (v - mean); })};
     }
-    double mean = -1, m2 = -1;
-    vm::var_row(x.data(), static_cast<std::int64_t>(n), &mean, &m2);
-    INFO(arch_name(arch) << (sizeof(T) == 4 ? " float32" : " float64") << " n " << n);
-    CHECK(ordinal(mean) == ordinal(want_mean));
-    CHECK(ordinal(m2) == ordinal(want_m2));
+}
+
+/// var_rows over `rows` rows of n elements, each row with its own mean and spread (AVX-512 pairs rows:
+/// an odd count has a row alone), against each row's sums in var_rows' order.
+template <typename T>
+void check_var_rows(SimdArch arch, std::size_t rows, std::size_t n) {
+    std::mt19937 gen(static_cast<unsigned>(n * 7 + rows));
+    std::vector<T> x(rows * n);
+    std::vector<std::pair<double, double>> want;
+    for (std::size_t r = 0; r < rows; ++r) {
+        // A mean far from 0: cancellation shows.
+        std::normal_distribution<double> dist(100.0 * static_cast<double>(r + 1), 30.0 / static_cast<double>(r + 1));
+        std::vector<T> row(n);
+        for (T& v : row) v = static_cast<T>(dist(gen));
+        std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(r * n));
+        want.push_back(var_row_want(row));
+    }
+    std::vector<double> mean(rows, -1), m2(rows, -1);
+    vm::var_rows(x.data(), static_cast<std::int64_t>(rows), static_cast<std::int64_t>(n), mean.data(), m2.data());
+    for (std::size_t r = 0; r < rows; ++r) {
+        INFO(arch_name(arch) << (sizeof(T) == 4 ? " float32" : " float64") << " n " << n << " row " << r << " of "
+                             << rows);
+        CHECK(ordinal(mean[r]) == ordinal(want[r].first));
+        CHECK(ordinal(m2[r]) == ordinal(want[r].second));
+    }
 }
 
 }  // namespace
 
-TEST_CASE("var_row adds in double in the same order on every instruction set") {
+TEST_CASE("var_rows adds in double in the same order on every instruction set, row by row") {
     ArchGuard guard;
     for (SimdArch arch : supported_archs()) {
         vm::set_simd_arch(arch);
-        for (std::size_t n : {1, 2, 31, 32, 33, 100, 4096, 4099}) {
-            check_var_row<float>(arch, n);
-            check_var_row<double>(arch, n);
-        }
+        for (std::size_t n : {1, 2, 31, 32, 33, 100, 4096, 4099})
+            for (std::size_t rows : {1, 2, 3, 4, 5}) {
+                check_var_rows<float>(arch, rows, n);
+                check_var_rows<double>(arch, rows, n);
+            }
     }
 }
 

@@ -451,21 +451,32 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
             });
         } else {
             // float over dims with more than one result: the row's moments in double in one pass
-            // (var_row); its variance rounds to the float PyTorch's Welford pass gives, unless it lies
+            // (var_rows); its variance rounds to the float PyTorch's Welford pass gives, unless it lies
             // near a float midpoint (a row of two values, each repeated, can sit on one): then the
             // row takes the Welford pass (8x slower; about 1 row in 10^4 of random data).
             const bool large = v.rows * v.width * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
             parallel_for(0, v.rows, grain_for(v.width), [&](std::int64_t lo, std::int64_t hi) {
-                for (std::int64_t r = lo; r < hi; ++r) {
-                    double m = 0, m2 = 0;
-                    // vec_math: in double, 32 accumulators; the second pass prefetches a later row.
-                    var_row(in + r * v.width, v.width, &m, &m2, rows_ahead<T>(large, r, v.rows, v.width));
-                    // (The condition is read only where m2 is not 0.)
-                    if (v.width > 0 &&
-                        (m2 == 0 ||
-                         near_float_midpoint(result(m2), var_tolerance(v.width, 1 + std::abs(m) / std::sqrt(m2 / n)))))
-                        welford_rows(in + r * v.width, 1, v.width, &m, &m2);
-                    o[r] = project(m2);
+                // vec_math: in double, 32 accumulators, two rows side by side on AVX-512 (their chains of
+                // dependent adds interleave), prefetching later rows when the tensor comes from memory.
+                constexpr std::int64_t kBlock = 16;
+                double m[kBlock], m2[kBlock];
+                for (std::int64_t r0 = lo; r0 < hi; r0 += kBlock) {
+                    const std::int64_t count = std::min(kBlock, hi - r0);
+                    // Two rows side by side need the prefetch beyond the pair: at one row ahead (rows of
+                    // 12 KiB and more), the first row's lines were the second's, read already, and
+                    // var(-1) of 4096x4096 floats ran at half the speed.
+                    std::int64_t ahead = rows_ahead<T>(large, r0 + count - 1, v.rows, v.width);
+                    if (ahead == v.width) ahead = r0 + count + 1 < v.rows ? 2 * v.width : 0;
+                    var_rows(in + r0 * v.width, count, v.width, m, m2, ahead);
+                    for (std::int64_t k = 0; k < count; ++k) {
+                        // (The condition is read only where m2 is not 0.)
+                        if (v.width > 0 &&
+                            (m2[k] == 0 ||
+                             near_float_midpoint(result(m2[k]),
+                                                 var_tolerance(v.width, 1 + std::abs(m[k]) / std::sqrt(m2[k] / n)))))
+                            welford_rows(in + (r0 + k) * v.width, 1, v.width, &m[k], &m2[k]);
+                        o[r0 + k] = project(m2[k]);
+                    }
                 }
             });
         }

@@ -512,11 +512,11 @@ void sum_rows_serial(const float* x, std::int64_t rows, std::int64_t n, float* o
 void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double* out, bool square) {
     kernels<double>().sum_rows_serial(x, rows, n, out, square);
 }
-void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
-    kernels<float>().var_row(x, n, mean, m2, ahead);
+void var_rows(const float* x, std::int64_t rows, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+    kernels<float>().var_rows(x, rows, n, mean, m2, ahead);
 }
-void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
-    kernels<double>().var_row(x, n, mean, m2, ahead);
+void var_rows(const double* x, std::int64_t rows, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+    kernels<double>().var_rows(x, rows, n, mean, m2, ahead);
 }
 double sq_dev_sum(const float* x, std::int64_t n, double c) {
     return kernels<float>().sq_dev_sum(x, n, c);

@@ -193,9 +193,9 @@ void vrelu(const double* x, double* y, std::int64_t n);
 constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 
 /// A row kernel's second pass, which finds its row in the cache, prefetches a row at least this far
-/// on (the `ahead` of norm_apply, norm_backward and var_row): the lines arrive while that pass works,
+/// on (the `ahead` of norm_apply, norm_backward and var_rows): the lines arrive while that pass works,
 /// where the hardware's prefetchers stop at page boundaries. 12 KiB measured best here (4 rows of 768
-/// floats; 2 and 8 rows were slower; 1 or 2 rows of 4096 floats for var_row).
+/// floats; 2 and 8 rows were slower; 1 or 2 rows of 4096 floats for var_rows).
 constexpr std::int64_t kAheadBytes = 12 * 1024;
 
 /// Inputs of at least this many bytes are taken to come from beyond the level-2 cache: the
@@ -515,14 +515,15 @@ void sum_rows_serial(const double* x, std::int64_t rows, std::int64_t n, double*
 template <typename T>
 constexpr std::int64_t kSerialRowMax = 8192 * 128 / static_cast<std::int64_t>(sizeof(T));
 
-/// A row's mean and m2 = Σ (x - mean)², both computed in double from the row's values (n >= 1): float
-/// rows in one pass of sums shifted by c, the mean of the first 32 elements rounded to float
-/// (Σ (x - c), Σ (x - c)², then m2 = Σ (x - c)² - (Σ (x - c))² / n), double rows in two passes; 32
-/// accumulators, the same order on every instruction set. With ahead > 0, x[ahead, ahead + n) exists
-/// and is prefetched on the way (during the second pass of a double row; norm_apply's `ahead`).
-void var_row(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
+/// Each of `rows` contiguous rows' mean and m2 = Σ (x - mean)², both computed in double from the row's
+/// values (n >= 1): float rows in one pass of sums shifted by c, the mean of the first 32 elements
+/// rounded to float (Σ (x - c), Σ (x - c)², then m2 = Σ (x - c)² - (Σ (x - c))² / n), double rows in two
+/// passes; 32 accumulators, the same order on every instruction set, and a row's results do not depend
+/// on the others (on AVX-512 two float rows run side by side). With ahead > 0, x[ahead, ahead + rows·n)
+/// exists and is prefetched on the way (during the second pass of a double row; norm_apply's `ahead`).
+void var_rows(const float* x, std::int64_t rows, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
 /// As the float overload.
-void var_row(const double* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
+void var_rows(const double* x, std::int64_t rows, std::int64_t n, double* mean, double* m2, std::int64_t ahead = 0);
 
 /// Σ (x - c)² over x[0, n) in double: lane k of 32 takes the elements i with i % 32 == k, in order, the
 /// lanes are added in order, then the tail; each square is multiplied and added apart (no FMA), so every

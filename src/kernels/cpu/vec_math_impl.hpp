@@ -2677,74 +2677,105 @@ template <class A, class T, class V, class S>
 /// two-pass result (and PyTorch's Welford in double) while the row is read once, not twice (measured:
 /// var(-1) of 4096x4096 floats 1.14x faster from DRAM, 1.44x from the caches, one thread). The squares
 /// are multiplied and added apart (no FMA), so every instruction set gives the same bits.
-template <class A>
-[[gnu::flatten]] void var_row_shifted(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+///
+/// K rows n elements apart at once, each with its own sums, so that one row's chains of dependent adds
+/// (c, the lanes' totals) run beside another's: each row gets exactly the arithmetic it gets alone.
+template <class A, int K>
+[[gnu::flatten]] void var_rows_shifted(const float* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
     using Bd = xsimd::batch<double, A>;
     constexpr int kR = kVarLanes / static_cast<int>(Bd::size);
     constexpr int kLineElems = 16;
     const std::int64_t head = std::min<std::int64_t>(n, kVarLanes);
-    double c = 0;
-    for (std::int64_t i = 0; i < head; ++i) c += static_cast<double>(x[i]);
-    c = static_cast<double>(static_cast<float>(c / static_cast<double>(head)));
-    const Bd cb(c);
-    Bd s1[kR], s2[kR];
-    each_of<kR>([&](auto r) {
-        s1[r] = Bd(0.0);
-        s2[r] = Bd(0.0);
+    double c[K];
+    each_of<K>([&](auto k) {
+        c[k] = 0;
+        for (std::int64_t i = 0; i < head; ++i) c[k] += static_cast<double>(x[k * n + i]);
+        c[k] = static_cast<double>(static_cast<float>(c[k] / static_cast<double>(head)));
+    });
+    Bd cb[K], s1[K][kR], s2[K][kR];
+    each_of<K>([&](auto k) {
+        cb[k] = Bd(c[k]);
+        each_of<kR>([&](auto r) {
+            s1[k][r] = Bd(0.0);
+            s2[k][r] = Bd(0.0);
+        });
     });
     std::int64_t i = 0;
     for (; i + kVarLanes <= n; i += kVarLanes) {
+        // A plain loop: in a lambda (each_of) GCC 12 found the prefetch without effect and dropped it.
         if (ahead > 0)
-            for (int l = 0; l < kVarLanes; l += kLineElems) prefetch(x + ahead + i + l);
-        each_of<kR>([&](auto r) {
-            const Bd d = load_double<Bd>(x + i + r * static_cast<int>(Bd::size)) - cb;
-            s1[r] += d;
-            s2[r] += d * d;
+            for (int k = 0; k < K; ++k)
+                for (int l = 0; l < kVarLanes; l += kLineElems) prefetch(x + k * n + ahead + i + l);
+        each_of<K>([&](auto k) {
+            each_of<kR>([&](auto r) {
+                const Bd d = load_double<Bd>(x + k * n + i + r * static_cast<int>(Bd::size)) - cb[k];
+                s1[k][r] += d;
+                s2[k][r] += d * d;
+            });
         });
     }
-    alignas(64) double l1[kVarLanes], l2[kVarLanes];
-    each_of<kR>([&](auto r) {
-        s1[r].store_aligned(l1 + r * static_cast<int>(Bd::size));
-        s2[r].store_aligned(l2 + r * static_cast<int>(Bd::size));
+    alignas(64) double l1[K][kVarLanes], l2[K][kVarLanes];
+    each_of<K>([&](auto k) {
+        each_of<kR>([&](auto r) {
+            s1[k][r].store_aligned(l1[k] + r * static_cast<int>(Bd::size));
+            s2[k][r].store_aligned(l2[k] + r * static_cast<int>(Bd::size));
+        });
     });
-    double t1 = 0, t2 = 0;
-    for (int k = 0; k < kVarLanes; ++k) {
-        t1 += l1[k];
-        t2 += l2[k];
-    }
-    for (; i < n; ++i) {
-        const double d = static_cast<double>(x[i]) - c;
-        t1 += d;
-        t2 += d * d;
-    }
+    double t1[K], t2[K];
+    each_of<K>([&](auto k) { t1[k] = t2[k] = 0; });
+    for (int l = 0; l < kVarLanes; ++l)
+        each_of<K>([&](auto k) {
+            t1[k] += l1[k][l];
+            t2[k] += l2[k][l];
+        });
+    for (; i < n; ++i)
+        each_of<K>([&](auto k) {
+            const double d = static_cast<double>(x[k * n + i]) - c[k];
+            t1[k] += d;
+            t2[k] += d * d;
+        });
     const double nd = static_cast<double>(n);
-    *mean = c + t1 / nd;
-    const double centred = t2 - t1 * t1 / nd;
-    *m2 = centred < 0 ? 0.0 : centred;  // rounding can leave a tiny negative; NaN (from inf or NaN) stays
+    each_of<K>([&](auto k) {
+        mean[k] = c[k] + t1[k] / nd;
+        const double centred = t2[k] - t1[k] * t1[k] / nd;
+        m2[k] = centred < 0 ? 0.0 : centred;  // rounding can leave a tiny negative; NaN (from inf or NaN) stays
+    });
 }
 
-/// A row's mean and Σ (x - mean)², both in double: float rows in one pass (var_row_shifted), double
-/// rows in two (the second finds the row in cache and prefetches x + ahead when ahead > 0), since a
-/// double's difference from c is not exact.
+/// Rows whose sums var_rows_shifted runs side by side: two where the registers hold both rows'
+/// accumulators (32 of AVX-512's), else one (AVX2's 16 registers hold one row's already).
+template <class A>
+constexpr int kVarRowsTogether = sizeof(xsimd::batch<double, A>) == 64 ? 2 : 1;
+
+/// vec_math.hpp's var_rows: each row's mean and Σ (x - mean)², both in double: float rows in one pass
+/// (var_rows_shifted, kVarRowsTogether at a time), double rows in two (the second finds the row in
+/// cache and prefetches x + ahead when ahead > 0), since a double's difference from c is not exact.
 template <class B>
-void var_row_(const typename B::value_type* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead) {
+void var_rows_(const typename B::value_type* x, std::int64_t rows, std::int64_t n, double* mean, double* m2,
+               std::int64_t ahead) {
     using A = typename B::arch_type;
     using Bd = xsimd::batch<double, A>;
     if constexpr (std::is_same_v<typename B::value_type, float>) {
-        var_row_shifted<A>(x, n, mean, m2, ahead);
+        constexpr int K = kVarRowsTogether<A>;
+        std::int64_t r = 0;
+        for (; r + K <= rows; r += K) var_rows_shifted<A, K>(x + r * n, n, mean + r, m2 + r, ahead);
+        for (; r < rows; ++r) var_rows_shifted<A, 1>(x + r * n, n, mean + r, m2 + r, ahead);
     } else {
-        const double m = var_sum<A>(
-                             x, n, [](const Bd& v) { return v; }, [](double v) { return v; }) /
-                         static_cast<double>(n);
-        const Bd mb(m);
-        *mean = m;
-        *m2 = var_sum<A>(
-            x, n,
-            [mb](const Bd& v) {
-                const Bd d = v - mb;
-                return d * d;
-            },
-            [m](double v) { return (v - m) * (v - m); }, ahead);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const double* row = x + r * n;
+            const double m = var_sum<A>(
+                                 row, n, [](const Bd& v) { return v; }, [](double v) { return v; }) /
+                             static_cast<double>(n);
+            const Bd mb(m);
+            mean[r] = m;
+            m2[r] = var_sum<A>(
+                row, n,
+                [mb](const Bd& v) {
+                    const Bd d = v - mb;
+                    return d * d;
+                },
+                [m](double v) { return (v - m) * (v - m); }, ahead);
+        }
     }
 }
 
@@ -3787,7 +3818,7 @@ VecMathKernels<T> kernels_for() {
     k.norm_moments_rows = norm_moments_n_<B>;
     k.sum_cascade = sum_cascade_<B>;
     k.sum_rows_serial = sum_rows_serial_<B>;
-    k.var_row = var_row_<B>;
+    k.var_rows = var_rows_<B>;
     k.sq_dev_sum = sq_dev_sum_<B>;
     k.welford_rows = welford_rows_<T>;
 #if defined(__FMA__) || defined(__AVX512F__)

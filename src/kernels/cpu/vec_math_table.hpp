@@ -108,8 +108,8 @@ struct VecMathKernels {
     void (*sum_cascade)(const T* x, std::int64_t rows, std::int64_t stride, int power, T* out, bool square);
     // Sums of contiguous rows in PyTorch's order (vec_math.hpp's sum_rows_serial).
     void (*sum_rows_serial)(const T* x, std::int64_t rows, std::int64_t n, T* out, bool square);
-    // A row's mean and squared deviations in double (vec_math.hpp's var_row).
-    void (*var_row)(const T* x, std::int64_t n, double* mean, double* m2, std::int64_t ahead);
+    // Rows' means and squared deviations in double (vec_math.hpp's var_rows).
+    void (*var_rows)(const T* x, std::int64_t rows, std::int64_t n, double* mean, double* m2, std::int64_t ahead);
     // Σ (x - c)² in double (vec_math.hpp's sq_dev_sum).
     double (*sq_dev_sum)(const T* x, std::int64_t n, double c);
     // PyTorch's Welford pass along rows (vec_math.hpp's welford_rows).
