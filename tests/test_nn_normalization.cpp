@@ -321,9 +321,10 @@ TEST_CASE("the fused kernels agree across the instruction sets this CPU runs") {
 TEST_CASE("norms of tensors written with non-temporal stores give the bits of small calls") {
     xgrad::manual_seed(23);
     // Outputs of kStreamBytes and more are written with non-temporal stores; the same rows in calls of
-    // 64 rows are not. Width 770 puts most rows off the vector alignment (a scalar head).
+    // 64 rows are not. Width 770 puts most rows off the vector alignment (a scalar head); rows of 1500
+    // (more than 4 KiB) take LayerNorm's backward four rows side by side from memory too.
     for (auto dtype : {xgrad::kFloat32, xgrad::kFloat64})
-        for (std::int64_t width : {768, 770}) {
+        for (std::int64_t width : {768, 770, 1500}) {
             const std::int64_t elem = dtype == xgrad::kFloat32 ? 4 : 8;
             const std::int64_t rows = vm::kStreamBytes / (width * elem) + 3;
             Tensor x0 = xgrad::randn({rows, width}, dtype) * 2.0 + 0.5, up = xgrad::randn({rows, width}, dtype);
