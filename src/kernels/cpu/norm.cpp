@@ -140,15 +140,9 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
             const std::int64_t block = side_by_side ? kBlockRows : 1;
             for (std::int64_t r0 = lo; r0 < hi; r0 += block) {
                 const std::int64_t r1 = std::min(r0 + block, hi);
-                // From memory, rows side by side prefetch as far beyond the block as a lone row does beyond
-                // itself (at one row ahead, a row of 4096 floats, its prefetches fell in the block).
-                std::int64_t ahead = rows_ahead<T>(stream, r1 - 1, rows, width);
-                if (block > 1 && ahead > 0) {
-                    const std::int64_t k = ahead / width + (r1 - r0);
-                    ahead = r1 - 1 + k < rows ? k * width : 0;
-                }
                 layer_norm_rows_backward(pg + r0 * width, px + r0 * width, pw, pr + r0, pm + r0,
-                                         pdx ? pdx + r0 * width : nullptr, acc_w, acc_b, width, r1 - r0, stream, ahead);
+                                         pdx ? pdx + r0 * width : nullptr, acc_w, acc_b, width, r1 - r0, stream,
+                                         rows_ahead<T>(stream, r1 - 1, rows, width, r1 - r0));
             }
             if (stream) stream_fence();
         });

@@ -462,12 +462,9 @@ void var_rows(const RowsView& v, const Tensor& out, const Tensor& mean_out, doub
                 double m[kBlock], m2[kBlock];
                 for (std::int64_t r0 = lo; r0 < hi; r0 += kBlock) {
                     const std::int64_t count = std::min(kBlock, hi - r0);
-                    // Two rows side by side need the prefetch beyond the pair: at one row ahead (rows of
-                    // 12 KiB and more), the first row's lines were the second's, read already, and
-                    // var(-1) of 4096x4096 floats ran at half the speed.
-                    std::int64_t ahead = rows_ahead<T>(large, r0 + count - 1, v.rows, v.width);
-                    if (ahead == v.width) ahead = r0 + count + 1 < v.rows ? 2 * v.width : 0;
-                    var_rows(in + r0 * v.width, count, v.width, m, m2, ahead);
+                    // (On AVX-512 the kernel takes the block's rows two at a time.)
+                    var_rows(in + r0 * v.width, count, v.width, m, m2,
+                             rows_ahead<T>(large, r0 + count - 1, v.rows, v.width, std::min<std::int64_t>(count, 2)));
                     for (std::int64_t k = 0; k < count; ++k) {
                         // (The condition is read only where m2 is not 0.)
                         if (v.width > 0 &&
