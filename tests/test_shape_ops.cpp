@@ -464,3 +464,69 @@ TEST_CASE("views share storage with their base") {
         CHECK_FALSE(d.requires_grad());
     }
 }
+
+TEST_CASE("lists of sizes or strides beyond six values (held on the heap) copy, move, grow and resize as vectors") {
+    using xgrad::Strides;
+    using List = std::vector<std::int64_t>;
+    const List three{9, 8, 7};                 // held inline
+    const List eight{1, 2, 3, 4, 5, 6, 7, 8};  // on the heap
+    for (const List& from : {three, eight}) {
+        for (const List& to : {three, eight}) {
+            CAPTURE(from.size());
+            CAPTURE(to.size());
+            const Strides src(from);
+            const Strides copied = src;
+            CHECK(copied == from);
+            Strides assigned(to);
+            assigned = src;
+            CHECK(assigned == from);
+            CHECK(src == from);
+            Strides moved_from = src;
+            const Strides moved(std::move(moved_from));
+            CHECK(moved == from);
+            CHECK(moved_from.empty());  // NOLINT(bugprone-use-after-move): moving leaves the list empty
+            Strides target(to);
+            Strides source = src;
+            target = std::move(source);
+            CHECK(target == from);
+            CHECK(source.empty());  // NOLINT(bugprone-use-after-move)
+            source.push_back(5);    // a moved-from list takes values again
+            CHECK(source == List{5});
+            Strides self(from);
+            const Strides& alias = self;
+            self = alias;
+            CHECK(self == from);
+        }
+    }
+    Strides grown;
+    List expected;
+    for (std::int64_t i = 0; i < 20; ++i) {
+        grown.push_back(i * i);
+        expected.push_back(i * i);
+        CHECK(grown == expected);
+    }
+    grown.resize(3);
+    expected.resize(3);
+    CHECK(grown == expected);
+    grown.resize(9, -1);
+    expected.resize(9, -1);
+    CHECK(grown == expected);
+    Strides small;
+    small.resize(4, 7);
+    CHECK(small == List{7, 7, 7, 7});
+}
+
+TEST_CASE("tensors of eight dims (shapes held on the heap) compute as their two-dim reshapes") {
+    const Shape shape{2, 3, 1, 2, 2, 1, 3, 2};
+    Tensor x = xgrad::arange(144.0).reshape(shape).requires_grad_();
+    const Tensor flat = x.detach().reshape({72, 2});
+    CHECK(x.sum(-1).to_vector<float>() == flat.sum(-1).to_vector<float>());
+    CHECK(x.sum(-1).shape() == Shape{2, 3, 1, 2, 2, 1, 3});
+    const Tensor round_trip = x.transpose(0, 7).contiguous().transpose(0, 7);
+    CHECK(round_trip.shape() == shape);
+    CHECK(round_trip.strides() != x.strides());
+    CHECK(round_trip.to_vector<float>() == x.to_vector<float>());
+    (x * x).sum().backward();
+    CHECK(x.grad().shape() == shape);
+    CHECK(x.grad().to_vector<float>() == (flat * 2.0).to_vector<float>());
+}

@@ -91,7 +91,9 @@ std::ostream& operator<<(std::ostream& os, Device device);
 namespace detail {
 
 /// A list of int64 values kept inline up to six (the shapes and strides of nearly every tensor),
-/// on the heap beyond: creating a tensor then costs no allocation for its geometry.
+/// on the heap beyond: creating a tensor then costs no allocation for its geometry. Its data pointer
+/// always points at the values (the inline array or the heap block), so that reading one is a load,
+/// not a choice between the two.
 class DimVector {
 public:
     static constexpr std::size_t kInline = 6;  ///< Values held without a heap allocation.
@@ -113,8 +115,8 @@ public:
     }
     /// Copies.
     DimVector(const DimVector& other) {
-        if (other.heap_)
-            assign(other.heap_, other.size_);
+        if (other.on_heap())
+            assign(other.data_, other.size_);
         else
             copy_inline(other);
     }
@@ -124,8 +126,8 @@ public:
     DimVector& operator=(const DimVector& other) {
         if (this != &other) {
             size_ = 0;
-            if (other.heap_ || heap_)
-                assign(other.data(), other.size_);
+            if (other.on_heap() || on_heap())
+                assign(other.data_, other.size_);
             else
                 copy_inline(other);
         }
@@ -146,9 +148,9 @@ public:
     /// True when there are none.
     bool empty() const { return size_ == 0; }
     /// The values, contiguous.
-    std::int64_t* data() { return heap_ ? heap_ : inline_; }
+    std::int64_t* data() { return data_; }
     /// The values, contiguous.
-    const std::int64_t* data() const { return heap_ ? heap_ : inline_; }
+    const std::int64_t* data() const { return data_; }
     /// Value `i`.
     std::int64_t& operator[](std::size_t i) { return data()[i]; }
     /// Value `i`.
@@ -172,6 +174,12 @@ public:
     }
     /// Removes the last value.
     void pop_back() { --size_; }
+    /// Makes the size `n`: values beyond the old size are `value`, as std::vector::resize.
+    void resize(std::size_t n, std::int64_t value = 0) {
+        reserve(n);
+        for (std::size_t i = size_; i < n; ++i) data_[i] = value;
+        size_ = n;
+    }
     /// The values as a vector.
     operator std::vector<std::int64_t>() const { return {begin(), end()}; }  // NOLINT: implicit on purpose
     /// Equal when the same values in the same order.
@@ -189,9 +197,9 @@ private:
         if (n <= capacity_) return;
         std::size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
         auto* p = new std::int64_t[cap];
-        for (std::size_t i = 0; i < size_; ++i) p[i] = data()[i];
-        delete[] heap_;
-        heap_ = p;
+        for (std::size_t i = 0; i < size_; ++i) p[i] = data_[i];
+        if (on_heap()) delete[] data_;
+        data_ = p;
         capacity_ = cap;
     }
     void assign(const std::int64_t* values, std::size_t n) {
@@ -201,10 +209,10 @@ private:
     }
     void take(DimVector& other) {
         size_ = other.size_;
-        if (other.heap_) {
-            heap_ = other.heap_;
+        if (other.on_heap()) {
+            data_ = other.data_;
             capacity_ = other.capacity_;
-            other.heap_ = nullptr;
+            other.data_ = other.inline_;
             other.capacity_ = kInline;
         } else {
             copy_inline(other);
@@ -223,14 +231,15 @@ private:
         size_ = other.size_;
     }
     void release() {
-        delete[] heap_;
-        heap_ = nullptr;
+        if (on_heap()) delete[] data_;
+        data_ = inline_;
         capacity_ = kInline;
         size_ = 0;
     }
+    bool on_heap() const { return data_ != inline_; }
 
     std::int64_t inline_[kInline];
-    std::int64_t* heap_ = nullptr;
+    std::int64_t* data_ = inline_;  // inline_, or a heap block of capacity_ values
     std::size_t size_ = 0, capacity_ = kInline;
 };
 
