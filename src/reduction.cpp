@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "detail/along_dim.hpp"
+#include "detail/dispatch.hpp"
 #include "detail/iter_order.hpp"
 #include "detail/maps.hpp"
 #include "detail/tensor_impl.hpp"
@@ -53,6 +54,16 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     detail::check_defined(a, op);
     Plan p;
     const std::int64_t nd = a.dim();
+    // Every dim of a contiguous tensor (a loss's mean()): one row of all the elements, in memory order,
+    // which is what the general walk below concludes, without its lists and views.
+    if (dims.vec().empty() && a.is_contiguous()) {
+        p.reduced = Strides(static_cast<std::size_t>(nd), 1);
+        p.kept_shape = Shape(p.reduced.begin(), p.reduced.end());
+        if (keepdim) p.out_shape = p.kept_shape;
+        p.width = a.numel();
+        p.rows_view = a;
+        return p;
+    }
     p.reduced = Strides(static_cast<std::size_t>(nd), dims.vec().empty() ? 1 : 0);
     const std::int64_t n = std::max<std::int64_t>(nd, 1);  // a 0-d tensor accepts dim 0 and -1, as PyTorch
     for (std::int64_t d : dims.vec()) {
@@ -189,6 +200,17 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
     return g.dim() == 0 ? g.expand(input_shape) : g.reshape(kept_shape).expand(input_shape);
 }
 
+/// The gradient of a full mean (a loss's) on the CPU: g / n in every element, the quotient the division
+/// kernel computes for each element of g broadcast to `shape` (g / T(n), correctly rounded), written
+/// by a fill, without the broadcast view and its strided walk.
+Tensor full_mean_grad(const Tensor& g, const Shape& shape, std::int64_t n) {
+    return detail::dispatch_float(g.dtype(), "mean", [&](auto tag) {
+        using T = decltype(tag);
+        const T value = g.item<T>() / static_cast<T>(static_cast<double>(n));
+        return full(shape, static_cast<double>(value), TensorOptions{.dtype = g.dtype(), .device = g.device()});
+    });
+}
+
 kernels::RowsView rows_of(const Plan& p) {
     return {p.rows_view, p.rows,     p.width,   p.outer,       p.slice,  p.strided_slices,
             p.in_place,  p.row_dims, p.batches, p.source_dims, p.keepdim};
@@ -223,6 +245,7 @@ Tensor mean_impl(const Tensor& self, const Dims& dims, bool keepdim, const char*
     if (detail::needs_grad({&self}))
         detail::record(out, name, {&self},
                        [k = p.kept_shape, s = self.shape(), n = p.width](const Tensor& g, const NeedsGrad&) {
+                           if (g.dim() == 0 && g.device().is_cpu()) return Grads{full_mean_grad(g, s, n)};
                            return Grads{expand_back(g, k, s) / static_cast<double>(n)};
                        });
     return out;

@@ -617,3 +617,22 @@ TEST_CASE("long sums keep PyTorch's one-thread bits at any number of threads") {
     }
     xgrad::set_num_threads(saved);
 }
+
+TEST_CASE("an empty list of dims reduces them all, keepdim keeping each as 1 (as PyTorch 1.13's dim=[])") {
+    const xgrad::Dims all(std::vector<std::int64_t>{});
+    const Tensor base = xgrad::arange(12.0).reshape({3, 4}) * 0.37 - 1.0;
+    for (const Tensor& x : {base, base.t()}) {  // contiguous, and transposed (the general walk)
+        CAPTURE(x.is_contiguous());
+        for (bool keepdim : {false, true}) {
+            CAPTURE(keepdim);
+            const xgrad::Shape expected = keepdim ? xgrad::Shape{1, 1} : xgrad::Shape{};
+            const Tensor s = x.sum(all, keepdim), m = x.mean(all, keepdim), v = x.var(all, true, keepdim);
+            CHECK(s.shape() == expected);
+            CHECK(m.shape() == expected);
+            CHECK(v.shape() == expected);
+            CHECK(s.reshape({}).item<float>() == x.sum().item<float>());
+            CHECK(m.reshape({}).item<float>() == x.mean().item<float>());
+            CHECK(v.reshape({}).item<float>() == x.var().item<float>());
+        }
+    }
+}
