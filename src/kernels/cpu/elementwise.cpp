@@ -662,9 +662,9 @@ namespace {
 /// copy remains for a transposed operand of a contiguous result, as in c * x.t().) Not for an op with a
 /// scalar formula of its own (`scalar_runs`): PyTorch computes a strided run with it, and a copy would
 /// hand the run to the vector formula (pow(2, x.t()) differed from PyTorch in about 2 % of elements).
-Tensor untransposed(const Tensor& t, const Shape& shape, bool scalar_runs) {
-    if (scalar_runs || t.numel() < kGrain || t.is_contiguous() || !transposed_matrix(t) || t.shape() != shape)
-        return Tensor();
+/// `n` is shape's element count (t's too, where t has that shape; another t is never copied).
+Tensor untransposed(const Tensor& t, const Shape& shape, std::int64_t n, bool scalar_runs) {
+    if (scalar_runs || n < kGrain || t.is_contiguous() || !transposed_matrix(t) || t.shape() != shape) return Tensor();
     Tensor c = detail::make_empty(shape, t.dtype(), t.device());
     copy(t, c);
     return c;
@@ -675,7 +675,7 @@ Tensor untransposed(const Tensor& t, const Shape& shape, bool scalar_runs) {
 void unary(UnaryOp op, const Tensor& x_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
     const bool scalar_runs = scalar_runs_in(out.dtype(), op, a);
-    const Tensor xc = untransposed(x_in, out.shape(), scalar_runs);
+    const Tensor xc = untransposed(x_in, out.shape(), n, scalar_runs);
     const Tensor& x = xc.defined() ? xc : x_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -787,7 +787,8 @@ std::int64_t repeated_block(const Tensor& t) {
 void binary(BinaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& out, double a, double b) {
     const std::int64_t n = out.numel();
     const bool scalar_runs = scalar_runs_in(out.dtype(), op);
-    const Tensor xc = untransposed(x_in, out.shape(), scalar_runs), yc = untransposed(y_in, out.shape(), scalar_runs);
+    const Tensor xc = untransposed(x_in, out.shape(), n, scalar_runs),
+                 yc = untransposed(y_in, out.shape(), n, scalar_runs);
     const Tensor &x = xc.defined() ? xc : x_in, &y = yc.defined() ? yc : y_in;
     detail::dispatch(out.dtype(), [&](auto tag) {
         using T = decltype(tag);
