@@ -371,10 +371,9 @@ Device resolve_device(Device device, const char* op) {
 #endif
 }
 
-void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-    if (a.device() != b.device())
-        fail(op, "expected all tensors to be on the same device, but found at least two devices, " +
-                     to_string(a.device()) + " and " + to_string(b.device()));
+void devices_differ(const Tensor& a, const Tensor& b, const char* op) {
+    fail(op, "expected all tensors to be on the same device, but found at least two devices, " + to_string(a.device()) +
+                 " and " + to_string(b.device()));
 }
 
 void check_defined(const Tensor& t, const char* op) {
@@ -891,7 +890,8 @@ Tensor& add_scaled(Tensor& self, const Tensor& other, double alpha, const char* 
         self.is_floating_point() && broadcasts_to(other, self.shape())) {
         detail::check_inplace(self, op);
         NoGradGuard no_grad;
-        const Tensor wide = other.shape() == self.shape() ? other : other.expand(self.shape());
+        Tensor expanded;  // a view only where other broadcasts (no handle copied for an operand of self's shape)
+        const Tensor& wide = other.shape() == self.shape() ? other : (expanded = other.expand(self.shape()));
         const bool overlap = detail::other_view_of(other, self);
         if (self.is_contiguous() && wide.is_contiguous() && !overlap) {  // the optimizers' update: one pass
             kernels::axpy(self, wide, alpha);

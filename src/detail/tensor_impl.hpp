@@ -415,8 +415,14 @@ void check_result_fits(DType result, const Tensor& self, const char* op);
 /// `device` with its index filled in (the current GPU for a bare kCUDA); throws naming `op` when
 /// xgrad was built without CUDA, no GPU is present, or the index names no GPU.
 Device resolve_device(Device device, const char* op);
+/// check_same_device's error: names `op` and both devices, in PyTorch's words.
+[[noreturn]] void devices_differ(const Tensor& a, const Tensor& b, const char* op);
 /// Throws naming `op` and both devices (PyTorch's words) unless `a` and `b` live on one device.
-void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+/// Inline, with the error out of line: most ops check, and a call cost more than the comparison.
+inline void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.device() != b.device()) [[unlikely]]
+        devices_differ(a, b, op);
+}
 
 /// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
 std::string scalar_type_name(DType dtype);
