@@ -108,11 +108,7 @@ public:
         assign(first, static_cast<std::size_t>(last - first));
     }
     /// `n` copies of `value`.
-    DimVector(std::size_t n, std::int64_t value) {
-        reserve(n);
-        for (std::size_t i = 0; i < n; ++i) data()[i] = value;
-        size_ = n;
-    }
+    DimVector(std::size_t n, std::int64_t value) { resize(n, value); }
     /// Copies.
     DimVector(const DimVector& other) {
         if (other.on_heap())
