@@ -276,10 +276,12 @@ Tensor Tensor::pow(double e) const {
                              : map_unary(x, UnaryOp::kPow, e);
     if (detail::needs_grad({this}))
         detail::record(out, "PowBackward0", {this}, [x = detail::Saved(*this), e](const Tensor& g, const NeedsGrad&) {
-            // PyTorch's order, g * (e * x^(e-1)): (g * x^(e-1)) * e rounds differently. x^1 is x
-            // exactly (PyTorch copies it), so the square's gradient skips that copy.
+            // PyTorch's order, g * (e * x^(e-1)), in one pass (kPowBackward): (g * x^(e-1)) * e rounds
+            // differently. x^1 is x exactly (PyTorch copies it), so the square's gradient skips that copy.
             if (e == 0.0) return Grads{zeros_like(g)};
-            return Grads{g * ((e == 2.0 ? x.get() : x->pow(e - 1.0)) * e)};
+            const Tensor p = e == 2.0 ? x.get() : x->pow(e - 1.0);
+            if (g.dtype() != p.dtype()) return Grads{g * (p * e)};  // the kernel reads both as one dtype
+            return Grads{map_binary(g, p, "pow", BinaryOp::kPowBackward, e)};
         });
     return out;
 }

@@ -204,11 +204,14 @@ Tensor expand_back(const Tensor& g, const Shape& kept_shape, const Shape& input_
 /// kernel computes for each element of g broadcast to `shape` (g / T(n), correctly rounded), written
 /// by a fill, without the broadcast view and its strided walk.
 Tensor full_mean_grad(const Tensor& g, const Shape& shape, std::int64_t n) {
-    return detail::dispatch_float(g.dtype(), "mean", [&](auto tag) {
+    Tensor out = detail::make_empty(shape, g.dtype(), g.device(), "mean");
+    detail::dispatch_float(g.dtype(), "mean", [&](auto tag) {
         using T = decltype(tag);
-        const T value = g.item<T>() / static_cast<T>(static_cast<double>(n));
-        return full(shape, static_cast<double>(value), TensorOptions{.dtype = g.dtype(), .device = g.device()});
+        const T value = *g.impl()->data<T>() / static_cast<T>(static_cast<double>(n));
+        T* o = out.impl()->data<T>();
+        std::fill(o, o + out.numel(), value);
     });
+    return out;
 }
 
 kernels::RowsView rows_of(const Plan& p) {

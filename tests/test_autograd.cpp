@@ -182,6 +182,12 @@ TEST_CASE("backward's gradient argument") {
     Tensor z = xgrad::ones({1, 1}).requires_grad_();
     (z * 3.0).backward();
     CHECK(z.grad().item<float>() == 3.0f);
+    // A gradient of another dtype is cast to the output's first, as PyTorch's engine does (PyTorch 1.13
+    // gives these values); pow's fused gradient kernel reads g and x as one dtype.
+    Tensor p = xgrad::from_vector(std::vector<float>{1.5f, -2.0f, 3.0f}, {3}).requires_grad_();
+    p.pow(3.0).backward(xgrad::full({3}, 1.0 / 3.0, xgrad::kFloat64));
+    CHECK(p.grad().dtype() == xgrad::kFloat32);
+    CHECK(p.grad().to_vector<float>() == std::vector<float>{2.25f, 4.0f, 9.0f});
 }
 
 TEST_CASE("leaves, grad_fn and grad") {

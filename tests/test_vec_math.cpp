@@ -949,6 +949,9 @@ void check_grad_map(SimdArch arch, vm::GradMap op, T a, T b, std::size_t n, std:
             case vm::GradMap::kHuber:
                 want = (std::abs(v) >= a ? (v > T(0) ? T(1) : T(-1)) * a : v) * b * u;
                 break;
+            case vm::GradMap::kPow:
+                want = u * (v * a);
+                break;
             case vm::GradMap::kSoftplus:    // SLEEF's exp: checked against PyTorch's goldens instead
             case vm::GradMap::kLogSoftmax:  // likewise (log_softmax's backward, test_elementwise_more)
                 return;

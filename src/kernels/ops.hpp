@@ -84,6 +84,7 @@ enum class BinaryOp : std::uint8_t {
     kStdBackward,       // o == 0 ? 0 : g / (o * a)
     kPowBaseGrad,       // y == 0 ? 0 : x (masks b * a^(b-1) where the exponent is 0)
     kPowLogBase,        // x == 0 && y >= 0 ? 0 : log(x)
+    kPowBackward,       // x * (y * a): pow's gradient g * (e x^(e-1)) with y = x^(e-1), a = e (PyTorch's order)
     kMaxShare,          // x == y ? 0.5 : x < y ? 0 : 1 (maximum's gradient share)
     kMinShare,          // x == y ? 0.5 : x > y ? 0 : 1
     kEqualOrBothNan,    // x == y || (x, y both NaN) ? 1 : 0

@@ -240,6 +240,8 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
         }
         case BinaryOp::kLeakyReluBackward:
             return x > T(0) ? g : g * a;
+        case BinaryOp::kPowBackward:  // (g, x) here: the gradient and x^(e-1); a = e
+            return g * (x * a);
         case BinaryOp::kEluBackward:
             return x > T(0) ? g : g * b * a * std::exp(x * b);
         case BinaryOp::kSeluBackward:

@@ -450,6 +450,9 @@ bool vec_binary(BinaryOp op, const T* px, const T* pq, T* po, std::int64_t n, T 
         case BinaryOp::kHuberBackward:
             vgrad_map(GradMap::kHuber, px, pq, a, b, po, n, stream);
             return true;
+        case BinaryOp::kPowBackward:
+            vgrad_map(GradMap::kPow, px, pq, a, b, po, n, stream);
+            return true;
         case BinaryOp::kMishBackward:
             vmish_backward(px, pq, po, n);
             return true;

@@ -268,9 +268,10 @@ enum class GradMap {
     kLogSoftmax,   ///< g - exp(x) * a, one fused multiply-add with FMA (x: log_softmax's output, a: Σg of its row)
     kSmoothL1,     ///< (|x| >= a ? (x > 0 ? 1 : -1) : x / a) * b * g (beta a, norm b)
     kHuber,        ///< (|x| >= a ? (x > 0 ? 1 : -1) * a : x) * b * g (delta a, norm b)
+    kPow,          ///< g * (x * a): pow's gradient, x here x^(e-1) and a the exponent e
 };
 /// How many GradMap values there are.
-constexpr int kGradMapCount = static_cast<int>(GradMap::kHuber) + 1;
+constexpr int kGradMapCount = static_cast<int>(GradMap::kPow) + 1;
 /// y = the gradient `op` of g and x, each element the scalar formula's operations (the same bits on
 /// every instruction set); non-temporal stores when `stream`, fenced by the caller (as varith).
 void vgrad_map(GradMap op, const float* g, const float* x, float a, float b, float* y, std::int64_t n, bool stream);

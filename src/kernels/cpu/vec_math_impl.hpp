@@ -3642,6 +3642,10 @@ void set_grad_maps(void (*table[kGradMapCount])(const typename B::value_type*, c
             },
             stream);
     };
+    table[static_cast<int>(GradMap::kPow)] = [](const T* g, const T* x, T a, T, T* y, std::int64_t n, bool stream) {
+        map2<B>(
+            g, x, y, n, [ab = B(a)](const B& u, const B& v) { return u * (v * ab); }, stream);
+    };
 }
 
 template <class T, class A>
