@@ -320,7 +320,7 @@ Tensor make_empty(const Shape& shape, DType dtype, Device device, const char* op
     // that is negative, zero or overflows goes to checked_nbytes, which throws or handles it.
     auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
     impl->shape = shape;
-    impl->strides.resize(static_cast<std::size_t>(shape.size()));  // written below
+    impl->strides.resize_for_overwrite(static_cast<std::size_t>(shape.size()));  // written below
     std::int64_t n = 1;
     bool plain = true;
     for (std::int64_t d = shape.size() - 1; d >= 0; --d) {

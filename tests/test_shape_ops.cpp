@@ -514,6 +514,16 @@ TEST_CASE("lists of sizes or strides beyond six values (held on the heap) copy, 
     Strides small;
     small.resize(4, 7);
     CHECK(small == List{7, 7, 7, 7});
+    // resize_for_overwrite keeps the old values and leaves the new ones for the caller, inline and
+    // on the heap (past kInline the old values move with it).
+    small.resize_for_overwrite(5);
+    small[4] = 8;
+    CHECK(small == List{7, 7, 7, 7, 8});
+    small.resize_for_overwrite(9);
+    for (std::size_t i = 5; i < 9; ++i) small[i] = static_cast<std::int64_t>(i);
+    CHECK(small == List{7, 7, 7, 7, 8, 5, 6, 7, 8});
+    small.resize_for_overwrite(2);
+    CHECK(small == List{7, 7});
 }
 
 TEST_CASE("tensors of eight dims (shapes held on the heap) compute as their two-dim reshapes") {

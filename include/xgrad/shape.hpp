@@ -176,6 +176,12 @@ public:
         for (std::size_t i = size_; i < n; ++i) data_[i] = value;
         size_ = n;
     }
+    /// Makes the size `n` without writing the values beyond the old size: the caller writes them
+    /// (make_empty's strides, where filling them first cost a memset call per tensor).
+    void resize_for_overwrite(std::size_t n) {
+        reserve(n);
+        size_ = n;
+    }
     /// The values as a vector.
     operator std::vector<std::int64_t>() const { return {begin(), end()}; }  // NOLINT: implicit on purpose
     /// Equal when the same values in the same order.
