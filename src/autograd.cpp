@@ -244,6 +244,9 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     } else if (seed.shape() != shape()) {
         fail("backward",
              "the gradient has shape " + to_string(seed.shape()) + " but the output has shape " + to_string(shape()));
+    } else if (seed.device() != device()) {
+        fail("backward", "the gradient is on " + to_string(seed.device()) + " but the output is on " +
+                             to_string(device()) + "; move the gradient with .to()");
     } else if (seed.dtype() != dtype()) {
         seed = seed.to(dtype());  // as PyTorch's engine casts a gradient to the dtype of what it is for
     }

@@ -254,6 +254,9 @@ TEST_CASE("an op mixing devices throws naming the op and both devices") {
     golden::check_throws([&] { (void)F::mse_loss(g, c); }, with("sub"));
     golden::check_throws([&] { (void)F::cross_entropy(g, xgrad::zeros({2}, xgrad::kInt64)); }, with("cross_entropy"));
     golden::check_throws([&] { g.add_(c); }, with("add_"));
+    // backward's gradient on another device than its output
+    Tensor y = xgrad::ones({2, 2}, xgrad::kCUDA).requires_grad_() * 2.0;
+    golden::check_throws([&] { y.backward(c); }, {"backward", "gradient is on cpu", "output is on cuda:0"});
 }
 
 // ---- ops against the CPU ---------------------------------------------------------------------------------------
