@@ -185,6 +185,16 @@ static bool obeys_layout(const Tensor& g, const TensorImpl& leaf, bool dense_lea
     return true;
 }
 
+/// Whether `t` has the strides make_empty gives its shape (row-major, no stride 0; none of its sizes 0).
+static bool fresh_strides(const TensorImpl& t) {
+    std::int64_t expected = 1;
+    for (auto d = static_cast<std::int64_t>(t.shape.size()) - 1; d >= 0; --d) {
+        if (expected == 0 || t.strides[static_cast<std::size_t>(d)] != expected) return false;
+        expected *= t.shape[d];
+    }
+    return expected != 0;
+}
+
 /// Adds `g` into a leaf's grad, as PyTorch's AccumulateGrad: the first gradient becomes the leaf's
 /// grad without a copy when nothing else can see it (no other handle or view of its storage) and it
 /// has the layout the leaf's grad takes, and is copied into that layout otherwise (it may alias
@@ -196,9 +206,15 @@ static void accumulate(TensorImpl& leaf, Tensor g) {
         leaf.grad.add_(g);
         return;
     }
+    const bool exclusive = g.impl().use_count() == 1 && g.impl()->storage.use_count() == 1 && !g.requires_grad();
+    // The common case first: a leaf with a new tensor's strides, and a gradient with the same ones,
+    // which obeys the layout (dense_layout and obeys_layout would say so, after a sort of the dims).
+    if (exclusive && g.shape() == leaf.shape && g.strides() == leaf.strides && fresh_strides(leaf)) {
+        leaf.grad = std::move(g);
+        return;
+    }
     const bool dense_leaf = detail::dense_layout(leaf.shape, leaf.strides);
-    const bool exclusive = g.impl().use_count() == 1 && g.impl()->storage.use_count() == 1;
-    if (exclusive && g.shape() == leaf.shape && obeys_layout(g, leaf, dense_leaf) && !g.requires_grad()) {
+    if (exclusive && g.shape() == leaf.shape && obeys_layout(g, leaf, dense_leaf)) {
         leaf.grad = std::move(g);
         return;
     }

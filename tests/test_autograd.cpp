@@ -451,6 +451,11 @@ TEST_CASE("transpose's backward, in place on a gradient nobody else holds and as
     CHECK(w2.grad().shape() == xgrad::Shape{3, 2});
     CHECK(xgrad::equal(w1.grad(), g.t()));
     CHECK(xgrad::equal(w2.grad(), g.t()));
+    // Both come back transposed (a view, and a gradient swapped in place that nothing else holds):
+    // each row-major leaf's grad is a row-major copy, as PyTorch's (strides (2, 1)), never the
+    // transposed tensor itself.
+    CHECK(w1.grad().strides() == xgrad::Strides{2, 1});
+    CHECK(w2.grad().strides() == xgrad::Strides{2, 1});
     // The caller's own gradient reaches the transpose directly: it is left as it was.
     Tensor w3 = xgrad::randn({3, 2}).requires_grad_();
     w3.t().backward(g);
