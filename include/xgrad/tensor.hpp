@@ -143,9 +143,10 @@ public:
     Tensor detach() const;
     /// Computes the gradients of this tensor with respect to the graph's leaves.
     ///
-    /// `gradient` may be omitted for a one-element tensor (it is then 1). Gradients accumulate
-    /// (`+=`) into each leaf's grad(). The graph is freed afterwards unless `retain_graph` is true;
-    /// a second backward through a freed graph throws.
+    /// `gradient` may be omitted for a one-element tensor (it is then 1); otherwise it has this
+    /// tensor's shape and device, and is cast to its dtype first (as PyTorch does). Gradients
+    /// accumulate (`+=`) into each leaf's grad(). The graph is freed afterwards unless `retain_graph`
+    /// is true; a second backward through a freed graph throws.
     void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
 
     // ---- elementwise maths (broadcasting as in PyTorch) -----------------------------------------
