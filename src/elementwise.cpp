@@ -279,9 +279,7 @@ Tensor Tensor::pow(double e) const {
             // PyTorch's order, g * (e * x^(e-1)), in one pass (kPowBackward): (g * x^(e-1)) * e rounds
             // differently. x^1 is x exactly (PyTorch copies it), so the square's gradient skips that copy.
             if (e == 0.0) return Grads{zeros_like(g)};
-            const Tensor p = e == 2.0 ? x.get() : x->pow(e - 1.0);
-            if (g.dtype() != p.dtype()) return Grads{g * (p * e)};  // the kernel reads both as one dtype
-            return Grads{map_binary(g, p, "pow", BinaryOp::kPowBackward, e)};
+            return Grads{map_binary(g, e == 2.0 ? x.get() : x->pow(e - 1.0), "pow", BinaryOp::kPowBackward, e)};
         });
     return out;
 }

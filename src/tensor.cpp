@@ -376,6 +376,11 @@ void devices_differ(const Tensor& a, const Tensor& b, const char* op) {
                  " and " + to_string(b.device()));
 }
 
+void dtypes_differ(const Tensor& a, const Tensor& b, const char* op) {
+    fail(op, "internal error: an elementwise kernel got operands of two dtypes, " + to_string(a.dtype()) + " and " +
+                 to_string(b.dtype()));
+}
+
 void check_defined(const Tensor& t, const char* op) {
     if (!t.defined()) fail(op, "the tensor is undefined");
 }

@@ -172,9 +172,9 @@ public:
     void pop_back() { --size_; }
     /// Makes the size `n`: values beyond the old size are `value`, as std::vector::resize.
     void resize(std::size_t n, std::int64_t value = 0) {
-        reserve(n);
-        for (std::size_t i = size_; i < n; ++i) data_[i] = value;
-        size_ = n;
+        const std::size_t old = size_;
+        resize_for_overwrite(n);
+        for (std::size_t i = old; i < n; ++i) data_[i] = value;
     }
     /// Makes the size `n` without writing the values beyond the old size: the caller writes them
     /// (make_empty's strides, where filling them first cost a memset call per tensor).

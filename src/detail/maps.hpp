@@ -213,6 +213,7 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
                          double b = 0, bool y_first = false) {
     check_same_device(x, y, name);
     if (is_narrow(x.dtype())) return map_binary(x.to(kInt64), y.to(kInt64), name, op, a, b, y_first).to(x.dtype());
+    check_same_dtype(x, y, name);
     const bool fresh = row_major(x) && row_major(y);  // then the output is row-major too
     if (x.shape() == y.shape() && fresh) {            // no views (and no handles to copy)
         Tensor out = make_empty(x.shape(), x.dtype(), x.device(), name);
@@ -235,6 +236,7 @@ inline Tensor map_binary(const Tensor& x, const Tensor& y, const char* name, ker
 /// function asks for a contiguous result (pow of a Scalar base). x and y have the same dtype.
 inline Tensor map_binary_row_major(const Tensor& x, const Tensor& y, const char* name, kernels::BinaryOp op) {
     check_same_device(x, y, name);
+    check_same_dtype(x, y, name);
     const Shape shape = x.shape() == y.shape() ? x.shape() : broadcast_shapes(x.shape(), y.shape(), name);
     return binary_row_major(x, y, shape, name, op, 0, 0);
 }

@@ -424,6 +424,15 @@ inline void check_same_device(const Tensor& a, const Tensor& b, const char* op) 
         devices_differ(a, b, op);
 }
 
+/// check_same_dtype's error, out of line.
+[[noreturn]] void dtypes_differ(const Tensor& a, const Tensor& b, const char* op);
+/// The operands of an elementwise kernel share a dtype (it reads both as the output's): a mismatch is a
+/// bug in the calling op, reported naming `op` instead of computed from misread memory.
+inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.dtype() != b.dtype()) [[unlikely]]
+        dtypes_differ(a, b, op);
+}
+
 /// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
 std::string scalar_type_name(DType dtype);
 /// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
