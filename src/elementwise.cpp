@@ -53,6 +53,17 @@ std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char*
     return {p.a(), p.b()};
 }
 
+/// Two operands in their result dtype, or both in float32 where that is an integer or bool type (true
+/// division, atan2: PyTorch's promote_integer_inputs_to_float), each converted from its own dtype: a
+/// zero-dim int64 divisor of a uint8 tensor keeps its value (300, not 300 wrapped to a uint8 44).
+std::pair<Tensor, Tensor> promoted_to_float(const Tensor& a, const Tensor& b, const char* op) {
+    detail::check_defined(a, op);
+    detail::check_defined(b, op);
+    if (is_floating_point(detail::result_type(a, b))) return promoted(a, b, op);
+    detail::check_same_device(a, b, op);
+    return {a.to(kFloat32), b.to(kFloat32)};
+}
+
 /// Integer tensors meet floating scalars in float32 (PyTorch's default dtype). A whole number stays
 /// an integer scalar only while int64 can hold it (a Python int can't be 1e30 either).
 Tensor for_scalar(const Tensor& a, double s, const char* op) {
@@ -139,11 +150,7 @@ Tensor Tensor::mul(const Tensor& other) const {
 }
 
 Tensor Tensor::div(const Tensor& other) const {
-    auto [a, b] = promoted(*this, other, "div");
-    if (!a.is_floating_point()) {  // true division, as torch.div
-        a = a.to(kFloat32);
-        b = b.to(kFloat32);
-    }
+    auto [a, b] = promoted_to_float(*this, other, "div");  // true division, as torch.div
     Tensor out = map_binary(a, b, "div", BinaryOp::kDiv);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "DivBackward0", {this, &other},
@@ -675,8 +682,8 @@ Tensor Tensor::fmod(double other) const {
 }
 
 Tensor Tensor::atan2(const Tensor& other) const {
-    auto [a, b] = promoted(*this, other, "atan2");
-    Tensor out = map_binary(floating(a), floating(b), "atan2", BinaryOp::kAtan2);
+    auto [a, b] = promoted_to_float(*this, other, "atan2");
+    Tensor out = map_binary(a, b, "atan2", BinaryOp::kAtan2);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "Atan2Backward0", {this, &other},
                        [y = detail::Saved(*this), x = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {

@@ -242,12 +242,16 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
             return x > T(0) ? g : g * a;
         case BinaryOp::kPowBackward:  // (g, x) here: the gradient and x^(e-1); a = e
             return g * (x * a);
+        // The ELU family's, hardtanh's and hardswish's gradients as PyTorch's scalar formulas (its CPU
+        // kernels' scalar tails and strided runs, and its CUDA kernels) write them; its CPU vector
+        // formulas (vec_math) differ where x is NaN (these give g times the positive slope, or g) and, for
+        // hardswish, at x = 3 (g * 1.5 here, g there).
         case BinaryOp::kEluBackward:
-            return x > T(0) ? g : g * b * a * std::exp(x * b);
+            return x <= T(0) ? g * b * a * std::exp(x * b) : g;
         case BinaryOp::kSeluBackward:
-            return x > T(0) ? g * T(kSeluScale) : g * T(kSeluAlpha * kSeluScale) * std::exp(x);
-        case BinaryOp::kHardtanhBackward:  // NaN gets 0, as PyTorch's vectorised kernel
-            return x > a && x < b ? g : T(0);
+            return x <= T(0) ? g * T(kSeluAlpha * kSeluScale) * std::exp(x) : g * T(kSeluScale);
+        case BinaryOp::kHardtanhBackward:
+            return x <= a || x >= b ? T(0) : g;
         case BinaryOp::kHardsigmoidBackward:
             return x > T(-3) && x < T(3) ? g * T(1.0f / 6.0f) : T(0);  // PyTorch's float 1/6
         // The vector formulas of PyTorch's smooth_l1 and huber backward kernels (sign(x): 1 where x > 0,
@@ -277,8 +281,7 @@ XGRAD_HD inline T float_binary(BinaryOp op, T g, T x, T a, T b) {
                                               : m + std::log2(T(1) + std::pow(T(2), d));
         }
         case BinaryOp::kHardswishBackward:
-            // PyTorch's vectorised kernel: g at 3 itself, NaN where x is NaN.
-            return x < T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));
+            return x < T(-3) ? T(0) : x <= T(3) ? g * (x / T(3) + T(0.5)) : g;
         case BinaryOp::kLogSigmoidBackward: {
             const bool negative = x < T(0);
             const T z = std::exp(-std::abs(x));

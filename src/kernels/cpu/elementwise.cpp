@@ -273,6 +273,8 @@ bool has_scalar_tail(BinaryOp op) {
             case BinaryOp::kLogAddExp2:
             case BinaryOp::kEluBackward:  // elu and celu
             case BinaryOp::kSeluBackward:
+            case BinaryOp::kHardtanhBackward:   // where x is NaN (relu6 too)
+            case BinaryOp::kHardswishBackward:  // where x is NaN, and at 3
                 return true;
             case BinaryOp::kGeluBackward:  // float32 goes to oneDNN's kernel
                 return std::is_same_v<T, double>;
