@@ -269,7 +269,7 @@ Tensor Tensor::pow(double e) const {
     // An integer tensor to a whole power stays an integer tensor and exact (PyTorch's powi).
     if (!is_floating_point() && std::floor(e) == e && detail::fits_int64(e)) {
         if (e < 0) detail::fail("pow", "Integers to negative integer powers are not allowed.");
-        return map_unary(*this, UnaryOp::kPowInt, e);
+        return map_unary(dtype() == kBool ? to(kInt64) : *this, UnaryOp::kPowInt, e);  // bool meets an int in int64
     }
     // PyTorch's special exponents, exact (or as exact as sqrt) where exp(e log x) is not; and C's
     // x ** 0 == 1, 0 ** e == inf for e < 0, which xsimd's pow gets wrong.
@@ -389,7 +389,9 @@ Tensor Tensor::sigmoid() const {
 
 Tensor Tensor::relu() const {
     detail::check_defined(*this, "relu");
-    Tensor out = map_unary(floating(*this), UnaryOp::kRelu);
+    if (dtype() == kBool) detail::fail("relu", "Boolean inputs not supported for relu");
+    if (!is_floating_point()) return clamp_min(0.0);  // integers keep their dtype, as PyTorch's
+    Tensor out = map_unary(*this, UnaryOp::kRelu);
     if (detail::needs_grad({this}))
         detail::record(out, "ReluBackward0", {this}, [o = detail::Saved(out)](const Tensor& g, const NeedsGrad&) {
             // PyTorch's threshold_backward: 0 where result <= 0, else g (also where the result is NaN).
@@ -525,12 +527,11 @@ Tensor keep(const Tensor& g, const Tensor& m) {
 Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const {
     detail::check_defined(*this, "clamp");
     if (!lo.defined() && !hi.defined()) detail::fail("clamp", "At least one of 'min' or 'max' must not be None");
-    DType t = dtype();
     for (const Tensor* b : {&lo, &hi})
-        if (b->defined()) {
-            detail::check_same_device(*this, *b, "clamp");
-            t = detail::promote(t, b->dtype());
-        }
+        if (b->defined()) detail::check_same_device(*this, *b, "clamp");
+    // torch.result_type of the three: a zero-dim bound counts only when of a higher category, and is
+    // converted to the result's dtype first (a uint8 tensor's bound -2 is 254).
+    const DType t = detail::result_type({this, &lo, &hi});
     // min(max(x, lo), hi): where hi < lo the result is hi, as PyTorch; NaN propagates.
     Tensor out = to(t);
     if (lo.defined()) out = map_binary(out, lo.to(t), "clamp", BinaryOp::kMaximum);
@@ -737,7 +738,22 @@ namespace {
 /// lerp mixes no dtypes: PyTorch's message, with its C type names.
 void check_lerp_dtype(const Tensor& self, const Tensor& t, const char* what) {
     if (t.dtype() == self.dtype()) return;
-    auto c_name = [](DType d) { return d == kFloat32 ? "float" : d == kFloat64 ? "double" : "long"; };
+    auto c_name = [](DType d) {
+        switch (d) {
+            case kFloat32:
+                return "float";
+            case kFloat64:
+                return "double";
+            case kInt64:
+                return "long int";
+            case kInt32:
+                return "int";
+            case kUInt8:
+                return "unsigned char";
+            default:
+                return "bool";
+        }
+    };
     detail::fail("lerp", std::string("expected dtype ") + c_name(self.dtype()) + " for `" + what + "` but got dtype " +
                              c_name(t.dtype()));
 }
@@ -914,6 +930,9 @@ Tensor Tensor::trunc() const {
 /// exponent element by element, with the scalar formula).
 Tensor pow(double base, const Tensor& exponent) {
     Tensor e = for_scalar(exponent, base, "pow");
+    // uint8 and int32 exponents: the power in int64, wrapped back (as PyTorch's, which computes in the
+    // narrow type: the same residues).
+    if (e.dtype() == kUInt8 || e.dtype() == kInt32) return pow(base, e.to(kInt64)).to(e.dtype());
     Tensor out = detail::map_binary_row_major(scalar_like(e, base), e, "pow", BinaryOp::kPow);
     if (detail::needs_grad({&exponent}))
         detail::record(out, "PowBackward2", {&exponent},

@@ -222,6 +222,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) {
     detail::check_inplace(*this, "masked_fill_");
+    detail::check_inplace_operand(value, "masked_fill_");
     detail::check_no_internal_overlap(*this, "masked_fill_");
     Tensor result;
     {
@@ -333,6 +334,7 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     const char* op = "index_put_";
     detail::check_inplace(*this, op);
     detail::check_defined(values, op);
+    detail::check_inplace_operand(values, op);
     // PyTorch writes through an expanded self (with a deprecation warning); the places of x[idx] here
     // are found on a reshaped self, which for an expanded one is a copy: refused rather than lost.
     detail::check_no_internal_overlap(*this, op);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -66,16 +67,19 @@ Plan plan(const Tensor& a, const Dims& dims, bool keepdim, const char* op, bool 
     }
     p.reduced = Strides(static_cast<std::size_t>(nd), dims.vec().empty() ? 1 : 0);
     const std::int64_t n = std::max<std::int64_t>(nd, 1);  // a 0-d tensor accepts dim 0 and -1, as PyTorch
+    bool zero_dim_named = false;
     for (std::int64_t d : dims.vec()) {
         if (d < -n || d >= n)
             detail::fail(op, "dimension " + std::to_string(d) + " is out of range for a tensor of shape " +
                                  to_string(a.shape()) + " (expected to be in [" + std::to_string(-n) + ", " +
                                  std::to_string(n - 1) + "])");
         auto w = static_cast<std::size_t>(detail::wrap_dim(d, nd, op));
-        if (nd > 0 && p.reduced[w] && !dims.vec().empty())
+        // A 0-d tensor's dims 0 and -1 are one dim, as PyTorch counts them: named once at most.
+        if (nd > 0 ? p.reduced[w] != 0 : zero_dim_named)
             detail::fail(op, "dimension " + std::to_string(d) + " appears multiple times in the list of dims " +
                                  "for a tensor of shape " + to_string(a.shape()));
         if (nd > 0) p.reduced[w] = 1;
+        zero_dim_named = true;
     }
     Strides perm, kept, out, order;
     for (std::int64_t d = 0; d < nd; ++d) {
@@ -513,14 +517,19 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim, co
     if (!x.is_floating_point()) fail(op, "needs a floating-point tensor, got " + to_string(x.dtype()));
     if (std::isnan(p)) fail(op, "the order p is NaN");
     Plan pl = plan(x, dims, keepdim, op);
-    if (std::isinf(p) && pl.width == 0)
+    // Over no elements the ±inf norm has no identity: linalg.vector_norm refuses it, and PyTorch 1.13's
+    // Tensor.norm gives 0.
+    const bool empty_inf = std::isinf(p) && pl.width == 0;
+    if (empty_inf && std::string_view(op) != "norm")
         fail(op, std::string("cannot compute the ") + (p > 0 ? "inf" : "-inf") +
                      " norm over no elements (the operation has no identity): shape " + to_string(x.shape()));
     Tensor out;
     {
         NoGradGuard no_grad;
         const Tensor r = pl.rows_view.reshape({pl.rows, pl.width});  // each output's elements in a row
-        if (std::isinf(p) || p == 0.0) {
+        if (empty_inf) {
+            out = zeros(pl.out_shape, FactoryOptions(x.dtype()).device(x.device()));
+        } else if (std::isinf(p) || p == 0.0) {
             const Tensor n = std::isinf(p) ? (p > 0 ? r.abs().amax(1, true) : r.abs().amin(1, true))
                                            : r.ne(0.0).to(x.dtype()).sum(1, true);
             out = n.reshape(pl.out_shape);

@@ -461,6 +461,8 @@ std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim_) const 
     if (dim() == 0) fail("chunk", "chunk expects at least a 1-dimensional tensor");
     if (chunks <= 0) fail("chunk", "chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
     const std::int64_t d = wrap_dim(dim_, dim(), "chunk"), n = size(d);
+    // An empty dim gives `chunks` empty pieces, as PyTorch's (split would give one).
+    if (n == 0) return split(std::vector<std::int64_t>(static_cast<std::size_t>(chunks), 0), d);
     return split((n + chunks - 1) / chunks, d);
 }
 
@@ -610,17 +612,22 @@ Tensor Tensor::unflatten(std::int64_t dim_, const Shape& sizes) const {
     std::int64_t known = 1;
     bool infer = false;
     for (std::int64_t i = 0; i < sizes.size(); ++i) {
-        if (sizes[i] == -1)
-            infer = true;
-        else
+        if (sizes[i] != -1)
             known *= sizes[i];
+        else if (infer)
+            fail("unflatten", "only one dimension can be inferred");
+        else
+            infer = true;
     }
     if ((!infer && known != size(d)) || (infer && (known == 0 || size(d) % known != 0)))
         fail("unflatten", "Provided sizes " + detail::size_list(sizes.vec()) +
                               " don't multiply up to the size of dim " + std::to_string(dim_) + " (" +
                               std::to_string(size(d)) + ") in the input tensor");
     std::vector<std::int64_t> target = shape().vec();
-    const std::vector<std::int64_t> parts = sizes.vec();
+    std::vector<std::int64_t> parts = sizes.vec();
+    // -1 from the dim's size, not the tensor's (which says nothing when another dim is 0)
+    for (auto& p : parts)
+        if (p == -1) p = size(d) / known;
     target.erase(target.begin() + d);
     target.insert(target.begin() + d, parts.begin(), parts.end());
     return view(Shape(target));

@@ -16,6 +16,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -469,6 +470,17 @@ DType result_type(const Tensor& a, const Tensor& b) {
     return category(zero_dim) > category(dimensioned) ? zero_dim : dimensioned;
 }
 
+DType result_type(std::initializer_list<const Tensor*> operands) {
+    std::optional<DType> dimensioned, zero_dim;
+    for (const Tensor* t : operands) {
+        if (!t->defined()) continue;
+        auto& slot = t->dim() == 0 ? zero_dim : dimensioned;
+        slot = slot ? promote_types(*slot, t->dtype()) : t->dtype();
+    }
+    if (!dimensioned || !zero_dim) return dimensioned ? *dimensioned : zero_dim.value();
+    return category(*zero_dim) > category(*dimensioned) ? promote_types(*dimensioned, *zero_dim) : *dimensioned;
+}
+
 /// Whether `a` is another tensor over `b`'s storage (a view that may overlap it), not `b` itself: an
 /// in-place update of b must read such an a whole before writing.
 bool other_view_of(const Tensor& a, const Tensor& b) {
@@ -483,6 +495,14 @@ void check_inplace(const Tensor& t, const char* op) {
     if (t.is_leaf() && t.requires_grad())
         fail(op, "a leaf tensor that requires grad cannot be modified in place outside NoGradGuard");
     if (!t.is_leaf()) fail(op, "a tensor produced by a recorded operation cannot be modified in place");
+}
+
+void check_inplace_operand(const Tensor& operand, const char* op) {
+    if (is_grad_enabled() && operand.defined() && operand.requires_grad())
+        fail(op,
+             "the operand requires grad, but in-place updates are not recorded by autograd, so its gradient would "
+             "be lost; use the out-of-place operation (y = x * 2 instead of y.copy_(x * 2)), or detach() the "
+             "operand");
 }
 
 void check_no_internal_overlap(const Tensor& t, const char* op) {
@@ -755,6 +775,7 @@ Tensor Tensor::to(Device target) const {
 Tensor& Tensor::copy_(const Tensor& src) {
     detail::check_inplace(*this, "copy_");
     detail::check_defined(src, "copy_");
+    detail::check_inplace_operand(src, "copy_");
     detail::check_no_internal_overlap(*this, "copy_");
     if (src.shape() != shape() &&
         (src.dim() > dim() || detail::broadcast_shapes(src.shape(), shape(), "copy_") != shape()))
@@ -939,6 +960,7 @@ Tensor& add_scaled(Tensor& self, const Tensor& other, double alpha, const char* 
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
+    detail::check_inplace_operand(other, "add_");
     return add_scaled(*this, other, alpha, "add_");
 }
 Tensor& Tensor::add_(double other) {
@@ -946,9 +968,11 @@ Tensor& Tensor::add_(double other) {
     return assign_inplace(*this, "add_", [&] { return add(other); });
 }
 Tensor& Tensor::sub_(const Tensor& other) {
+    detail::check_inplace_operand(other, "sub_");
     return add_scaled(*this, other, -1.0, "sub_");
 }
 Tensor& Tensor::mul_(const Tensor& other) {
+    detail::check_inplace_operand(other, "mul_");
     if (maps_into_self(*this, &other)) return binary_into_self(*this, other, kernels::BinaryOp::kMul, "mul_");
     return assign_inplace(*this, "mul_", [&] { return mul(other); });
 }
@@ -957,6 +981,7 @@ Tensor& Tensor::mul_(double other) {
     return assign_inplace(*this, "mul_", [&] { return mul(other); });
 }
 Tensor& Tensor::div_(const Tensor& other) {
+    detail::check_inplace_operand(other, "div_");
     if (maps_into_self(*this, &other)) return binary_into_self(*this, other, kernels::BinaryOp::kDiv, "div_");
     return assign_inplace(*this, "div_", [&] { return div(other); });
 }

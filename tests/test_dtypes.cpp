@@ -12,6 +12,7 @@
 
 using xgrad::Tensor;
 using xgrad::tensor;
+namespace F = xgrad::nn::functional;
 
 namespace {
 
@@ -231,6 +232,64 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
          [] {
              return tensor({1.0, 0.0, 0.0, 1.0}, b).reshape({2, 2});
          }},
+        {"uint8_div_0d_int64",
+         [] {
+             return tensor({1.0, 2.0}, u8) / tensor(300.0, i64);
+         }},
+        {"int32_div_0d_int64", [] { return tensor({3.0}, i32) / tensor(8589934592.0, i64); }},
+        {"uint8_atan2_0d_int64", [] { return tensor({128.0}, u8).atan2(tensor(-2.0, i64)); }},
+        {"int64_relu",
+         [] {
+             return tensor({-2.0, 3.0}, i64).relu();
+         }},
+        {"uint8_relu",
+         [] {
+             return F::relu(tensor({7.0, 0.0}, u8));
+         }},
+        {"int64_hardtanh",
+         [] {
+             return F::hardtanh(tensor({5.0, -3.0, 0.0}, i64));
+         }},
+        {"int64_hardtanh_fractional",
+         [] {
+             return F::hardtanh(tensor({5.0, -3.0}, i64), -2.5, 2.5);
+         }},
+        {"int32_relu6",
+         [] {
+             return F::relu6(tensor({7.0, -1.0, 3.0}, i32));
+         }},
+        {"f32_clamp_0d_f64",
+         [] {
+             return tensor({1.0, 2.0}).clamp(tensor(1.5, f64), Tensor());
+         }},
+        {"uint8_clamp_0d_int64",
+         [] {
+             return tensor({3.0, 5.0}, u8).clamp(tensor(4.0, i64), Tensor());
+         }},
+        {"uint8_clamp_0d_negative",
+         [] {
+             return tensor({3.0, 254.0, 5.0}, u8).clamp(tensor(-2.0, i64), Tensor());
+         }},
+        {"int32_clamp_0d_f64",
+         [] {
+             return tensor({1.0, 5.0}, i32).clamp(tensor(2.5, f64), tensor(4.5, f64));
+         }},
+        {"bool_pow",
+         [] {
+             return tensor({1.0, 0.0}, b).pow(2);
+         }},
+        {"rpow_uint8",
+         [] {
+             return xgrad::pow(2, tensor({3.0, 9.0}, u8));
+         }},
+        {"rpow_int32",
+         [] {
+             return xgrad::pow(3, tensor({2.0, 20.0}, i32));
+         }},
+        {"err_relu_bool", [] { return tensor({1.0}, b).relu(); }},
+        {"err_hardtanh_bool", [] { return F::hardtanh(tensor({1.0}, b)); }},
+        {"err_hardtanh_uint8_negative", [] { return F::hardtanh(tensor({5.0}, u8)); }},
+        {"err_lerp_uint8", [] { return tensor({1.0}, u8).lerp(tensor({1.0}, i64), 0.5); }},
         {"err_full_uint8", [] { return xgrad::full({2}, 300, u8); }},
         {"err_full_int32", [] { return xgrad::full({2}, 2147483648.0, i32); }},
         {"err_full_int32_nan", [] { return xgrad::full({2}, nan, i32); }},

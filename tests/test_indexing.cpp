@@ -252,6 +252,10 @@ TEST_CASE("split, chunk, repeat and repeat_interleave match PyTorch") {
     check("chunk", [](const auto& in) { return xgrad::chunk(in[0], 3, 0)[1]; });
     CHECK(xgrad::zeros({5, 2}).chunk(3).size() == 3);
     CHECK(xgrad::zeros({4, 2}).chunk(3).size() == 2);  // chunks of 2: fewer than asked, as PyTorch
+    // An empty dim: as many empty chunks as asked, as PyTorch 1.13's chunk (torch.zeros(0, 3).chunk(2)).
+    const auto empty = xgrad::zeros({0, 3}).chunk(2);
+    CHECK(empty.size() == 2);
+    for (const Tensor& c : empty) CHECK(c.shape() == xgrad::Shape{0, 3});
     check("repeat", [](const auto& in) { return in[0].repeat({2, 1, 3}); });
     check("repeat_noncontig", [](const auto& in) { return in[0].t().repeat({2, 2}); });
     check("repeat_interleave", [](const auto& in) { return in[0].repeat_interleave(2); });
@@ -278,6 +282,9 @@ TEST_CASE("flip, roll, tril, triu, unflatten and diag match PyTorch") {
     check("triu", [](const auto& in) { return in[0].triu(); });
     check("triu_k", [](const auto& in) { return xgrad::triu(in[0], -1); });
     check("unflatten", [](const auto& in) { return in[0].unflatten(1, {2, -1}); });
+    // -1 comes from the dim's size even where another dim is 0 (PyTorch: torch.Size([1, 2, 0])).
+    CHECK(xgrad::zeros({2, 0}).unflatten(0, {1, -1}).shape() == xgrad::Shape{1, 2, 0});
+    check_error([] { xgrad::zeros({4}).unflatten(0, {-1, -1}); }, "unflatten: only one dimension can be inferred");
     check("diag_1d", [](const auto& in) { return in[0].diag(1); });
     check("diag_1d_neg", [](const auto& in) { return xgrad::diag(in[0], -2); });
     check("diag_2d", [](const auto& in) { return in[0].diag(); });

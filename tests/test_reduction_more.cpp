@@ -337,6 +337,12 @@ TEST_CASE("bad dims, k and dtypes throw naming the op and the shape, in PyTorch'
     golden::check_throws([&] { (void)x.prod(2); }, {"prod", "dimension 2", "(2, 3)"});
     golden::check_throws([&] { (void)x.logsumexp(2); }, {"logsumexp", "dimension 2", "(2, 3)"});
     golden::check_throws([&] { (void)x.amax({0, 0}); }, {"amax", "appears multiple times", "(2, 3)"});
+    // A 0-d tensor's dims 0 and -1 are the same one (PyTorch: "dim 0 appears multiple times").
+    const Tensor s = xgrad::tensor(2.0);
+    golden::check_throws([&] { (void)s.sum({0, 0}); }, {"sum", "appears multiple times", "()"});
+    golden::check_throws([&] { (void)s.amax({0, -1}); }, {"amax", "appears multiple times", "()"});
+    golden::check_throws([&] { (void)s.var({-1, 0}); }, {"var", "appears multiple times", "()"});
+    CHECK(s.sum({-1}).item<float>() == 2.0f);
     golden::check_throws([&] { (void)x.topk(4); }, {"topk", "selected index k out of range", "k = 4", "(2, 3)"});
     golden::check_throws([&] { (void)x.topk(-1); }, {"topk", "selected index k out of range", "k = -1"});
     golden::check_throws([&] { (void)xgrad::tensor({2.0}).reshape({}).topk(0); }, {"topk", "0-d", "k = 0"});
@@ -454,8 +460,11 @@ TEST_CASE("norm, linalg::vector_norm and outer: PyTorch's values, grad_fn names 
         (n * golden::get(kFile, key + ".w")).sum().backward();
         CHECK_FALSE(x.grad().defined());
     }
-    // An empty reduction: 0 for a sum-based norm; none for ±∞ (PyTorch's message).
+    // An empty reduction: 0 for a sum-based norm; for ±∞, 0 from Tensor::norm and none from
+    // linalg.vector_norm (PyTorch 1.13's, with its message).
     CHECK(xgrad::zeros({0, 3}).norm(2.0, 0).equal(xgrad::zeros({3})));
+    CHECK(xgrad::zeros({0, 3}).norm(INFINITY, 0).equal(xgrad::zeros({3})));
+    CHECK(xgrad::zeros({0, 3}, xgrad::kFloat64).norm(-INFINITY).equal(xgrad::zeros({}, xgrad::kFloat64)));
     golden::check_throws(
         [&] {
             (void)xgrad::linalg::vector_norm(xgrad::zeros({0, 3}), INFINITY, {0});

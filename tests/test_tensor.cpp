@@ -252,6 +252,30 @@ TEST_CASE("in-place updates: copy_, fill_, zero_ and arithmetic") {
         p.slice(0, 1, {}).mul_(p.slice(0, {}, 5));
         CHECK(p.to_vector<float>() == std::vector<float>{0, 0, 2, 6, 12, 20});
     }
+    SUBCASE("an operand that requires grad is refused outside NoGradGuard: its gradient would be lost") {
+        const Tensor x = xgrad::tensor({1.0, 2.0}).requires_grad_();
+        Tensor buf = xgrad::zeros({2});
+        const std::string lost = "in-place updates are not recorded by autograd";
+        check_throws([&] { buf.copy_(x * 2.0); }, {"copy_", lost});
+        check_throws([&] { buf.add_(x); }, {"add_", lost});
+        check_throws([&] { buf.sub_(x); }, {"sub_", lost});
+        check_throws([&] { buf.mul_(x); }, {"mul_", lost});
+        check_throws([&] { buf.div_(x); }, {"div_", lost});
+        check_throws(
+            [&] {
+                buf.masked_fill_(xgrad::tensor({1.0, 0.0}, xgrad::kBool), x.sum());
+            },
+            {"masked_fill_", lost});
+        check_throws([&] { buf.index_put_({xgrad::tensor({0.0}, xgrad::kInt64)}, x.slice(0, 0, 1)); },
+                     {"index_put_", lost});
+        CHECK(buf.to_vector<float>() == std::vector<float>{0, 0});  // nothing written
+        buf.copy_(x.detach() * 2.0);
+        {
+            xgrad::NoGradGuard no_grad;  // an optimizer's or an EMA's update
+            buf.add_(x);
+        }
+        CHECK(buf.to_vector<float>() == std::vector<float>{3, 6});
+    }
 }
 
 TEST_CASE("Device: a type and an index, named and compared as torch.device") {

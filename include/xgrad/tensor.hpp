@@ -168,7 +168,8 @@ public:
     Tensor abs() const;                        ///< Absolute value (gradient 0 at 0, as PyTorch).
     Tensor tanh() const;                       ///< Hyperbolic tangent.
     Tensor sigmoid() const;                    ///< `1 / (1 + exp(-self))`.
-    Tensor relu() const;                       ///< `max(self, 0)` (gradient 0 at 0, as PyTorch).
+    /// `max(self, 0)` (gradient 0 at 0, as PyTorch); an integer tensor keeps its dtype, bool is refused.
+    Tensor relu() const;
     /// GELU; `approximate` is "none" (erf form, PyTorch's default) or "tanh".
     Tensor gelu(const std::string& approximate = "none") const;
     Tensor maximum(const Tensor& other) const;  ///< Elementwise maximum (ties share the gradient).
@@ -176,7 +177,9 @@ public:
     /// Limits values to [min, max]; either bound may be omitted.
     Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
     /// Limits values to [min, max] elementwise with tensor bounds (broadcasting); either may be
-    /// undefined. Where max < min the result is max, as PyTorch.
+    /// undefined. Where max < min the result is max, as PyTorch. The result's dtype is torch.result_type
+    /// of the three: a zero-dim bound counts only when of a higher category than self (a float64 0-d
+    /// bound keeps a float32 self float32), and is converted to that dtype first.
     Tensor clamp(const Tensor& min, const Tensor& max) const;
     Tensor clamp_min(double min) const;         ///< `clamp(min, nullopt)`, recorded as ClampMinBackward0.
     Tensor clamp_min(const Tensor& min) const;  ///< Elementwise lower bound (NaN propagates).
@@ -256,7 +259,8 @@ public:
     ValuesIndices min(std::int64_t dim, bool keepdim = false) const;
     /// The p-norm of all elements (0-d), as `torch.norm(x, p)` / `x.norm(p)`: (Σ|x|^p)^(1/p) for a
     /// finite non-zero p, the largest |x| for +∞, the smallest for -∞, the number of non-zeros for 0
-    /// (whose gradient is zero). Floating-point tensors. The gradient is PyTorch's `NormBackward1`.
+    /// (whose gradient is zero). Floating-point tensors. The gradient is PyTorch's `NormBackward1`. Over no
+    /// elements every norm is 0, ±∞ included (PyTorch 1.13's Tensor.norm; linalg::vector_norm refuses ±∞).
     /// @code
     /// Tensor l2 = w.norm();                  // Frobenius / L2 norm of every element
     /// Tensor rows = x.norm(1.0, 1);          // L1 norm of each row
@@ -454,7 +458,8 @@ public:
     std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
     /// Views of consecutive pieces of the given sizes along `dim`, which must add up to its size.
     std::vector<Tensor> split(const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0) const;
-    /// `chunks` views (fewer when the size does not allow) of equal size along `dim`, as `torch.chunk`.
+    /// `chunks` views (fewer when the size does not allow) of equal size along `dim`, as `torch.chunk`;
+    /// an empty dim gives `chunks` empty views.
     std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
     /// The tensor tiled `repeats[i]` times along dim i (leading repeats add dims), as `torch.Tensor.repeat`.
     Tensor repeat(const Shape& repeats) const;
@@ -545,7 +550,9 @@ public:
 
     // ---- in-place updates (not recorded by autograd) -------------------------------------------
     // These are for optimizers and initialisers. As in PyTorch, they refuse a leaf that requires
-    // grad unless called under NoGradGuard. The arithmetic ones give the bits of the out-of-place op
+    // grad unless called under NoGradGuard; unlike PyTorch, which records them, they also refuse there an
+    // output of a recorded op and a tensor operand that requires grad (`buf.copy_(x * 2)` with x requiring
+    // grad would lose x's gradient; write `buf = x * 2`). The arithmetic ones give the bits of the out-of-place op
     // (`x.mul_(y)` those of `x * y`); a contiguous floating-point tensor is written directly. An operand
     // that is another view of the same storage is read whole before the writes (PyTorch refuses a
     // partial overlap), so `x[1:] += x[:-1]` adds the old values. As in PyTorch, they throw when the

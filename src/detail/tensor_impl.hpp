@@ -402,6 +402,10 @@ bool other_view_of(const Tensor& a, const Tensor& b);
 /// Throws naming `op` unless `t` may be modified in place: not a leaf that requires grad, nor the
 /// output of a recorded op, while grad mode is on (xgrad refuses both, see tensor.cpp).
 void check_inplace(const Tensor& t, const char* op);
+/// Throws naming `op` when an in-place update's tensor operand requires grad while grad mode is on:
+/// the update is not recorded, so the operand's gradient would be lost without a word (PyTorch records
+/// it).
+void check_inplace_operand(const Tensor& operand, const char* op);
 /// Throws naming `op` (PyTorch's words) when elements of `t` share memory: a dim of more than one
 /// element with stride 0, as an expanded tensor has (PyTorch's has_internal_overlap, YES case). The
 /// in-place maps, copies, random fills, masked_fill_ and index_put_ check it (PyTorch only warns for the
@@ -456,5 +460,9 @@ DType promote(DType a, DType b);
 /// The dtype of an elementwise op's result on `a` and `b`, as torch.result_type: zero-dim tensors
 /// count only when of a higher category (bool < integer < floating) than the dimensioned ones.
 DType result_type(const Tensor& a, const Tensor& b);
+/// result_type over several operands (undefined ones skipped, at least one defined), as PyTorch's
+/// iterator computes it: dimensioned tensors promote among themselves, zero-dim ones among themselves,
+/// and these count only when of a higher category.
+DType result_type(std::initializer_list<const Tensor*> operands);
 
 }  // namespace xgrad::detail

@@ -1,6 +1,7 @@
 // torch.nn.functional's layer functions: linear, the activations, dropout.
 #include "xgrad/nn/functional.hpp"
 
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -153,6 +154,13 @@ Tensor mish(const Tensor& input) {
 }
 
 Tensor hardtanh(const Tensor& input, double min_val, double max_val) {
+    detail::check_defined(input, "hardtanh");
+    if (input.dtype() == kBool) fail("hardtanh", "Bool inputs not supported for hardtanh");
+    if (!input.is_floating_point()) {  // an integer clamp, the limits cast to the integer type, as PyTorch's
+        if (input.dtype() == kUInt8 && (min_val < 0 || max_val < 0))
+            fail("hardtanh", "cannot do hardtanh on an unsigned type with negative limits");
+        return input.clamp(std::trunc(min_val), std::trunc(max_val));
+    }
     return activation(input, "hardtanh", UnaryOp::kClamp, BinaryOp::kHardtanhBackward, "HardtanhBackward0", min_val,
                       max_val);
 }

@@ -7,6 +7,7 @@
 import os
 
 import torch
+import torch.nn.functional as F
 
 from golden_writer import repr_lines
 
@@ -86,7 +87,29 @@ CASES = {
     "cat_int32_int64": lambda: torch.cat([T([1], dtype=i32), T([2])]),
     "uint8_index_select": lambda: T([10, 20, 30], dtype=u8).index_select(0, T([2, 0])),
     "bool_reshape": lambda: T([True, False, False, True]).reshape(2, 2),
+    # true division and atan2 bring integer operands to float32 from their own values (a zero-dim
+    # int64 divisor of a uint8 tensor is not wrapped to uint8 first)
+    "uint8_div_0d_int64": lambda: T([1, 2], dtype=u8) / T(300),
+    "int32_div_0d_int64": lambda: T([3], dtype=i32) / T(2**33),
+    "uint8_atan2_0d_int64": lambda: T([128], dtype=u8).atan2(T(-2)),
+    # integer activations keep the dtype; clamp's zero-dim bounds count only when of a higher category
+    "int64_relu": lambda: T([-2, 3]).relu(),
+    "uint8_relu": lambda: torch.relu(T([7, 0], dtype=u8)),
+    "int64_hardtanh": lambda: F.hardtanh(T([5, -3, 0])),
+    "int64_hardtanh_fractional": lambda: F.hardtanh(T([5, -3]), -2.5, 2.5),
+    "int32_relu6": lambda: F.relu6(T([7, -1, 3], dtype=i32)),
+    "f32_clamp_0d_f64": lambda: T([1.0, 2.0]).clamp(T(1.5, dtype=f64)),
+    "uint8_clamp_0d_int64": lambda: T([3, 5], dtype=u8).clamp(T(4)),
+    "uint8_clamp_0d_negative": lambda: T([3, 254, 5], dtype=u8).clamp(T(-2)),
+    "int32_clamp_0d_f64": lambda: T([1, 5], dtype=i32).clamp(T(2.5, dtype=f64), T(4.5, dtype=f64)),
+    "bool_pow": lambda: T([True, False]).pow(2),
+    "rpow_uint8": lambda: torch.pow(2, T([3, 9], dtype=u8)),
+    "rpow_int32": lambda: torch.pow(3, T([2, 20], dtype=i32)),
     # errors
+    "err_relu_bool": lambda: torch.relu(T([True])),
+    "err_hardtanh_bool": lambda: F.hardtanh(T([True])),
+    "err_hardtanh_uint8_negative": lambda: F.hardtanh(T([5], dtype=u8)),
+    "err_lerp_uint8": lambda: T([1], dtype=u8).lerp(T([1]), 0.5),
     "err_full_uint8": lambda: torch.full((2,), 300, dtype=u8),
     "err_full_int32": lambda: torch.full((2,), 2**31, dtype=i32),
     "err_full_int32_nan": lambda: torch.full((2,), nan, dtype=i32),

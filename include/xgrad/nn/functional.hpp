@@ -44,7 +44,9 @@ Tensor relu6(const Tensor& input);
 Tensor hardswish(const Tensor& input);
 /// `relu6(x + 3) / 6`.
 Tensor hardsigmoid(const Tensor& input);
-/// `clamp(x, min_val, max_val)`, with a zero gradient at and beyond the bounds.
+/// `clamp(x, min_val, max_val)`, with a zero gradient at and beyond the bounds. An integer tensor keeps
+/// its dtype, the limits truncated to integers (PyTorch's); bool is refused, as is uint8 with a negative
+/// limit.
 Tensor hardtanh(const Tensor& input, double min_val = -1.0, double max_val = 1.0);
 /// `log(sigmoid(x))`, computed stably.
 Tensor logsigmoid(const Tensor& input);
