@@ -73,12 +73,18 @@ Tensor for_scalar(const Tensor& a, double s, const char* op) {
     return a.dtype() == kBool ? a.to(kInt64) : a;  // bool meets an integer in int64
 }
 
-/// PyTorch refuses `-` on bool tensors.
-void check_not_bool_sub(const Tensor& a, const Tensor& b) {
-    if (a.dtype() == kBool && b.dtype() == kBool)
-        detail::fail("sub",
+/// PyTorch refuses `-` with a bool operand (`b` null for a number).
+void check_not_bool_sub(const Tensor& a, const Tensor* b, const char* op) {
+    detail::check_defined(a, op);
+    const bool ba = a.dtype() == kBool, bb = b && b->defined() && b->dtype() == kBool;
+    if (ba && bb)
+        detail::fail(op,
                      "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                      "`logical_xor()` operator instead.");
+    if (ba || bb)
+        detail::fail(op,
+                     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert "
+                     "a mask, use the `~` or `logical_not()` operator instead.");
 }
 
 /// Floating-point maths of an integer tensor happens in float32, as torch.exp(int) does: reads as `a`
@@ -124,8 +130,8 @@ Tensor Tensor::add(const Tensor& other) const {
 }
 
 Tensor Tensor::sub(const Tensor& other) const {
+    check_not_bool_sub(*this, &other, "sub");
     const Promote p(*this, other, "sub");
-    check_not_bool_sub(p.a(), p.b());
     Tensor out = map_binary(p.a(), p.b(), "sub", BinaryOp::kSub);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "SubBackward0", {this, &other},
@@ -171,6 +177,7 @@ Tensor Tensor::add(double s) const {
 }
 
 Tensor Tensor::sub(double s) const {
+    check_not_bool_sub(*this, nullptr, "sub");
     Tensor a = for_scalar(*this, s, "sub");
     Tensor out = map_unary(a, UnaryOp::kSub, s);
     if (detail::needs_grad({this}))
@@ -208,6 +215,7 @@ Tensor Tensor::neg() const {
 
 /// `s - x`: PyTorch records it as RsubBackward1.
 Tensor operator-(double s, const Tensor& x) {
+    check_not_bool_sub(x, nullptr, "rsub");
     Tensor a = for_scalar(x, s, "rsub");
     Tensor out = map_unary(a, UnaryOp::kRsub, s);
     if (detail::needs_grad({&x}))
@@ -293,6 +301,7 @@ Tensor Tensor::pow(double e) const {
 
 Tensor Tensor::pow(const Tensor& exponent) const {
     auto [a, b] = promoted(*this, exponent, "pow");
+    if (a.dtype() == kBool) detail::fail("pow", "\"pow\" not implemented for 'Bool'");
     if (!a.is_floating_point()) return map_binary(a, b, "pow", BinaryOp::kPow);  // integers: exact, no grad
     Tensor out = map_binary(a, b, "pow", BinaryOp::kPow);
     if (detail::needs_grad({this, &exponent}))
@@ -357,6 +366,7 @@ Tensor Tensor::log() const {
 
 Tensor Tensor::abs() const {
     detail::check_defined(*this, "abs");
+    detail::refuse_bool(*this, "abs", "abs");
     Tensor out = map_unary(*this, UnaryOp::kAbs);
     if (detail::needs_grad({this}))
         detail::record(out, "AbsBackward0", {this}, [x = detail::Saved(*this)](const Tensor& g, const NeedsGrad&) {
@@ -406,7 +416,9 @@ Tensor Tensor::gelu(const std::string& approximate) const {
     if (approximate != "none" && approximate != "tanh")
         detail::fail("gelu", "approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
     const bool tanh_form = approximate == "tanh";
-    const Tensor in = floating(*this);
+    if (!is_floating_point())  // PyTorch's kernel is built for floating types only
+        detail::fail("gelu", "\"GeluKernelImpl\" not implemented for '" + detail::scalar_type_name(dtype()) + "'");
+    const Tensor& in = *this;
     // PyTorch 1.13 hands a contiguous float32 tensor of more than one element to oneDNN (kGelu's
     // float32 kernel), forward and backward, and computes any other float32 tensor by its own erf
     // formula (kGeluErf); the two differ by a few ulps.
@@ -613,6 +625,7 @@ BinaryOp rounding_op(const std::string& mode) {
 /// div with rounding: piecewise constant, so both gradients are zero (PyTorch's DivBackward2).
 Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::initializer_list<const Tensor*> inputs) {
     auto [a, b] = promoted(self, other, "div");
+    if (a.dtype() == kBool) detail::not_implemented_for(a, "div", k == BinaryOp::kDivFloor ? "div_floor" : "div_trunc");
     check_divisor(b, "div");
     Tensor out = map_binary(a, b, "div", k);
     if (detail::needs_grad(inputs))
@@ -632,6 +645,7 @@ Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::ini
 Tensor modulo(const Tensor& self, const Tensor& other, const char* op, BinaryOp k, const char* name,
               std::initializer_list<const Tensor*> inputs) {
     auto [a, b] = promoted(self, other, op);
+    if (a.dtype() == kBool) detail::not_implemented_for(a, op, op);
     check_divisor(b, op);
     Tensor out = map_binary(a, b, op, k);
     if (detail::needs_grad(inputs)) {
@@ -706,8 +720,7 @@ Tensor log_add_exp(const Tensor& self, const Tensor& other, bool base2) {
     const char* op = base2 ? "logaddexp2" : "logaddexp";
     auto [a, b] = promoted(self, other, op);
     if (!a.is_floating_point())  // PyTorch's message; an integer meets a floating tensor in the latter's dtype
-        detail::fail(op, std::string("\"") + op + (a.device().is_cpu() ? "_cpu" : "_cuda") +
-                             "\" not implemented for '" + detail::scalar_type_name(a.dtype()) + "'");
+        detail::not_implemented_for(a, op, op);
     Tensor out = map_binary(a, b, op, base2 ? BinaryOp::kLogAddExp2 : BinaryOp::kLogAddExp);
     if (!detail::needs_grad({&self, &other})) return out;
     detail::record(
@@ -913,15 +926,19 @@ Tensor Tensor::sign() const {
     return rounding(*this, "sign", UnaryOp::kSign, "SignBackward0");
 }
 Tensor Tensor::floor() const {
+    detail::refuse_bool(*this, "floor", "floor_vml");
     return rounding(*this, "floor", UnaryOp::kFloor, "FloorBackward0");
 }
 Tensor Tensor::ceil() const {
+    detail::refuse_bool(*this, "ceil", "ceil_vml");
     return rounding(*this, "ceil", UnaryOp::kCeil, "CeilBackward0");
 }
 Tensor Tensor::round() const {
+    detail::refuse_bool(*this, "round", "round_vml");
     return rounding(*this, "round", UnaryOp::kRound, "RoundBackward0");
 }
 Tensor Tensor::trunc() const {
+    detail::refuse_bool(*this, "trunc", "trunc_vml");
     return rounding(*this, "trunc", UnaryOp::kTrunc, "TruncBackward0");
 }
 

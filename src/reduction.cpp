@@ -683,9 +683,11 @@ Tensor Tensor::amin(const Dims& dims, bool keepdim) const {
     return amax_impl(*this, dims, keepdim, false);
 }
 Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
+    detail::refuse_bool(*this, "argmax", "argmax");
     return arg_extreme(*this, dim, keepdim, true);
 }
 Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
+    detail::refuse_bool(*this, "argmin", "argmin");
     return arg_extreme(*this, dim, keepdim, false);
 }
 // A strided input (permuted, sliced, expanded) is read in place, in PyTorch's order for its strides,

@@ -257,15 +257,19 @@ Tensor quantile_of(const Tensor& self, const Tensor& q, std::optional<std::int64
 }  // namespace
 
 ValuesIndices Tensor::kthvalue(std::int64_t k, std::int64_t dim, bool keepdim) const {
+    detail::refuse_bool(*this, "kthvalue", "kthvalue");
     return ranked(*this, dim, k, keepdim, false, "kthvalue", "KthvalueBackward0");
 }
 
 ValuesIndices Tensor::median(std::int64_t dim, bool keepdim) const {
+    detail::check_defined(*this, "median");
+    if (dtype() == kBool) detail::fail("median", "\"median_out\" not implemented for 'Bool'");  // PyTorch's words
     return ranked(*this, dim, 0, keepdim, true, "median", "MedianBackward1");
 }
 
 Tensor Tensor::median() const {
     detail::check_defined(*this, "median");
+    detail::refuse_bool(*this, "median", "median");
     if (numel() == 0) {  // PyTorch gives NaN (an integer tensor cannot hold it)
         if (!is_floating_point()) detail::fail("median", "of an empty " + to_string(dtype()) + " tensor");
         return full({}, NAN, FactoryOptions(dtype()).device(device()));
@@ -381,6 +385,7 @@ Tensor Tensor::argsort(std::int64_t dim, bool descending, bool stable) const {
 
 // PyTorch's CPU topk loop, ties and `sorted=false` included (the k then come in its nth_element order).
 ValuesIndices Tensor::topk(std::int64_t k, std::int64_t dim, bool largest, bool sorted) const {
+    detail::refuse_bool(*this, "topk", "topk");
     return sorted_rows(*this, dim, k, largest, sorted ? kernels::TieOrder::kTopk : kernels::TieOrder::kTopkUnsorted,
                        "topk", "TopkBackward0");
 }

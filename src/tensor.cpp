@@ -411,6 +411,15 @@ DType promote(DType a, DType b) {
     return promote_types(a, b);
 }
 
+void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel) {
+    fail(op, "\"" + kernel + (t.device().is_cpu() ? "_cpu" : "_cuda") + "\" not implemented for '" +
+                 scalar_type_name(t.dtype()) + "'");
+}
+
+void refuse_bool(const Tensor& t, const char* op, const char* kernel) {
+    if (t.defined() && t.dtype() == kBool) not_implemented_for(t, op, kernel);
+}
+
 std::string scalar_type_name(DType dtype) {
     switch (dtype) {
         case kFloat32:

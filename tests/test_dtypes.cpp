@@ -290,6 +290,55 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
         {"err_hardtanh_bool", [] { return F::hardtanh(tensor({1.0}, b)); }},
         {"err_hardtanh_uint8_negative", [] { return F::hardtanh(tensor({5.0}, u8)); }},
         {"err_lerp_uint8", [] { return tensor({1.0}, u8).lerp(tensor({1.0}, i64), 0.5); }},
+        {"err_gelu_int64",
+         [] {
+             return F::gelu(tensor({1.0, 2.0}, i64));
+         }},
+        {"err_gelu_bool", [] { return F::gelu(tensor({1.0}, b)); }},
+        {"err_abs_bool", [] { return tensor({1.0}, b).abs(); }},
+        {"err_floor_bool", [] { return tensor({1.0}, b).floor(); }},
+        {"err_ceil_bool", [] { return tensor({1.0}, b).ceil(); }},
+        {"err_round_bool", [] { return tensor({1.0}, b).round(); }},
+        {"err_trunc_bool", [] { return tensor({1.0}, b).trunc(); }},
+        {"err_argmax_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).argmax();
+         }},
+        {"err_argmin_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).argmin(0);
+         }},
+        {"err_topk_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).topk(1).values;
+         }},
+        {"err_median_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).median();
+         }},
+        {"err_median_dim_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).median(0).values;
+         }},
+        {"err_kthvalue_bool",
+         [] {
+             return tensor({1.0, 0.0}, b).kthvalue(1).values;
+         }},
+        {"err_sub_bool_float", [] { return tensor({1.0}, b) - 1.5; }},
+        {"err_rsub_bool", [] { return 0.5 - tensor({1.0}, b); }},
+        {"err_sub_int_bool", [] { return tensor({1.0}, i64) - tensor({1.0}, b); }},
+        {"err_pow_bool", [] { return tensor({1.0}, b).pow(tensor({1.0}, b)); }},
+        {"err_remainder_bool", [] { return tensor({1.0}, b).remainder(tensor({1.0}, b)); }},
+        {"err_fmod_bool", [] { return tensor({1.0}, b).fmod(tensor({1.0}, b)); }},
+        {"err_floor_divide_bool", [] { return tensor({1.0}, b).div(tensor({1.0}, b), "floor"); }},
+        {"err_matmul_bool",
+         [] {
+             return tensor({{1.0, 0.0}}, b).matmul(tensor({{1.0}, {1.0}}, b));
+         }},
+        {"bool_sort_values_still",
+         [] {
+             return tensor({1.0, 0.0}, b).sort().values;
+         }},
         {"err_full_uint8", [] { return xgrad::full({2}, 300, u8); }},
         {"err_full_int32", [] { return xgrad::full({2}, 2147483648.0, i32); }},
         {"err_full_int32_nan", [] { return xgrad::full({2}, nan, i32); }},
