@@ -181,6 +181,9 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
                      std::to_string(value.dim()) + " dimension(s).");
     if (value.device() != device() && !value.device().is_cpu())  // a CPU 0-d value may fill a GPU tensor
         detail::check_same_device(*this, value, op);
+    // A value of another dtype must fit self's, as PyTorch's (which takes it as a number): 300 into
+    // uint8 throws rather than wrapping.
+    if (value.dtype() != dtype()) detail::check_scalar_fits(value.item<double>(), dtype(), op);
     const Tensor v = value.to(dtype()).to(device());  // differentiable: its gradient goes back to `value`
     Tensor out = where_raw(mask, v, *this, out_shape, op);
     if (detail::needs_grad({this, &v}))

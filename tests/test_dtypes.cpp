@@ -335,6 +335,14 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
          [] {
              return tensor({{1.0, 0.0}}, b).matmul(tensor({{1.0}, {1.0}}, b));
          }},
+        {"err_masked_fill_uint8_overflow",
+         [] {
+             return xgrad::zeros({2}, u8).masked_fill(tensor({1.0, 0.0}, b), tensor(300.0, i64));
+         }},
+        {"int32_masked_fill_0d_float",
+         [] {
+             return xgrad::zeros({2}, i32).masked_fill(tensor({1.0, 0.0}, b), tensor(2.5));
+         }},
         {"bool_sort_values_still",
          [] {
              return tensor({1.0, 0.0}, b).sort().values;

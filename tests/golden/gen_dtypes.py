@@ -132,6 +132,8 @@ CASES = {
     "err_fmod_bool": lambda: T([True]).fmod(T([True])),
     "err_floor_divide_bool": lambda: torch.div(T([True]), T([True]), rounding_mode="floor"),
     "err_matmul_bool": lambda: T([[True, False]]) @ T([[True], [True]]),
+    "err_masked_fill_uint8_overflow": lambda: torch.zeros(2, dtype=u8).masked_fill(T([True, False]), T(300)),
+    "int32_masked_fill_0d_float": lambda: torch.zeros(2, dtype=i32).masked_fill(T([True, False]), T(2.5)),
     "bool_sort_values_still": lambda: T([True, False]).sort().values,
     "err_full_uint8": lambda: torch.full((2,), 300, dtype=u8),
     "err_full_int32": lambda: torch.full((2,), 2**31, dtype=i32),
