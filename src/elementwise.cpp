@@ -301,7 +301,7 @@ Tensor Tensor::pow(double e) const {
 
 Tensor Tensor::pow(const Tensor& exponent) const {
     auto [a, b] = promoted(*this, exponent, "pow");
-    if (a.dtype() == kBool) detail::fail("pow", "\"pow\" not implemented for 'Bool'");
+    if (a.dtype() == kBool) detail::not_implemented_for(a, "pow", "pow", false);
     if (!a.is_floating_point()) return map_binary(a, b, "pow", BinaryOp::kPow);  // integers: exact, no grad
     Tensor out = map_binary(a, b, "pow", BinaryOp::kPow);
     if (detail::needs_grad({this, &exponent}))
@@ -417,7 +417,7 @@ Tensor Tensor::gelu(const std::string& approximate) const {
         detail::fail("gelu", "approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
     const bool tanh_form = approximate == "tanh";
     if (!is_floating_point())  // PyTorch's kernel is built for floating types only
-        detail::fail("gelu", "\"GeluKernelImpl\" not implemented for '" + detail::scalar_type_name(dtype()) + "'");
+        detail::not_implemented_for(*this, "gelu", "GeluKernelImpl", false);
     const Tensor& in = *this;
     // PyTorch 1.13 hands a contiguous float32 tensor of more than one element to oneDNN (kGelu's
     // float32 kernel), forward and backward, and computes any other float32 tensor by its own erf

@@ -205,7 +205,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     detail::check_defined(a, "matmul");
     detail::check_defined(b, "matmul");
     detail::check_same_device(a, b, "matmul");
-    if (a.dtype() == kBool && b.dtype() == kBool) fail("matmul", "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    if (a.dtype() == kBool && b.dtype() == kBool) detail::not_implemented_for(a, "matmul", "addmm_impl_cpu_", false);
     if (a.dim() == 0 || b.dim() == 0)
         fail("matmul", "both arguments need at least 1 dimension, got shapes " + to_string(a.shape()) + " and " +
                            to_string(b.shape()));

@@ -411,9 +411,9 @@ DType promote(DType a, DType b) {
     return promote_types(a, b);
 }
 
-void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel) {
-    fail(op, "\"" + kernel + (t.device().is_cpu() ? "_cpu" : "_cuda") + "\" not implemented for '" +
-                 scalar_type_name(t.dtype()) + "'");
+void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel, bool device_suffix) {
+    const char* suffix = !device_suffix ? "" : t.device().is_cpu() ? "_cpu" : "_cuda";
+    fail(op, "\"" + kernel + suffix + "\" not implemented for '" + scalar_type_name(t.dtype()) + "'");
 }
 
 void refuse_bool(const Tensor& t, const char* op, const char* kernel) {

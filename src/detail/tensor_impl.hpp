@@ -439,9 +439,11 @@ inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
 
 /// PyTorch's C++ name of a dtype in its messages: "Float", "Double", "Long", "Int", "Byte", "Bool".
 std::string scalar_type_name(DType dtype);
-/// Throws naming `op`, in PyTorch's words, where its kernel `kernel` (on t's device: "abs" gives
-/// "abs_cpu") was not built for t's dtype: `"abs_cpu" not implemented for 'Bool'`.
-[[noreturn]] void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel);
+/// Throws naming `op`, in PyTorch's words, where its kernel `kernel` was not built for t's dtype:
+/// `"abs_cpu" not implemented for 'Bool'` (with `device_suffix`, "abs" gets t's device's "_cpu" or "_cuda";
+/// without, the name is PyTorch's as it is, "GeluKernelImpl").
+[[noreturn]] void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel,
+                                      bool device_suffix = true);
 /// not_implemented_for where t is a bool tensor (the ops that PyTorch refuses for bool only).
 void refuse_bool(const Tensor& t, const char* op, const char* kernel);
 /// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
