@@ -24,14 +24,18 @@ using Grads = detail::GradList;
 namespace {
 
 /// Two operands in their result dtype (torch.result_type): the inputs themselves when they have it
-/// already (no handle copied), else converted copies. Checks both are defined and on one device.
+/// already (no handle copied), else converted copies. Checks both are defined and on one device. With
+/// `integers_to_float`, an integer or bool result type is float32 instead (true division, atan2: PyTorch's
+/// promote_integer_inputs_to_float), each operand converted from its own dtype: a zero-dim int64 divisor
+/// of a uint8 tensor keeps its value (300, not 300 wrapped to a uint8 44).
 class Promote {
 public:
-    Promote(const Tensor& a, const Tensor& b, const char* op) : a_(&a), b_(&b) {
+    Promote(const Tensor& a, const Tensor& b, const char* op, bool integers_to_float = false) : a_(&a), b_(&b) {
         detail::check_defined(a, op);
         detail::check_defined(b, op);
         detail::check_same_device(a, b, op);
-        const DType t = detail::result_type(a, b);
+        DType t = detail::result_type(a, b);
+        if (integers_to_float && !is_floating_point(t)) t = kFloat32;
         if (a.dtype() != t) a_ = &(ca_ = a.to(t));
         if (b.dtype() != t) b_ = &(cb_ = b.to(t));
     }
@@ -53,17 +57,6 @@ std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char*
     return {p.a(), p.b()};
 }
 
-/// Two operands in their result dtype, or both in float32 where that is an integer or bool type (true
-/// division, atan2: PyTorch's promote_integer_inputs_to_float), each converted from its own dtype: a
-/// zero-dim int64 divisor of a uint8 tensor keeps its value (300, not 300 wrapped to a uint8 44).
-std::pair<Tensor, Tensor> promoted_to_float(const Tensor& a, const Tensor& b, const char* op) {
-    detail::check_defined(a, op);
-    detail::check_defined(b, op);
-    if (is_floating_point(detail::result_type(a, b))) return promoted(a, b, op);
-    detail::check_same_device(a, b, op);
-    return {a.to(kFloat32), b.to(kFloat32)};
-}
-
 /// Integer tensors meet floating scalars in float32 (PyTorch's default dtype). A whole number stays
 /// an integer scalar only while int64 can hold it (a Python int can't be 1e30 either).
 Tensor for_scalar(const Tensor& a, double s, const char* op) {
@@ -73,10 +66,9 @@ Tensor for_scalar(const Tensor& a, double s, const char* op) {
     return a.dtype() == kBool ? a.to(kInt64) : a;  // bool meets an integer in int64
 }
 
-/// PyTorch refuses `-` with a bool operand (`b` null for a number).
+/// PyTorch refuses `-` with a bool operand (`b` null for a number); a and b are defined.
 void check_not_bool_sub(const Tensor& a, const Tensor* b, const char* op) {
-    detail::check_defined(a, op);
-    const bool ba = a.dtype() == kBool, bb = b && b->defined() && b->dtype() == kBool;
+    const bool ba = a.dtype() == kBool, bb = b && b->dtype() == kBool;
     if (ba && bb)
         detail::fail(op,
                      "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
@@ -130,8 +122,8 @@ Tensor Tensor::add(const Tensor& other) const {
 }
 
 Tensor Tensor::sub(const Tensor& other) const {
-    check_not_bool_sub(*this, &other, "sub");
     const Promote p(*this, other, "sub");
+    check_not_bool_sub(*this, &other, "sub");
     Tensor out = map_binary(p.a(), p.b(), "sub", BinaryOp::kSub);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "SubBackward0", {this, &other},
@@ -156,8 +148,8 @@ Tensor Tensor::mul(const Tensor& other) const {
 }
 
 Tensor Tensor::div(const Tensor& other) const {
-    auto [a, b] = promoted_to_float(*this, other, "div");  // true division, as torch.div
-    Tensor out = map_binary(a, b, "div", BinaryOp::kDiv);
+    const Promote p(*this, other, "div", true);  // true division, as torch.div
+    Tensor out = map_binary(p.a(), p.b(), "div", BinaryOp::kDiv);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "DivBackward0", {this, &other},
                        [a = detail::Saved(*this), b = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {
@@ -177,8 +169,8 @@ Tensor Tensor::add(double s) const {
 }
 
 Tensor Tensor::sub(double s) const {
-    check_not_bool_sub(*this, nullptr, "sub");
     Tensor a = for_scalar(*this, s, "sub");
+    check_not_bool_sub(*this, nullptr, "sub");
     Tensor out = map_unary(a, UnaryOp::kSub, s);
     if (detail::needs_grad({this}))
         detail::record(out, "SubBackward0", {this}, [](const Tensor& g, const NeedsGrad&) { return Grads{g}; });
@@ -215,8 +207,8 @@ Tensor Tensor::neg() const {
 
 /// `s - x`: PyTorch records it as RsubBackward1.
 Tensor operator-(double s, const Tensor& x) {
-    check_not_bool_sub(x, nullptr, "rsub");
     Tensor a = for_scalar(x, s, "rsub");
+    check_not_bool_sub(x, nullptr, "rsub");
     Tensor out = map_unary(a, UnaryOp::kRsub, s);
     if (detail::needs_grad({&x}))
         detail::record(out, "RsubBackward1", {&x}, [](const Tensor& g, const NeedsGrad&) { return Grads{g.neg()}; });
@@ -301,7 +293,7 @@ Tensor Tensor::pow(double e) const {
 
 Tensor Tensor::pow(const Tensor& exponent) const {
     auto [a, b] = promoted(*this, exponent, "pow");
-    if (a.dtype() == kBool) detail::not_implemented_for(a, "pow", "pow", false);
+    detail::refuse_bool(a, "pow", "pow", false);
     if (!a.is_floating_point()) return map_binary(a, b, "pow", BinaryOp::kPow);  // integers: exact, no grad
     Tensor out = map_binary(a, b, "pow", BinaryOp::kPow);
     if (detail::needs_grad({this, &exponent}))
@@ -625,7 +617,7 @@ BinaryOp rounding_op(const std::string& mode) {
 /// div with rounding: piecewise constant, so both gradients are zero (PyTorch's DivBackward2).
 Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::initializer_list<const Tensor*> inputs) {
     auto [a, b] = promoted(self, other, "div");
-    if (a.dtype() == kBool) detail::not_implemented_for(a, "div", k == BinaryOp::kDivFloor ? "div_floor" : "div_trunc");
+    detail::refuse_bool(a, "div", k == BinaryOp::kDivFloor ? "div_floor" : "div_trunc");
     check_divisor(b, "div");
     Tensor out = map_binary(a, b, "div", k);
     if (detail::needs_grad(inputs))
@@ -645,7 +637,7 @@ Tensor rounded_div(const Tensor& self, const Tensor& other, BinaryOp k, std::ini
 Tensor modulo(const Tensor& self, const Tensor& other, const char* op, BinaryOp k, const char* name,
               std::initializer_list<const Tensor*> inputs) {
     auto [a, b] = promoted(self, other, op);
-    if (a.dtype() == kBool) detail::not_implemented_for(a, op, op);
+    detail::refuse_bool(a, op, op);
     check_divisor(b, op);
     Tensor out = map_binary(a, b, op, k);
     if (detail::needs_grad(inputs)) {
@@ -697,8 +689,8 @@ Tensor Tensor::fmod(double other) const {
 }
 
 Tensor Tensor::atan2(const Tensor& other) const {
-    auto [a, b] = promoted_to_float(*this, other, "atan2");
-    Tensor out = map_binary(a, b, "atan2", BinaryOp::kAtan2);
+    const Promote p(*this, other, "atan2", true);
+    Tensor out = map_binary(p.a(), p.b(), "atan2", BinaryOp::kAtan2);
     if (detail::needs_grad({this, &other}))
         detail::record(out, "Atan2Backward0", {this, &other},
                        [y = detail::Saved(*this), x = detail::Saved(other)](const Tensor& g, const NeedsGrad& n) {

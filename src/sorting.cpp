@@ -263,7 +263,7 @@ ValuesIndices Tensor::kthvalue(std::int64_t k, std::int64_t dim, bool keepdim) c
 
 ValuesIndices Tensor::median(std::int64_t dim, bool keepdim) const {
     detail::check_defined(*this, "median");
-    if (dtype() == kBool) detail::not_implemented_for(*this, "median", "median_out", false);
+    detail::refuse_bool(*this, "median", "median_out", false);
     return ranked(*this, dim, 0, keepdim, true, "median", "MedianBackward1");
 }
 

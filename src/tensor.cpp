@@ -416,8 +416,8 @@ void not_implemented_for(const Tensor& t, const char* op, const std::string& ker
     fail(op, "\"" + kernel + suffix + "\" not implemented for '" + scalar_type_name(t.dtype()) + "'");
 }
 
-void refuse_bool(const Tensor& t, const char* op, const char* kernel) {
-    if (t.defined() && t.dtype() == kBool) not_implemented_for(t, op, kernel);
+void refuse_bool(const Tensor& t, const char* op, const char* kernel, bool device_suffix) {
+    if (t.defined() && t.dtype() == kBool) not_implemented_for(t, op, kernel, device_suffix);
 }
 
 std::string scalar_type_name(DType dtype) {

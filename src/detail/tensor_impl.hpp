@@ -445,7 +445,7 @@ std::string scalar_type_name(DType dtype);
 [[noreturn]] void not_implemented_for(const Tensor& t, const char* op, const std::string& kernel,
                                       bool device_suffix = true);
 /// not_implemented_for where t is a bool tensor (the ops that PyTorch refuses for bool only).
-void refuse_bool(const Tensor& t, const char* op, const char* kernel);
+void refuse_bool(const Tensor& t, const char* op, const char* kernel, bool device_suffix = true);
 /// A new tensor of src's shape, `dtype` and device, laid out as PyTorch's memory_format=preserve_format
 /// lays out a copy of src (empty_like): a dense src's own strides, any other src's dims in the same
 /// order (infer_dense_strides, which is TensorIterator's order), row-major where that is the order.

@@ -41,25 +41,23 @@ int row_chunks(std::int64_t rows, std::int64_t width) {
     return static_cast<int>(std::min(rows, kMaxChunks));
 }
 
-/// Whether the forward writes an output of n elements of T with non-temporal stores (vec_math's
-/// kStreamBytes): the rows are written one by one, so the decision is the whole tensor's.
+/// Whether a kernel writes an output of n elements of T with non-temporal stores, from `from` bytes
+/// (vec_math's kStreamBytes for the forwards): the rows are written one by one, so the decision is the
+/// whole tensor's.
 template <typename T>
-bool streams(std::int64_t n) {
-    return n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes;
+bool streams(std::int64_t n, std::int64_t from = kStreamBytes) {
+    return n * static_cast<std::int64_t>(sizeof(T)) >= from;
 }
 
-/// The backward's streams(): from half kStreamBytes. Forward and backward together cycle four tensors
-/// of x's size (x, y, dy, dx) through the level-3 cache, which both cores (and, on a VM, other guests)
-/// share; the backward writes dx while it reads dy and x, and from about 4 MiB on, ordinary stores of dx
-/// pushed out rows that were still to be read. Forward+backward, medians of alternating runs (this
-/// noisy 2-core VM): 2048x768 floats on one thread 2.6 -> 1.9 ms (LayerNorm) and 1.4 -> 1.1 (RMSNorm),
-/// on two 0.97 -> 0.64 and 0.76 -> 0.45; 1024x1500 on one thread 2.4 -> 2.2 and 2.0 -> 1.8, on two
-/// 1.0 -> 0.6 and 0.72 -> 0.44; 700x1500 about the same. The forward keeps kStreamBytes: its y streamed
-/// from 4 MiB ran faster on one thread but slower on two (RMSNorm 2048x768: 0.13 -> 0.24 ms).
-template <typename T>
-bool backward_streams(std::int64_t n) {
-    return n * static_cast<std::int64_t>(sizeof(T)) >= kStreamBytes / 2;
-}
+/// The backwards' `from`: half kStreamBytes. Forward and backward together cycle four tensors of x's
+/// size (x, y, dy, dx) through the level-3 cache, which both cores (and, on a VM, other guests) share;
+/// the backward writes dx while it reads dy and x, and from about 4 MiB on, ordinary stores of dx pushed
+/// out rows that were still to be read. Forward+backward, medians of alternating runs (this noisy 2-core
+/// VM): 2048x768 floats on one thread 2.6 -> 1.9 ms (LayerNorm) and 1.4 -> 1.1 (RMSNorm), on two
+/// 0.97 -> 0.64 and 0.76 -> 0.45; 1024x1500 on one thread 2.4 -> 2.2 and 2.0 -> 1.8, on two 1.0 -> 0.6
+/// and 0.72 -> 0.44; 700x1500 about the same. The forwards keep kStreamBytes: a y streamed from 4 MiB ran
+/// faster on one thread but slower on two (RMSNorm 2048x768: 0.13 -> 0.24 ms).
+constexpr std::int64_t kBackwardStreamBytes = kStreamBytes / 2;
 
 /// `n` zeros of T (x's dtype) for per-chunk partial sums, kept alive by `holder`: a tensor's storage, so
 /// that a large block comes back from the storage's block cache. A std::vector of a few hundred KiB is
@@ -128,7 +126,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, cons
                                                                    : 0;
     detail::dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = decltype(tag);
-        const bool stream = backward_streams<T>(x.numel());
+        const bool stream = streams<T>(x.numel(), kBackwardStreamBytes);
         const T* px = x.impl()->data<T>();
         const T* pg = g.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
@@ -198,7 +196,7 @@ void rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
     const std::int64_t rows = rstd.numel(), width = rows > 0 ? x.numel() / rows : dw.defined() ? dw.numel() : 0;
     detail::dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
         using T = decltype(tag);
-        const bool stream = backward_streams<T>(x.numel());
+        const bool stream = streams<T>(x.numel(), kBackwardStreamBytes);
         const T* px = x.impl()->data<T>();
         const T* pg = g.impl()->data<T>();
         const T* pw = w.defined() ? w.impl()->data<T>() : nullptr;
